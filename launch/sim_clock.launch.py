@@ -1,0 +1,89 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Start the sim_clock clock server.
+
+    ros2 launch sim_clock sim_clock.launch.py
+    ros2 launch sim_clock sim_clock.launch.py mode:=simulation sync:=true time_step:=0.001
+
+Parameters come from ``params_file`` (config/sim_clock.yaml by default); a parameter given as
+a launch argument overrides the file. ``use_sim_time`` is passed to the node as well: the server
+runs the same either way, since its timers are wall timers.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.actions import OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+import yaml
+
+# name -> description. The defaults live in config/sim_clock.yaml: an empty argument keeps them.
+PARAMETER_ARGUMENTS = {
+    'mode': "Time mode: 'real_time' (wall clock) or 'simulation' (frames of time_step).",
+    'sync': 'Simulation mode: time advances only by ~/step calls (true/false).',
+    'time_step': 'One frame, in seconds (> 0, at most 86400).',
+    'real_time_factor': 'Free-run pace: 1.0 wall pace, 2.0 twice as fast, 0 as fast as possible.',
+    'publish_rate': '/clock rate in Hz in real_time mode and while time is not advancing.',
+    'paused': 'Start with real-time and free-run time frozen (true/false).',
+    'owner_timeout': 'Seconds without a call from the sync holder before its hold lapses; '
+                     '0 never.',
+}
+
+
+def _node(context):
+    overrides = {'use_sim_time': yaml.safe_load(context.launch_configurations['use_sim_time'])}
+    for name in PARAMETER_ARGUMENTS:
+        value = context.launch_configurations[name]
+        if value != '':
+            overrides[name] = yaml.safe_load(value)
+    return [Node(
+        package='sim_clock',
+        executable='clock_server',
+        name=LaunchConfiguration('node_name'),
+        namespace=LaunchConfiguration('namespace'),
+        parameters=[LaunchConfiguration('params_file'), overrides],
+        output='screen',
+        emulate_tty=True,
+    )]
+
+
+def generate_launch_description():
+    """Declare every parameter as a launch argument and start the clock server."""
+    default_params = os.path.join(
+        get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+    arguments = [
+        DeclareLaunchArgument(
+            'params_file', default_value=default_params,
+            description='YAML file with the clock server parameters.'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false',
+            description='use_sim_time of the clock server node itself (it runs either way).'),
+        DeclareLaunchArgument(
+            'node_name', default_value='sim_clock',
+            description='Node name; services live under /<namespace>/<node_name>/.'),
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='Namespace of the clock server node (/clock stays global).'),
+    ]
+    arguments += [
+        DeclareLaunchArgument(
+            name, default_value='',
+            description=description + ' Empty: the value from params_file.')
+        for name, description in PARAMETER_ARGUMENTS.items()]
+    return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

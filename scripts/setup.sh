@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Set up what is missing, idempotently: the virtual environment at .venv, the pinned wheels,
+# and the package build (interfaces + Python modules) installed into .venv.
+#   scripts/setup.sh          run-time set-up
+#   scripts/setup.sh --test   also the test requirements
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$root/.venv"
+build="$root/build/venv"
+
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c \
+        'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+      python=$candidate
+      break
+    fi
+  done
+fi
+if [ -z "$python" ]; then
+  echo "setup: Python 3.11 is required (the ROS 2 Jazzy wheels are built for it)." >&2
+  exit 1
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv"
+  "$python" -m venv "$venv"
+fi
+
+# Wheels: installed again only when a requirements file changed.
+files=("$root/requirements/run.txt")
+if [ "${1:-}" = "--test" ]; then
+  files+=("$root/requirements/test.txt")
+fi
+for file in "${files[@]}"; do
+  stamp="$venv/.installed-$(basename "$file").sha256"
+  digest=$(sha256sum "$file" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
+    echo "setup: installing $(basename "$file")"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$file" \
+      2> >(grep -v "^WARNING: Location" >&2)
+    echo "$digest" > "$stamp"
+  fi
+done
+
+# The package: CMake generates the interfaces and installs everything into the venv prefix.
+export PATH="$venv/bin:$PATH"
+export AMENT_PREFIX_PATH="$venv"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  echo "setup: configuring the build"
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+    -DCMAKE_PREFIX_PATH="$venv" -DCMAKE_INSTALL_PREFIX="$venv" \
+    -DPython3_EXECUTABLE="$venv/bin/python3" > "$build.configure.log" 2>&1 \
+    || { cat "$build.configure.log" >&2; rm -f "$build/CMakeCache.txt"; exit 1; }
+fi
+cmake --build "$build" -j 2 > "$build.build.log" 2>&1 || { cat "$build.build.log" >&2; exit 1; }
+cmake --install "$build" > "$build.install.log" 2>&1 || { cat "$build.install.log" >&2; exit 1; }

@@ -1,0 +1,489 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The clock server node: publishes ``/clock`` and serves the control services.
+
+The node is thin: parameters and service requests become calls on a
+:class:`sim_clock.timeline.Timeline`, and the frames it returns become ``/clock`` messages.
+All timing comes from steady (wall) timers and the steady clock, never from ROS time, so the
+server behaves the same whether it is started with ``use_sim_time`` true or false and never
+waits on its own clock.
+"""
+
+import time
+from typing import Callable
+from typing import List
+
+from rcl_interfaces.msg import FloatingPointRange
+from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult
+import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.srv import GetStatus
+from sim_clock.srv import Step
+from sim_clock.srv import SyncModeCmd
+from sim_clock.timeline import MAX_REAL_TIME_FACTOR
+from sim_clock.timeline import MAX_TIME_NS
+from sim_clock.timeline import MAX_TIME_STEP_NS
+from sim_clock.timeline import Mode
+from sim_clock.timeline import MODE_NAMES
+from sim_clock.timeline import NS_PER_MS
+from sim_clock.timeline import NS_PER_SEC
+from sim_clock.timeline import owner_timeout_from_seconds
+from sim_clock.timeline import parse_mode
+from sim_clock.timeline import real_time_factor_from_float
+from sim_clock.timeline import Refused
+from sim_clock.timeline import time_step_from_seconds
+from sim_clock.timeline import Timeline
+from std_srvs.srv import SetBool
+from std_srvs.srv import Trigger
+
+NODE_NAME = 'sim_clock'
+CLOCK_TOPIC = '/clock'
+
+#: The /clock profile. Reliable, because a best-effort publisher is invisible to reliable
+#: subscribers, while the time sources of rclpy and rclcpp (best effort, depth 1) match a
+#: reliable publisher too. Volatile, so a late joiner gets the next publication (at most one
+#: publish period away) rather than a stale backlog. A history of 1000 samples lets the
+#: middleware repair losses in a burst of frames (a long step) for reliable subscribers that
+#: keep every frame.
+CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: Free run is paced by a steady timer; frames due faster than this are published in batches.
+MIN_TICK_NS = 1_000_000
+#: The most frames one timer callback publishes: services are still answered between batches.
+FRAMES_PER_TICK = 100
+#: The std_srvs services act as this user: they may step only while nobody holds sync mode.
+ANONYMOUS_USER = ''
+
+MAX_PUBLISH_RATE = 10_000.0
+MIN_PUBLISH_RATE = 0.1
+
+DEFAULTS = {
+    'mode': Mode.SIMULATION.value,
+    'sync': False,
+    'time_step': 0.01,
+    'real_time_factor': 1.0,
+    'publish_rate': 100.0,
+    'paused': False,
+    'owner_timeout': 0.0,
+}
+
+_DOUBLE_PARAMETERS = ('time_step', 'real_time_factor', 'publish_rate', 'owner_timeout')
+
+
+def _descriptor(description: str, *, low: float = None, high: float = None,
+                constraints: str = '') -> ParameterDescriptor:
+    descriptor = ParameterDescriptor(
+        description=description, additional_constraints=constraints)
+    if low is not None:
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+    return descriptor
+
+
+DESCRIPTORS = {
+    'mode': _descriptor(
+        'How time advances: real_time follows the wall clock; simulation advances in frames '
+        'of time_step (free run, or only by steps when sync is on). A change resets time to 0.',
+        constraints='one of: ' + ', '.join(MODE_NAMES)),
+    'sync': _descriptor(
+        'Simulation mode: time advances only by ~/step calls. A change resets time to 0. '
+        'Setting it true in real_time mode switches to simulation.',
+        constraints='true needs mode simulation (switched to if needed)'),
+    'time_step': _descriptor(
+        'Length of one simulation frame, in seconds (converted once to integer ns).',
+        low=1e-9, high=float(MAX_TIME_STEP_NS // NS_PER_SEC), constraints='s, > 0'),
+    'real_time_factor': _descriptor(
+        'Free-run pace: simulated seconds per wall second. 1.0 wall pace, 2.0 twice as fast, '
+        '0 as fast as possible.',
+        low=0.0, high=float(MAX_REAL_TIME_FACTOR), constraints='0 = as fast as possible'),
+    'publish_rate': _descriptor(
+        '/clock rate in real_time mode and while time does not advance (paused, sync idle), '
+        'in Hz.',
+        low=MIN_PUBLISH_RATE, high=MAX_PUBLISH_RATE, constraints='Hz'),
+    'paused': _descriptor(
+        'Freeze real-time and free-run time (/clock keeps being published, unchanged).'),
+    'owner_timeout': _descriptor(
+        'Seconds without a call from the sync holder after which its hold lapses (sync stays '
+        'on, anyone may step or take it). 0: a hold never lapses.',
+        low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC), constraints='s, 0 = never'),
+}
+
+
+class ClockServer(Node):
+    """Publish /clock from a :class:`Timeline` and serve its control services."""
+
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        # `-p real_time_factor:=2` arrives as an integer; a double parameter takes it as 2.0.
+        # (The pre-set callback does this for run-time changes; declaration bypasses it.)
+        overrides = getattr(self, '_parameter_overrides', {})
+        for name in _DOUBLE_PARAMETERS:
+            if name in overrides and overrides[name].type_ == Parameter.Type.INTEGER:
+                overrides[name] = Parameter(
+                    name, Parameter.Type.DOUBLE, float(overrides[name].value))
+        self.declare_parameters('', [
+            (name, DEFAULTS[name], DESCRIPTORS[name]) for name in DEFAULTS])
+        values = {name: self.get_parameter(name).value for name in DEFAULTS}
+        mode = parse_mode(values['mode'])
+        self._timeline = Timeline(
+            time.monotonic_ns,
+            mode=mode,
+            sync=bool(values['sync']),
+            paused=bool(values['paused']),
+            time_step_ns=time_step_from_seconds(values['time_step']),
+            real_time_factor=real_time_factor_from_float(values['real_time_factor']),
+            owner_timeout_ns=owner_timeout_from_seconds(values['owner_timeout']),
+        )
+        self._publish_period_ns = self._publish_period(values['publish_rate'])
+
+        self.add_pre_set_parameters_callback(self._complete_parameters)
+        self.add_on_set_parameters_callback(self._validate_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+
+        # One publisher, one message object reused for every frame.
+        self._clock_pub = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
+        self._clock_msg = ClockMsg()
+        self._last_publish_ns = 0
+
+        # Everything runs in the node's default (mutually exclusive) callback group on a
+        # single-threaded executor: the timeline is only ever touched by one callback at a
+        # time, so it needs no lock, and a step's frames can never interleave with a tick's.
+        self.create_service(SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd)
+        self.create_service(Step, '~/step', self._on_step)
+        self.create_service(GetStatus, '~/get_status', self._on_get_status)
+        self.create_service(Trigger, '~/step_once', self._on_step_once)
+        self.create_service(Trigger, '~/pause', self._trigger(self._pause, True))
+        self.create_service(Trigger, '~/resume', self._trigger(self._pause, False))
+        self.create_service(Trigger, '~/reset', self._trigger(self._reset))
+        self.create_service(SetBool, '~/set_sync', self._on_set_sync)
+
+        # Wall timers only: a ROS-time timer would wait on the clock this node publishes.
+        self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        self._tick_timer = None
+        self._tick_period_ns = None
+        self._retime()
+        self._publish(self._timeline.time_ns)
+        status = self._timeline.status()
+        self.get_logger().info(
+            f'publishing {CLOCK_TOPIC}: mode={status.mode.value} sync={status.sync} '
+            f'time_step={status.time_step_ns} ns real_time_factor='
+            f'{float(status.real_time_factor)} paused={status.paused}')
+
+    # -- /clock --------------------------------------------------------------------------------
+
+    def _publish(self, time_ns: int) -> None:
+        self._clock_msg.clock.sec, self._clock_msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+        self._clock_pub.publish(self._clock_msg)
+
+    def _publish_frames(self, frames: range) -> None:
+        msg = self._clock_msg
+        publish = self._clock_pub.publish
+        for time_ns in frames:
+            msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+            publish(msg)
+        if frames:
+            self._last_publish_ns = time.monotonic_ns()
+            self.get_logger().debug(
+                f'frames up to {self._timeline.frame} published, time {frames[-1]} ns')
+
+    def _on_tick(self) -> None:
+        lapsed = self._timeline.release_lapsed_owner()
+        if lapsed:
+            self.get_logger().warning(
+                f'sync hold of {lapsed!r} lapsed after owner_timeout without a call; '
+                'sync stays on with no holder')
+        frames = self._timeline.poll(FRAMES_PER_TICK)
+        if frames:
+            self._publish_frames(frames)
+            if frames[-1] >= MAX_TIME_NS - self._timeline.status().time_step_ns:
+                self.get_logger().error(
+                    'simulated time reached the latest representable value; reset to go on',
+                    throttle_duration_sec=10.0)
+            return
+        now = time.monotonic_ns()
+        if now - self._last_publish_ns >= self._publish_period_ns:
+            # Not a new frame: the current time again, for nodes that start late.
+            self._publish(self._timeline.time_ns)
+            self._last_publish_ns = now
+
+    def _retime(self) -> None:
+        """Make the tick timer's period fit the current state."""
+        period = self._timeline.frame_period_ns()
+        if period is None:
+            tick_ns = self._publish_period_ns
+        elif period == 0:
+            tick_ns = 0
+        else:
+            tick_ns = int(min(max(period, MIN_TICK_NS), self._publish_period_ns))
+        if tick_ns == self._tick_period_ns:
+            return
+        if self._tick_timer is not None:
+            self.destroy_timer(self._tick_timer)
+        self._tick_period_ns = tick_ns
+        self._tick_timer = self.create_timer(
+            tick_ns / NS_PER_SEC, self._on_tick, clock=self._steady_clock)
+
+    @staticmethod
+    def _publish_period(rate_hz: float) -> int:
+        return round(NS_PER_SEC / rate_hz)
+
+    # -- parameters ----------------------------------------------------------------------------
+
+    def _complete_parameters(self, parameters: List[Parameter]) -> List[Parameter]:
+        """Pre-set: accept integers for double parameters, keep mode and sync consistent."""
+        completed = [
+            Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
+            if p.name in _DOUBLE_PARAMETERS and p.type_ == Parameter.Type.INTEGER else p
+            for p in parameters]
+        values = {p.name: p.value for p in completed}
+        if 'sync' not in values and values.get('mode') == Mode.REAL_TIME.value:
+            # Real-time mode has no sync: leaving simulation turns it off.
+            completed.append(Parameter('sync', Parameter.Type.BOOL, False))
+        if ('mode' not in values and values.get('sync') is True
+                and self._timeline.status().mode is Mode.REAL_TIME):
+            # Sync on from real-time mode switches to simulation, as sync_mode_cmd does.
+            completed.append(Parameter('mode', Parameter.Type.STRING, Mode.SIMULATION.value))
+        return completed
+
+    def _validate_parameters(self, parameters: List[Parameter]) -> SetParametersResult:
+        """On-set: check every value we own; a refusal names what is allowed."""
+        try:
+            self._parse_parameters(parameters)
+        except Refused as refused:
+            return SetParametersResult(successful=False, reason=refused.reason)
+        return SetParametersResult(successful=True)
+
+    def _parse_parameters(self, parameters: List[Parameter]) -> dict:
+        parsed = {}
+        for parameter in parameters:
+            name, value = parameter.name, parameter.value
+            if name == 'mode':
+                parsed[name] = parse_mode(value)
+            elif name == 'time_step':
+                parsed[name] = time_step_from_seconds(value)
+            elif name == 'real_time_factor':
+                parsed[name] = real_time_factor_from_float(value)
+            elif name == 'owner_timeout':
+                parsed[name] = owner_timeout_from_seconds(value)
+            elif name == 'publish_rate':
+                if not MIN_PUBLISH_RATE <= value <= MAX_PUBLISH_RATE:
+                    raise Refused(
+                        f'publish_rate must be between {MIN_PUBLISH_RATE} and '
+                        f'{MAX_PUBLISH_RATE} Hz, got {value!r}')
+                parsed[name] = self._publish_period(value)
+            elif name in ('sync', 'paused'):
+                parsed[name] = value
+        status = self._timeline.status()
+        if parsed.get('mode', status.mode) is Mode.REAL_TIME and parsed.get('sync', False):
+            raise Refused(
+                "sync applies to mode 'simulation' only; sync true with mode real_time is "
+                'not a valid combination')
+        return parsed
+
+    def _apply_parameters(self, parameters: List[Parameter]) -> None:
+        """Post-set: apply what was validated; a mode or sync change is one announced reset."""
+        parsed = self._parse_parameters(parameters)
+        timeline = self._timeline
+        epoch = timeline.epoch
+        if 'mode' in parsed or 'sync' in parsed:
+            status = timeline.status()
+            mode = parsed.get('mode', status.mode)
+            timeline.set_mode_sync(mode, parsed.get('sync', status.sync))
+        if 'time_step' in parsed:
+            timeline.set_time_step_ns(parsed['time_step'])
+        if 'real_time_factor' in parsed:
+            timeline.set_real_time_factor(parsed['real_time_factor'])
+        if 'owner_timeout' in parsed:
+            timeline.set_owner_timeout_ns(parsed['owner_timeout'])
+        if 'paused' in parsed:
+            timeline.set_paused(parsed['paused'])
+        if 'publish_rate' in parsed:
+            self._publish_period_ns = parsed['publish_rate']
+        self._after_change(epoch)
+
+    def _after_change(self, epoch_before: int) -> None:
+        """Announce a reset, publish the new time at once and fit the timer to the state."""
+        timeline = self._timeline
+        if timeline.epoch != epoch_before:
+            self.get_logger().info(
+                f'time reset to 0 (epoch {timeline.epoch}): {timeline.last_reset_reason}')
+            self._publish(timeline.time_ns)
+            self._last_publish_ns = time.monotonic_ns()
+        self._retime()
+
+    def _mirror_parameters(self) -> None:
+        """Make the parameters show a state that a service call changed."""
+        status = self._timeline.status()
+        wanted = {
+            'mode': status.mode.value,
+            'sync': status.sync,
+            'paused': status.paused,
+        }
+        current_step = time_step_from_seconds(self.get_parameter('time_step').value)
+        if current_step != status.time_step_ns:
+            wanted['time_step'] = status.time_step_ns / NS_PER_SEC
+        changed = [Parameter(name, value=value) for name, value in wanted.items()
+                   if self.get_parameter(name).value != value]
+        if changed:
+            self.set_parameters_atomically(changed)
+
+    # -- services ------------------------------------------------------------------------------
+
+    def _on_sync_mode_cmd(self, request, response):
+        timeline = self._timeline
+        epoch = timeline.epoch
+        self._release_lapsed_owner()
+        try:
+            user_id, message = timeline.sync_mode_cmd(
+                request.user_id, request.start_sync_mode, request.time_step)
+        except Refused as refused:
+            response.result = False
+            response.user_id = refused.holder
+            response.message = refused.reason
+            self.get_logger().warning(f'sync_mode_cmd refused: {refused.reason}')
+        else:
+            response.result = True
+            response.user_id = user_id
+            response.message = message
+            self.get_logger().info(f'sync_mode_cmd from {user_id!r}: {message}')
+            self._after_change(epoch)
+            self._mirror_parameters()
+        status = timeline.status()
+        response.frame = status.frame
+        response.time_step = status.time_step_ns // NS_PER_MS
+        return response
+
+    def _on_step(self, request, response):
+        response.success, response.message = self._step(request.user_id, request.steps)
+        response.frame = self._timeline.frame
+        response.clock.sec, response.clock.nanosec = divmod(self._timeline.time_ns, NS_PER_SEC)
+        response.epoch = self._timeline.epoch
+        return response
+
+    def _on_step_once(self, request, response):
+        response.success, response.message = self._step(ANONYMOUS_USER, 1)
+        return response
+
+    def _step(self, user_id: str, steps: int) -> tuple:
+        self._release_lapsed_owner()
+        try:
+            frames = self._timeline.step(user_id, steps)
+        except Refused as refused:
+            self.get_logger().warning(
+                f'step refused: {refused.reason}', throttle_duration_sec=1.0)
+            return False, refused.reason
+        # Every frame is on the wire before the response is sent.
+        self._publish_frames(frames)
+        return True, f'frame {self._timeline.frame}, time {self._timeline.time_ns} ns'
+
+    def _on_get_status(self, request, response):
+        status = self._timeline.status()
+        response.mode = status.mode.value
+        response.sync = status.sync
+        response.paused = status.paused
+        response.frame = status.frame
+        response.clock.sec, response.clock.nanosec = divmod(status.time_ns, NS_PER_SEC)
+        response.epoch = status.epoch
+        response.owner = status.owner
+        response.real_time_factor = float(status.real_time_factor)
+        response.time_step_ns = status.time_step_ns
+        response.publish_rate = NS_PER_SEC / self._publish_period_ns
+        return response
+
+    def _on_set_sync(self, request, response):
+        epoch = self._timeline.epoch
+        holder = self._timeline.owner
+        changed = self._timeline.set_sync(request.data, switch_mode=True)
+        self._after_change(epoch)
+        self._mirror_parameters()
+        response.success = True
+        state = 'on' if request.data else 'off'
+        response.message = f'sync {state}' if changed else f'sync was already {state}'
+        if holder and not request.data:
+            response.message += f'; hold of {holder!r} released'
+            self.get_logger().info(f'sync turned off by an operator; {holder!r} released')
+        return response
+
+    def _trigger(self, action: Callable, *args) -> Callable:
+        def callback(request, response):
+            epoch = self._timeline.epoch
+            response.message = action(*args)
+            response.success = True
+            self._after_change(epoch)
+            self._mirror_parameters()
+            return response
+        return callback
+
+    def _pause(self, paused: bool) -> str:
+        changed = self._timeline.set_paused(paused)
+        word = 'paused' if paused else 'resumed'
+        if not changed:
+            return 'already paused' if paused else 'not paused'
+        self.get_logger().info(f'time {word} at {self._timeline.time_ns} ns')
+        return f'{word} at {self._timeline.time_ns} ns'
+
+    def _reset(self) -> str:
+        self._timeline.reset('~/reset called')
+        return f'time reset to 0 (epoch {self._timeline.epoch})'
+
+    def _release_lapsed_owner(self) -> None:
+        lapsed = self._timeline.release_lapsed_owner()
+        if lapsed:
+            self.get_logger().warning(
+                f'sync hold of {lapsed!r} lapsed after owner_timeout without a call')
+
+
+def main(args=None) -> int:
+    """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        try:
+            node = ClockServer()
+        except (Refused, ParameterException) as error:
+            rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid configuration: {error}')
+            return 1
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError:
+        # SIGINT or SIGTERM shut the context down while a callback was publishing.
+        if rclpy.ok():
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
