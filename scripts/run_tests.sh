@@ -7,4 +7,4 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export AMENT_PREFIX_PATH="$root/.venv"
 cd "$root"
 # The venv's pytest imports the installed sim_clock (with its generated srv), never ./sim_clock.
-exec "$root/.venv/bin/pytest" "$root/test" "$@"
+exec "$root/.venv/bin/pytest" "$@"

@@ -48,12 +48,13 @@ done
 # The package: CMake generates the interfaces and installs everything into the venv prefix.
 export PATH="$venv/bin:$PATH"
 export AMENT_PREFIX_PATH="$venv"
+mkdir -p "$build"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   echo "setup: configuring the build"
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
     -DCMAKE_PREFIX_PATH="$venv" -DCMAKE_INSTALL_PREFIX="$venv" \
-    -DPython3_EXECUTABLE="$venv/bin/python3" > "$build.configure.log" 2>&1 \
-    || { cat "$build.configure.log" >&2; rm -f "$build/CMakeCache.txt"; exit 1; }
+    -DPython3_EXECUTABLE="$venv/bin/python3" > "$build/configure.log" 2>&1 \
+    || { cat "$build/configure.log" >&2; rm -f "$build/CMakeCache.txt"; exit 1; }
 fi
-cmake --build "$build" -j 2 > "$build.build.log" 2>&1 || { cat "$build.build.log" >&2; exit 1; }
-cmake --install "$build" > "$build.install.log" 2>&1 || { cat "$build.install.log" >&2; exit 1; }
+cmake --build "$build" -j 2 > "$build/build.log" 2>&1 || { cat "$build/build.log" >&2; exit 1; }
+cmake --install "$build" > "$build/install.log" 2>&1 || { cat "$build/install.log" >&2; exit 1; }

@@ -35,6 +35,7 @@ from rclpy.clock import ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
@@ -213,8 +214,10 @@ class ClockServer(Node):
             publish(msg)
         if frames:
             self._last_publish_ns = time.monotonic_ns()
-            self.get_logger().debug(
-                f'frames up to {self._timeline.frame} published, time {frames[-1]} ns')
+            logger = self.get_logger()
+            if logger.is_enabled_for(LoggingSeverity.DEBUG):
+                logger.debug(
+                    f'frames up to {self._timeline.frame} published, time {frames[-1]} ns')
 
     def _on_tick(self) -> None:
         lapsed = self._timeline.release_lapsed_owner()

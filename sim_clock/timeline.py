@@ -27,7 +27,9 @@ computed from that snapshot with integer arithmetic. Pacing error therefore neve
 whatever the run length.
 
 Every request that the timeline turns down raises :class:`Refused` with a reason that says what
-was wrong and what is allowed, before any state has changed.
+was wrong and what is allowed, before any state has changed. (A hold whose owner timeout has
+passed lapses whenever the timeline next looks at the holder, refused request or not: the lapse
+is due to time, not to the request.)
 """
 
 from dataclasses import dataclass
@@ -334,9 +336,14 @@ class Timeline:
         keeps the current step) applies in both cases. Another user's request is refused with
         :attr:`Refused.holder` set.
         """
-        _check_user_id(user_id)
         self._expire_owner()
-        new_step_ns = time_step_from_ms(time_step_ms) if time_step_ms else self._time_step_ns
+        try:
+            _check_user_id(user_id)
+            new_step_ns = (time_step_from_ms(time_step_ms) if time_step_ms
+                           else self._time_step_ns)
+        except Refused as refused:
+            # Every refusal names the holder, as MORAI's response does.
+            raise Refused(refused.reason, holder=self._owner) from None
         if self._owner and user_id != self._owner:
             verb = 'start' if start else 'stop'
             raise Refused(
@@ -439,7 +446,7 @@ class Timeline:
         self._reset(reason)
 
     def release_lapsed_owner(self) -> str:
-        """Drop a holder silent for longer than the owner timeout; return its id or ''."""
+        """Drop a holder silent for at least the owner timeout; return its id or ''."""
         return self._expire_owner()
 
     # -- internals -----------------------------------------------------------------------------
@@ -467,6 +474,7 @@ class Timeline:
     def _set_time_step_ns(self, time_step_ns: int) -> bool:
         if time_step_ns == self._time_step_ns:
             return False
+        self._catch_up_real_time()
         self._time_step_ns = time_step_ns
         self._snapshot()
         return True

@@ -1,0 +1,239 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A clock server in its own process and a test client node on the same DDS domain.
+
+Waits are event-driven: the client spins its executor until a condition holds, and fails with
+what it waited for when the timeout passes.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from typing import Callable
+
+from ament_index_python.packages import get_package_prefix
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import DescribeParameters
+from rcl_interfaces.srv import GetParameters
+from rcl_interfaces.srv import SetParameters
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sim_clock.srv import GetStatus
+from sim_clock.srv import Step
+from sim_clock.srv import SyncModeCmd
+from std_srvs.srv import SetBool
+from std_srvs.srv import Trigger
+
+NS = 1_000_000_000
+SERVER = '/sim_clock'
+TIMEOUT = 15.0
+
+
+def server_executable() -> str:
+    """Return the installed clock_server launcher."""
+    return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
+
+
+def _format(value) -> str:
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class ServerProcess:
+    """A clock_server process on a given domain, its output in a log file."""
+
+    def __init__(self, domain_id: int, log_dir: str, params: dict = None, argv=(),
+                 executable: str = None, env: dict = None):
+        args = [executable or server_executable(), *argv, '--ros-args']
+        for name, value in (params or {}).items():
+            args += ['-p', f'{name}:={_format(value)}']
+        self.log_path = os.path.join(log_dir, f'server-{time.monotonic_ns()}.log')
+        self._log = open(self.log_path, 'w')
+        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), **(env or {}))
+        self.process = subprocess.Popen(
+            args, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def stop(self, sig=signal.SIGINT, timeout: float = TIMEOUT) -> int:
+        """Send ``sig`` and return the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(f'server ignored {sig!r} for {timeout} s:\n{self.log()}')
+        self._log.close()
+        return self.process.returncode
+
+    def log(self) -> str:
+        """Return what the server printed so far."""
+        if not self._log.closed:
+            self._log.flush()
+        with open(self.log_path) as log:
+            return log.read()
+
+
+class TestClient:
+    """An rclpy node of its own context that calls the server and records /clock."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, domain_id: int, server: str = SERVER, name: str = 'test_client'):
+        self.server = server
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.clocks = []  # (monotonic ns at reception, simulated ns), in arrival order
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100_000,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(Clock, '/clock', self._on_clock, qos)
+        self._clients = {}
+
+    def _on_clock(self, msg) -> None:
+        self.clocks.append((time.monotonic_ns(), msg.clock.sec * NS + msg.clock.nanosec))
+
+    def close(self) -> None:
+        """Destroy the node and shut the context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+    # -- waiting -------------------------------------------------------------------------------
+
+    def spin_until(self, condition: Callable[[], bool], what: str,
+                   timeout: float = TIMEOUT) -> None:
+        """Spin until ``condition()`` holds; fail naming ``what`` after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def times(self) -> list:
+        """Return the simulated times received, in arrival order."""
+        return [sim for _, sim in self.clocks]
+
+    def distinct_times(self) -> list:
+        """Return the received times with consecutive repeats (idle republishing) removed."""
+        distinct = []
+        for sim in self.times():
+            if not distinct or sim != distinct[-1]:
+                distinct.append(sim)
+        return distinct
+
+    def distinct_times_since_reset(self) -> list:
+        """Return the distinct times from the last time zero on (the last reset)."""
+        distinct = self.distinct_times()
+        last_zero = len(distinct) - 1 - distinct[::-1].index(0) if 0 in distinct else 0
+        return distinct[last_zero:]
+
+    def wait_for_clock(self, condition: Callable[[int], bool] = lambda t: True,
+                       what: str = 'a /clock message', timeout: float = TIMEOUT) -> int:
+        """Wait for a /clock message (after those already seen) whose time meets condition."""
+        start = len(self.clocks)
+
+        def seen():
+            return any(condition(sim) for _, sim in self.clocks[start:])
+        self.spin_until(seen, what, timeout)
+        return next(sim for _, sim in self.clocks[start:] if condition(sim))
+
+    def wait_for_time(self, time_ns: int, timeout: float = TIMEOUT) -> None:
+        """Wait until /clock carrying ``time_ns`` has been received (at any point)."""
+        self.spin_until(lambda: any(sim == time_ns for _, sim in self.clocks),
+                        f'/clock at {time_ns} ns', timeout)
+
+    # -- calling -------------------------------------------------------------------------------
+
+    def call(self, srv_type, name: str, request=None, timeout: float = TIMEOUT):
+        """Call ``<server>/<name>`` and return the response."""
+        full_name = f'{self.server}/{name}'
+        client = self._clients.get(full_name)
+        if client is None:
+            client = self.node.create_client(srv_type, full_name)
+            self._clients[full_name] = client
+        self.spin_until(client.service_is_ready, f'service {full_name}', timeout)
+        future = client.call_async(srv_type.Request() if request is None else request)
+        self.spin_until(future.done, f'the response of {full_name}', timeout)
+        return future.result()
+
+    def status(self):
+        """Return the server's GetStatus response."""
+        return self.call(GetStatus, 'get_status')
+
+    def step(self, user_id: str = '', steps: int = 1):
+        """Call ~/step."""
+        return self.call(Step, 'step', Step.Request(user_id=user_id, steps=steps))
+
+    def sync_mode_cmd(self, user_id: str = '', start: bool = True, time_step_ms: int = 0):
+        """Call ~/sync_mode_cmd."""
+        return self.call(SyncModeCmd, 'sync_mode_cmd', SyncModeCmd.Request(
+            user_id=user_id, start_sync_mode=start, time_step=time_step_ms))
+
+    def trigger(self, name: str):
+        """Call a std_srvs/Trigger service: step_once, pause, resume or reset."""
+        return self.call(Trigger, name)
+
+    def set_sync(self, data: bool):
+        """Call ~/set_sync."""
+        return self.call(SetBool, 'set_sync', SetBool.Request(data=data))
+
+    def set_parameter(self, name: str, value):
+        """Set one parameter as `ros2 param set` does; return the SetParametersResult."""
+        msg = Parameter(name, value=value).to_parameter_msg()
+        response = self.call(SetParameters, 'set_parameters',
+                             SetParameters.Request(parameters=[msg]))
+        return response.results[0]
+
+    def set_parameter_msg(self, msg: ParameterMsg):
+        """Set one parameter from a raw message (any type); return the SetParametersResult."""
+        response = self.call(SetParameters, 'set_parameters',
+                             SetParameters.Request(parameters=[msg]))
+        return response.results[0]
+
+    def get_parameter(self, name: str):
+        """Return a parameter's value as the server holds it."""
+        response = self.call(GetParameters, 'get_parameters',
+                             GetParameters.Request(names=[name]))
+        return Parameter.from_parameter_msg(
+            ParameterMsg(name=name, value=response.values[0])).value
+
+    def describe_parameter(self, name: str):
+        """Return a parameter's descriptor."""
+        response = self.call(DescribeParameters, 'describe_parameters',
+                             DescribeParameters.Request(names=[name]))
+        return response.descriptors[0]
+
+
+def status_tuple(status) -> tuple:
+    """Return the fields of a GetStatus response that describe the state."""
+    return (status.mode, status.sync, status.paused, status.frame,
+            status.clock.sec * NS + status.clock.nanosec, status.epoch, status.owner,
+            status.real_time_factor, status.time_step_ns, status.publish_rate)
+
+
+def stamp_ns(stamp) -> int:
+    """Return a builtin_interfaces/Time as integer nanoseconds."""
+    return stamp.sec * NS + stamp.nanosec
