@@ -43,6 +43,8 @@ from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock import simulation_interfaces
+from sim_clock.diagnostics import ClockDiagnostics
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
@@ -194,6 +196,9 @@ class ClockServer(Node):
         self._tick_period_ns = None
         self._retime()
         self._publish(self._timeline.time_ns)
+        self._diagnostics = ClockDiagnostics(self, self._timeline, self._steady_clock)
+        if simulation_interfaces.AVAILABLE:
+            self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
         status = self._timeline.status()
         self.get_logger().info(
             f'publishing {CLOCK_TOPIC}: mode={status.mode.value} sync={status.sync} '
@@ -387,17 +392,18 @@ class ClockServer(Node):
         return response
 
     def _on_step(self, request, response):
-        response.success, response.message = self._step(request.user_id, request.steps)
+        response.success, response.message = self.step_frames(request.user_id, request.steps)
         response.frame = self._timeline.frame
         response.clock.sec, response.clock.nanosec = divmod(self._timeline.time_ns, NS_PER_SEC)
         response.epoch = self._timeline.epoch
         return response
 
     def _on_step_once(self, request, response):
-        response.success, response.message = self._step(ANONYMOUS_USER, 1)
+        response.success, response.message = self.step_frames(ANONYMOUS_USER, 1)
         return response
 
-    def _step(self, user_id: str, steps: int) -> tuple:
+    def step_frames(self, user_id: str, steps: int) -> tuple:
+        """Step for ``user_id``; publish every frame; return (success, message)."""
         self._release_lapsed_owner()
         try:
             frames = self._timeline.step(user_id, steps)
@@ -424,11 +430,9 @@ class ClockServer(Node):
         return response
 
     def _on_set_sync(self, request, response):
-        epoch = self._timeline.epoch
         holder = self._timeline.owner
-        changed = self._timeline.set_sync(request.data, switch_mode=True)
-        self._after_change(epoch)
-        self._mirror_parameters()
+        changed = self.apply_change(
+            lambda: self._timeline.set_sync(request.data, switch_mode=True))
         response.success = True
         state = 'on' if request.data else 'off'
         response.message = f'sync {state}' if changed else f'sync was already {state}'
@@ -439,13 +443,24 @@ class ClockServer(Node):
 
     def _trigger(self, action: Callable, *args) -> Callable:
         def callback(request, response):
-            epoch = self._timeline.epoch
-            response.message = action(*args)
+            response.message = self.apply_change(lambda: action(*args))
             response.success = True
-            self._after_change(epoch)
-            self._mirror_parameters()
             return response
         return callback
+
+    @property
+    def timeline(self) -> Timeline:
+        """Return the timeline this node publishes."""
+        return self._timeline
+
+    def apply_change(self, change: Callable):
+        """Run ``change()`` on the timeline, then announce, publish and mirror its effects."""
+        epoch = self._timeline.epoch
+        try:
+            return change()
+        finally:
+            self._after_change(epoch)
+            self._mirror_parameters()
 
     def _pause(self, paused: bool) -> str:
         changed = self._timeline.set_paused(paused)

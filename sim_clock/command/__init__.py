@@ -1,0 +1,1 @@
+"""ros2cli command extensions of sim_clock."""

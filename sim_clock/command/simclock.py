@@ -1,0 +1,31 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``ros2 simclock``: the simclock commands as a ros2cli verb (loaded only by ros2cli)."""
+
+from ros2cli.command import CommandExtension
+from sim_clock.cli import add_arguments
+from sim_clock.cli import run
+
+
+class SimclockCommand(CommandExtension):
+    """Drive the sim_clock clock server."""
+
+    def add_arguments(self, parser, cli_name):
+        """Add the simclock commands."""
+        add_arguments(parser)
+
+    def main(self, *, parser, args):
+        """Carry out one command."""
+        return run(args)
