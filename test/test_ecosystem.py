@@ -15,6 +15,7 @@
 """The handles users reach for: client API, command line, pytest fixture, examples, diagnostics."""
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -265,3 +266,16 @@ def test_diagnostics_report_state_and_measured_pace(start_server, client):
     assert values['real_time_factor'] == '2'
     assert float(values['measured_real_time_factor']) == pytest.approx(2.0, rel=0.15)
     assert {'frame', 'epoch', 'holder', 'paused', 'time_ns'} <= set(values)
+
+
+def test_client_cost_benchmark_runs(tmp_path):
+    """The per-call cost benchmark runs and prints its figures (a smoke run, no timing)."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'client_step_cost.py'),
+         '--calls', '200', '--baseline-calls', '200'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    figures = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
+    assert [f['name'] for f in figures] == [
+        'SimClockClient.step', 'baseline spin_until_future_complete']
+    assert all(f['first_us'] > 0 and f['last_us'] > 0 for f in figures)
