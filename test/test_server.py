@@ -54,28 +54,26 @@ def test_clock_in_sync_mode_is_republished_unchanged(start_server, client):
     assert set(client.times()) == {0}
 
 
+def _pace(client, wall_ns=1.5 * NS) -> float:
+    """Return simulated over wall time of /clock as received over ``wall_ns``."""
+    client.wait_for_clock(lambda t: t > 0, 'a first /clock')
+    start = len(client.clocks) - 1
+    client.spin_until(lambda: client.clocks[-1][0] - client.clocks[start][0] > wall_ns,
+                      f'{wall_ns / NS} s of /clock')
+    wall = client.clocks[-1][0] - client.clocks[start][0]
+    return (client.clocks[-1][1] - client.clocks[start][1]) / wall
+
+
 def test_real_time_pace(start_server, client):
     """Real-time mode follows the wall clock within 10% over a second and a half."""
     start_server({'mode': 'real_time', 'publish_rate': 200.0})
-    client.wait_for_clock(lambda t: t > 0, 'a first /clock')
-    start = len(client.clocks) - 1
-    client.spin_until(lambda: client.clocks[-1][0] - client.clocks[start][0] > 1.5 * NS,
-                      '1.5 s of /clock')
-    wall = client.clocks[-1][0] - client.clocks[start][0]
-    simulated = client.clocks[-1][1] - client.clocks[start][1]
-    assert simulated / wall == pytest.approx(1.0, abs=0.1)
+    assert _pace(client) == pytest.approx(1.0, abs=0.1)
 
 
 def test_free_run_paced_at_real_time_factor(start_server, client):
     """Free run at real_time_factor 2 advances twice as fast as the wall clock."""
     start_server({'time_step': 0.002, 'real_time_factor': 2.0})
-    client.wait_for_clock(lambda t: t > 0, 'a first /clock')
-    start = len(client.clocks) - 1
-    client.spin_until(lambda: client.clocks[-1][0] - client.clocks[start][0] > 1.5 * NS,
-                      '1.5 s of /clock')
-    wall = client.clocks[-1][0] - client.clocks[start][0]
-    simulated = client.clocks[-1][1] - client.clocks[start][1]
-    assert simulated / wall == pytest.approx(2.0, abs=0.2)
+    assert _pace(client) == pytest.approx(2.0, abs=0.2)
 
 
 def test_free_run_frames_exact_and_in_order(start_server, client):
