@@ -23,7 +23,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in ('sim_clock', 'launch', 'test', 'setup.py')]
 # The launcher template is Python too, but pydocstyle only reads files ending in .py.
-PATHS = PYTHON_PATHS + [os.path.join(ROOT, 'scripts', 'clock_server.in')]
+PATHS = PYTHON_PATHS + [os.path.join(ROOT, 'scripts', name + '.in')
+                        for name in ('clock_server', 'bag_player', 'recorder')]
 
 
 @pytest.mark.linter
