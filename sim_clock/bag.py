@@ -158,7 +158,7 @@ class Bag:
             if len(type_names) != 1:
                 self.skipped.unknown_types.setdefault(
                     ' and '.join(type_names),
-                    ([], 'one topic recorded with several types'))[0].append(name)
+                    ([], f'one topic recorded with several types ({type_names})'))[0].append(name)
                 continue
             type_name = type_names[0]
             if type_name not in classes:

@@ -118,8 +118,8 @@ class BagPlayer(ClockServer):
         for topic in bag.skipped.clock:
             logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
         for type_name, (topics, reason) in bag.skipped.unknown_types.items():
-            logger.warning(
-                f'skipping {", ".join(topics)}: type {type_name} cannot be published: {reason}')
+            # One warning per type; the reason names it.
+            logger.warning(f'skipping {", ".join(topics)}: {reason}')
         if bag.missing_topics:
             logger.warning(f'not in the bag: {", ".join(bag.missing_topics)}')
         playing = sum(topic.message_count for topic in bag.topics)

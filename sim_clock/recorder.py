@@ -155,9 +155,9 @@ class Recorder(Node):
             except LookupError as error:
                 self._skip(topic, type_name, str(error))
                 continue
-            hashes = {info.topic_type_hash for info in infos
-                      if info.topic_type_hash.version > 0}
-            rihs01 = (f'RIHS01_{next(iter(hashes)).value.hex()}' if hashes
+            hashes = {bytes(info.topic_type_hash.value) for info in infos
+                      if info.topic_type_hash.version == 1}
+            rihs01 = (f'RIHS01_{hashes.pop().hex()}' if len(hashes) == 1
                       else self._typestore_hash(type_name))
             if not rihs01:
                 self._skip(topic, type_name, 'its type hash is unknown')
