@@ -109,7 +109,10 @@ class BagPlayer(ClockServer):
             publisher = self.create_publisher(
                 topic.message_class, topic.name, qos_for(topic.offered_qos))
             for connection_id in topic.connection_ids:
-                publishers[connection_id] = publisher.publish
+                # The raw publish of the rcl handle: half the cost of Publisher.publish (no
+                # type dispatch, no per-call guard). Safe here: one thread publishes, and the
+                # publishers live as long as the node.
+                publishers[connection_id] = publisher.handle.publish_raw
 
         def emit(message):
             publishers[message[0].id](message[2])

@@ -133,6 +133,11 @@ class Recorder(Node):
         self.get_logger().info(
             f'waiting for publishers of {", ".join(self._waiting)} (stamped with {CLOCK_TOPIC})')
 
+    @property
+    def waiting(self) -> List[str]:
+        """Return the topics asked for whose publishers have not been seen."""
+        return list(self._waiting)
+
     def _on_clock(self, msg) -> None:
         self.callbacks += 1
         self.clock_ns = msg.clock.sec * NS_PER_SEC + msg.clock.nanosec
@@ -259,6 +264,8 @@ def main(args=None) -> int:
         if node is not None:
             for line in node.summary.lines(options.output):
                 print(line, flush=True)
+            if node.waiting:
+                print(f'not recorded (no publisher seen): {", ".join(node.waiting)}', flush=True)
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
