@@ -445,6 +445,19 @@ class Timeline:
         """Set time and frame to zero and bump the epoch; mode, sync and holder stay."""
         self._reset(reason)
 
+    def seek(self, time_ns: int, reason: str = 'seek requested') -> None:
+        """
+        Reset to ``time_ns`` instead of zero: frame 0, epoch + 1; mode, sync and holder stay.
+
+        A seek is a reset (announced like one): a bag player's time jumps, either way.
+        """
+        if isinstance(time_ns, bool) or not isinstance(time_ns, int) or not (
+                0 <= time_ns <= MAX_TIME_NS):
+            raise Refused(f'seek time must be between 0 and {MAX_TIME_NS} ns, got {time_ns!r}')
+        self._reset(reason)
+        self._time_ns = time_ns
+        self._snapshot()
+
     def release_lapsed_owner(self) -> str:
         """Drop a holder silent for at least the owner timeout; return its id or ''."""
         return self._expire_owner()

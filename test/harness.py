@@ -53,6 +53,11 @@ def server_executable() -> str:
     return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
 
 
+def executable(name: str) -> str:
+    """Return an installed sim_clock executable: bag_player, recorder."""
+    return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', name)
+
+
 def _format(value) -> str:
     if isinstance(value, bool):
         return 'true' if value else 'false'

@@ -23,9 +23,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
     'sim_clock', 'launch', 'test', 'examples', 'benchmarks', 'setup.py')]
-# The launcher template is Python too, but pydocstyle only reads files ending in .py.
-PATHS = PYTHON_PATHS + [
-    os.path.join(ROOT, 'scripts', name) for name in ('clock_server.in', 'simclock.in')]
+# The launcher templates are Python too, but pydocstyle only reads files ending in .py.
+PATHS = PYTHON_PATHS + [os.path.join(ROOT, 'scripts', name + '.in')
+                        for name in ('clock_server', 'simclock', 'bag_player', 'recorder')]
 
 
 @pytest.mark.linter

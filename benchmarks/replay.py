@@ -1,0 +1,156 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Replay throughput against rosbags' raw read rate, and peak memory against bag size.
+
+For a small bag and one ten times larger, in sqlite3 and MCAP, each measured in a fresh
+process (so its peak RSS is its own):
+
+- ``read``: rosbags iterating every message of the bag (the raw read rate);
+- ``replay``: a :class:`sim_clock.bag_player.BagPlayer` in sync mode stepping through the whole
+  bag as fast as it can: every message published raw on its topic, and a /clock per 10 ms
+  frame, through the same code a ``~/step`` call runs.
+
+The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF``): nothing
+leaves the process, nobody subscribes, and no DDS domain is shared with anyone. Run with the
+installed package: ``AMENT_PREFIX_PATH=.venv .venv/bin/python benchmarks/replay.py``.
+"""
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+MS = 1_000_000
+START_NS = 1_700_000_000 * 1_000_000_000
+
+
+def write_bag(path: str, storage: str, messages: int) -> None:
+    """Write ``messages`` std_msgs/String of ~100 bytes on two topics, 1 kHz in all."""
+    from rosbags.rosbag2 import StoragePlugin
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import get_typestore
+    from rosbags.typesys import Stores
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string = store.types['std_msgs/msg/String']
+    plugin = {'sqlite3': StoragePlugin.SQLITE3, 'mcap': StoragePlugin.MCAP}[storage]
+    with Writer(path, version=9, storage_plugin=plugin) as writer:
+        topics = [writer.add_connection(name, 'std_msgs/msg/String', typestore=store)
+                  for name in ('/a', '/b')]
+        for k in range(messages):
+            data = store.serialize_cdr(string(data=f'{k:08d}' + 'x' * 88), 'std_msgs/msg/String')
+            writer.write(topics[k % 2], START_NS + k * MS, data)
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_read(path: str) -> None:
+    """Print the raw read rate of rosbags over the bag and this process's peak RSS."""
+    from rosbags.rosbag2 import Reader
+    with Reader(path) as reader:
+        start = time.perf_counter()
+        count = 0
+        for _ in reader.messages():
+            count += 1
+        elapsed = time.perf_counter() - start
+    print(f'{count} {elapsed} {_peak_rss_mib()}')
+
+
+def child_replay(path: str) -> None:
+    """Print the replay rate of the bag player over the bag and this process's peak RSS."""
+    import rclpy
+    from rclpy.parameter import Parameter
+    from sim_clock.bag import Bag
+    from sim_clock.bag_player import BagPlayer
+    rclpy.init()
+    bag = Bag(path)
+    node = BagPlayer(bag, parameter_overrides=[
+        Parameter('sync', value=True), Parameter('time_step', value=0.01)])
+    try:
+        frames = bag.duration_ns // (10 * MS) + 1
+        count = sum(topic.message_count for topic in bag.topics)
+        start = time.perf_counter()
+        while frames > 0:
+            steps = min(frames, 100_000)
+            success, message = node._step('', steps)
+            assert success, message
+            frames -= steps
+        elapsed = time.perf_counter() - start
+        assert node._bag_cursor.exhausted
+        # The ceiling: publishing as many messages with nothing else to do.
+        from std_msgs.msg import String
+        publish = node.create_publisher(String, '/ceiling', 100).handle.publish_raw
+        data = next(iter(bag.messages(bag.start_ns)))[2]
+        start = time.perf_counter()
+        for _ in range(count):
+            publish(data)
+        ceiling = time.perf_counter() - start
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        bag.close()
+    print(f'{count} {elapsed} {_peak_rss_mib()} {ceiling}')
+
+
+def _run_child(kind: str, path: str) -> tuple:
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='OFF')
+    out = subprocess.run([sys.executable, __file__, f'--child-{kind}', path], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    count, elapsed, rss, *ceiling = out.splitlines()[-1].split()
+    return int(count), float(elapsed), float(rss), float(ceiling[0]) if ceiling else 0.0
+
+
+def main() -> int:
+    """Write the bags, measure each in a fresh process, print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--messages', type=int, default=20_000,
+                        help='messages in the small bag; the large one has ten times more')
+    parser.add_argument('--storage', nargs='+', default=['sqlite3', 'mcap'])
+    parser.add_argument('--child-read', metavar='BAG', help=argparse.SUPPRESS)
+    parser.add_argument('--child-replay', metavar='BAG', help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child_read:
+        child_read(options.child_read)
+        return 0
+    if options.child_replay:
+        child_replay(options.child_replay)
+        return 0
+
+    print(f'{"bag":>12} {"messages":>9} {"raw read msg/s":>15} {"replay msg/s":>13} '
+          f'{"ratio":>6} {"bare publish msg/s":>19} {"read RSS MiB":>13} '
+          f'{"replay RSS MiB":>15}')
+    with tempfile.TemporaryDirectory() as folder:
+        for storage in options.storage:
+            for size in (options.messages, 10 * options.messages):
+                path = os.path.join(folder, f'{storage}_{size}')
+                write_bag(path, storage, size)
+                count, read_s, read_rss, _ = _run_child('read', path)
+                played, replay_s, replay_rss, ceiling_s = _run_child('replay', path)
+                assert count == played == size, (count, played, size)
+                read_rate, replay_rate = count / read_s, played / replay_s
+                print(f'{storage + " x" + str(size // options.messages):>12} {size:>9} '
+                      f'{read_rate:>15,.0f} {replay_rate:>13,.0f} '
+                      f'{replay_rate / read_rate:>6.2f} {played / ceiling_s:>19,.0f} '
+                      f'{read_rss:>13.1f} {replay_rss:>15.1f}', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,294 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The bag player: the clock server whose timeline is a bag's.
+
+:class:`BagPlayer` is a :class:`sim_clock.server.ClockServer` (same node name, parameters and
+services, every clock mode) whose frames also release the bag: each frame publishes every bag
+message stamped up to the frame's time, raw, on its topic, then the frame's ``/clock``. In sync
+mode a ``~/step`` therefore answers only after all data up to the new time is out. The
+timeline's time counts from the bag's first timestamp, so every reset (``~/reset``, a mode or
+sync change) rewinds the bag to its start, ``~/seek`` is a reset to a given time, and ``loop``
+is a reset at the end.
+"""
+
+import argparse
+import sys
+import time
+from typing import List
+
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from rosbags.interfaces import QosDurability
+from rosbags.interfaces import QosReliability
+from sim_clock.bag import Bag
+from sim_clock.bag import BagError
+from sim_clock.bag import Cursor
+from sim_clock.bag import READ_ERRORS
+from sim_clock.server import ClockServer
+from sim_clock.server import NODE_NAME
+from sim_clock.srv import Seek
+from sim_clock.timeline import NS_PER_SEC
+from sim_clock.timeline import Refused
+
+#: History depth of a volatile topic's publisher, at least: a step may release a burst of
+#: messages on one topic, and a reliable writer repairs losses only within its history.
+MIN_VOLATILE_DEPTH = 100
+#: Where a bag has no QoS for a topic: what most publishers offer.
+DEFAULT_TOPIC_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=MIN_VOLATILE_DEPTH,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+LOOP_DESCRIPTOR = ParameterDescriptor(
+    description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '
+                'Off: free run and real-time mode pause at the end; sync mode steps on, '
+                'without data.')
+
+
+def qos_for(offered: tuple) -> QoSProfile:
+    """
+    Return the publisher QoS for a topic recorded with the ``offered`` profiles.
+
+    As rosbag2's player adapts to recorded offers: reliable only if every recorded publisher
+    was, transient local only if every one was. A transient-local topic keeps its recorded
+    depth (what a late joiner gets); a volatile one at least :data:`MIN_VOLATILE_DEPTH`.
+    """
+    if not offered:
+        return DEFAULT_TOPIC_QOS
+    reliable = all(q.reliability is not QosReliability.BEST_EFFORT for q in offered)
+    transient = all(q.durability is QosDurability.TRANSIENT_LOCAL for q in offered)
+    depth = max(max(q.depth for q in offered), 1)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth if transient else max(depth, MIN_VOLATILE_DEPTH),
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
+
+
+class BagPlayer(ClockServer):
+    """A clock server whose frames publish a bag's messages, then ``/clock``."""
+
+    def __init__(self, bag: Bag, *, start_at_zero: bool = False, **kwargs):
+        # Set before the clock server starts: it publishes the first /clock while starting.
+        self._bag = bag
+        #: /clock at the bag's first timestamp (the timeline's zero).
+        self._bag_origin_ns = 0 if start_at_zero else bag.start_ns
+        self._bag_end_ns = bag.end_ns - bag.start_ns
+        self._bag_cursor = Cursor(bag.messages, bag.start_ns)
+        self._bag_emit = None
+        self._bag_ended = False
+        super().__init__(**kwargs)
+        self._bag_loop = self.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
+        self.add_post_set_parameters_callback(self._apply_loop)
+        self.create_service(Seek, '~/seek', self._on_seek)
+
+        logger = self.get_logger()
+        publishers = {}
+        for topic in bag.topics:
+            publisher = self.create_publisher(
+                topic.message_class, topic.name, qos_for(topic.offered_qos))
+            for connection_id in topic.connection_ids:
+                # The raw publish of the rcl handle: half the cost of Publisher.publish (no
+                # type dispatch, no per-call guard). Safe here: one thread publishes, and the
+                # publishers live as long as the node.
+                publishers[connection_id] = publisher.handle.publish_raw
+
+        def emit(message):
+            publishers[message[0].id](message[2])
+        self._bag_emit = emit
+
+        for topic in bag.skipped.clock:
+            logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
+        for type_name, (topics, reason) in bag.skipped.unknown_types.items():
+            # One warning per type; the reason names it.
+            logger.warning(f'skipping {", ".join(topics)}: {reason}')
+        if bag.missing_topics:
+            logger.warning(f'not in the bag: {", ".join(bag.missing_topics)}')
+        playing = sum(topic.message_count for topic in bag.topics)
+        logger.info(
+            f'playing {bag.path}: {len(bag.topics)} topics, {playing} messages, bag time '
+            f'{bag.start_ns} to {bag.end_ns} ns as /clock {self._clock_ns(0)} to '
+            f'{self._clock_ns(self._bag_end_ns)} ns')
+
+    def _clock_ns(self, time_ns: int) -> int:
+        return self._bag_origin_ns + time_ns
+
+    # -- frames: the bag's messages up to each frame, then /clock -------------------------------
+
+    def _publish(self, time_ns: int) -> None:
+        super()._publish(self._clock_ns(time_ns))
+
+    def _publish_frames(self, frames: range) -> None:
+        if not frames:
+            return
+        msg = self._clock_msg
+        publish = self._clock_pub.publish
+        release = self._bag_cursor.release
+        emit = self._bag_emit
+        start = self._bag.start_ns
+        origin = self._bag_origin_ns
+        try:
+            for time_ns in frames:
+                release(start + time_ns, emit)
+                msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
+                publish(msg)
+        except READ_ERRORS as error:
+            self.get_logger().error(
+                f'reading the bag failed: {error}; no more data plays until a seek or reset')
+            self._bag_cursor.seek(self._bag.end_ns + 1)
+            for time_ns in frames:
+                msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
+                publish(msg)
+        self._last_publish_ns = time.monotonic_ns()
+
+    def _on_tick(self) -> None:
+        super()._on_tick()
+        self._check_end()
+
+    def step_frames(self, user_id: str, steps: int) -> tuple:
+        """Step as the clock server does; then loop or note the end of the bag."""
+        success, message = super().step_frames(user_id, steps)
+        if success:
+            self._check_end()
+            message = (f'frame {self._timeline.frame}, time '
+                       f'{self._clock_ns(self._timeline.time_ns)} ns')
+        return success, message
+
+    def _check_end(self) -> None:
+        """Loop, or pause a free run, once the last message is out."""
+        timeline = self._timeline
+        if not self._bag_cursor.exhausted or timeline.time_ns < self._bag_end_ns:
+            self._bag_ended = False
+            return
+        if self._bag_loop:
+            epoch = timeline.epoch
+            timeline.seek(0, 'loop: end of the bag reached')
+            self._after_change(epoch)
+        elif timeline.free_running:
+            epoch = timeline.epoch
+            timeline.set_paused(True)
+            self.get_logger().info(
+                f'end of the bag: paused at {self._clock_ns(timeline.time_ns)} ns '
+                '(~/seek or ~/reset and ~/resume to play again, or set loop)')
+            self._after_change(epoch)
+            self._mirror_parameters()
+        elif not self._bag_ended:
+            self.get_logger().info('end of the bag: time steps on without data')
+        self._bag_ended = True
+
+    def _after_change(self, epoch_before: int) -> None:
+        if self._timeline.epoch != epoch_before:
+            # Every reset moves the bag to the timeline's new time (zero: the bag's start).
+            self._bag_cursor.seek(self._bag.start_ns + self._timeline.time_ns)
+            self._bag_ended = False
+        super()._after_change(epoch_before)
+
+    # -- services ------------------------------------------------------------------------------
+
+    def _on_step(self, request, response):
+        response = super()._on_step(request, response)
+        response.clock.sec, response.clock.nanosec = divmod(
+            self._clock_ns(self._timeline.time_ns), NS_PER_SEC)
+        return response
+
+    def _on_get_status(self, request, response):
+        response = super()._on_get_status(request, response)
+        response.clock.sec, response.clock.nanosec = divmod(
+            self._clock_ns(self._timeline.time_ns), NS_PER_SEC)
+        return response
+
+    def _on_seek(self, request, response):
+        target = request.time.sec * NS_PER_SEC + request.time.nanosec
+        elapsed = target - self._bag_origin_ns
+        timeline = self._timeline
+        if not 0 <= elapsed <= self._bag_end_ns:
+            response.success = False
+            response.message = (
+                f'seek time {target} ns is outside the bag: /clock runs from '
+                f'{self._clock_ns(0)} to {self._clock_ns(self._bag_end_ns)} ns')
+        else:
+            epoch = timeline.epoch
+            timeline.seek(elapsed, f'~/seek to {target} ns')
+            self._after_change(epoch)
+            response.success = True
+            response.message = f'at {target} ns (epoch {timeline.epoch})'
+        response.clock.sec, response.clock.nanosec = divmod(
+            self._clock_ns(timeline.time_ns), NS_PER_SEC)
+        response.epoch = timeline.epoch
+        return response
+
+    def _apply_loop(self, parameters: List[Parameter]) -> None:
+        for parameter in parameters:
+            if parameter.name == 'loop':
+                self._bag_loop = bool(parameter.value)
+
+
+def parse_arguments(argv: List[str]) -> argparse.Namespace:
+    """Parse the command line (without ROS arguments)."""
+    parser = argparse.ArgumentParser(
+        prog='bag_player',
+        description="Replay a rosbag2 bag (sqlite3 or MCAP) as the clock server: the bag's "
+                    'time is /clock, in every clock mode. Parameters as for clock_server, '
+                    'plus loop; e.g. --ros-args -p sync:=true -p time_step:=0.001')
+    parser.add_argument('bag', help='rosbag2 directory, or a .mcap or .db3 file')
+    parser.add_argument('--topics', nargs='+', metavar='TOPIC',
+                        help='play only these topics (default: all but /clock)')
+    parser.add_argument('--start-at-zero', action='store_true',
+                        help="/clock starts at zero instead of the bag's first timestamp")
+    return parser.parse_args(argv)
+
+
+def main(args=None) -> int:
+    """Open the bag, then play it until Ctrl-C or SIGTERM; return the exit code."""
+    argv = sys.argv if args is None else args
+    options = parse_arguments(remove_ros_args(argv)[1:])
+    # The bag is opened (and its first message read) before any ROS entity exists.
+    try:
+        bag = Bag(options.bag, options.topics)
+    except BagError as error:
+        print(f'[FATAL] [{NODE_NAME}]: {error}', file=sys.stderr)
+        return 1
+    rclpy.init(args=argv)
+    node = None
+    try:
+        try:
+            node = BagPlayer(bag, start_at_zero=options.start_at_zero)
+        except (Refused, ParameterException) as error:
+            rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid configuration: {error}')
+            return 1
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError:
+        # SIGINT or SIGTERM shut the context down while a callback was publishing.
+        if rclpy.ok():
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        bag.close()
+    return 0

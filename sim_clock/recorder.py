@@ -1,0 +1,271 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Recording in simulated time: chosen topics, raw, into an MCAP bag stamped with ``/clock``.
+
+Each message is written with the latest ``/clock`` time the recorder received (what
+``ros2 bag record --use-sim-time`` does), never with wall time. Messages that come before any
+``/clock`` are counted and left out. Topics are subscribed once a publisher shows their type,
+with a QoS that matches every publisher (reliable and transient local only if all are). At the
+end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a summary printed:
+messages per topic and the simulated time span.
+"""
+
+import argparse
+import os
+import sys
+from typing import List
+from typing import Optional
+
+from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError
+import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from rosbags.interfaces import Qos
+from rosbags.interfaces import QosDurability
+from rosbags.interfaces import QosHistory
+from rosbags.interfaces import QosLiveliness
+from rosbags.interfaces import QosReliability
+from rosbags.interfaces import QosTime
+from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import Writer
+from rosbags.rosbag2 import WriterError
+from rosbags.typesys import get_types_from_msg
+from rosbags.typesys import get_typestore
+from rosbags.typesys import Stores
+from rosbags.typesys import TypesysError
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.bag import get_message
+from sim_clock.bag import RecordingSummary
+from sim_clock.server import CLOCK_QOS
+from sim_clock.server import CLOCK_TOPIC
+from sim_clock.timeline import NS_PER_SEC
+
+NODE_NAME = 'sim_clock_recorder'
+#: How often the graph is looked at for the publishers of topics not yet recorded, in s.
+DISCOVERY_PERIOD = 0.2
+#: Subscriber history: a lockstep step may deliver a burst on one topic.
+RECORD_DEPTH = 1000
+_ZERO = QosTime(0, 0)
+
+
+def message_definition(typestore, type_name: str) -> str:
+    """
+    Return the ``.msg`` text of a type for the bag, or '' if unknown.
+
+    rosbags knows the standard Jazzy types; others are read from the package's installed
+    ``share/<package>/msg/<Name>.msg`` (nested types of other packages must be known too).
+    """
+    if type_name not in typestore.types:
+        package, _, name = type_name.split('/')
+        try:
+            path = os.path.join(get_package_share_directory(package), 'msg', name + '.msg')
+            with open(path) as definition:
+                typestore.register(get_types_from_msg(definition.read(), type_name))
+        except (PackageNotFoundError, OSError, TypesysError, ValueError):
+            return ''
+    try:
+        return typestore.generate_msgdef(type_name, ros_version=2)[0]
+    except (KeyError, TypesysError):
+        return ''
+
+
+def offered_qos(profile: QoSProfile) -> Qos:
+    """Return an rclpy profile as rosbags stores it in the bag's metadata."""
+    return Qos(
+        history=QosHistory(int(profile.history)), depth=profile.depth,
+        reliability=QosReliability(int(profile.reliability)),
+        durability=QosDurability(int(profile.durability)),
+        deadline=_ZERO, lifespan=_ZERO, liveliness=QosLiveliness(int(profile.liveliness)),
+        liveliness_lease_duration=_ZERO, avoid_ros_namespace_conventions=False)
+
+
+def subscription_qos(profiles: List[QoSProfile]) -> QoSProfile:
+    """Return a QoS that matches every one of the publishers' ``profiles``."""
+    reliable = all(p.reliability == ReliabilityPolicy.RELIABLE for p in profiles)
+    transient = all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in profiles)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
+
+
+class Recorder(Node):
+    """Record topics raw into an open rosbags writer, stamped with the latest /clock."""
+
+    def __init__(self, writer: Writer, topics: List[str], until_ns: Optional[int] = None,
+                 **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        self._writer = writer
+        self._waiting = list(dict.fromkeys(topics))
+        self._until_ns = until_ns
+        self._typestore = get_typestore(Stores.ROS2_JAZZY)
+        self._skipped_types = set()
+        self.summary = RecordingSummary()
+        self.clock_ns: Optional[int] = None
+        self.done = False
+        #: Callbacks run so far: lets the caller drain what is queued before closing.
+        self.callbacks = 0
+        self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        self._timer = self.create_timer(
+            DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f'waiting for publishers of {", ".join(self._waiting)} (stamped with {CLOCK_TOPIC})')
+
+    @property
+    def waiting(self) -> List[str]:
+        """Return the topics asked for whose publishers have not been seen."""
+        return list(self._waiting)
+
+    def _on_clock(self, msg) -> None:
+        self.callbacks += 1
+        self.clock_ns = msg.clock.sec * NS_PER_SEC + msg.clock.nanosec
+        self.summary.clock(self.clock_ns)
+        if self._until_ns is not None and self.clock_ns >= self._until_ns:
+            self.done = True
+
+    def _discover(self) -> None:
+        for topic in list(self._waiting):
+            infos = self.get_publishers_info_by_topic(topic)
+            if not infos:
+                continue
+            type_names = sorted({info.topic_type for info in infos})
+            if len(type_names) != 1:
+                self._skip(topic, ' and '.join(type_names), 'several types on one topic')
+                continue
+            type_name = type_names[0]
+            try:
+                message_class = get_message(type_name)
+            except LookupError as error:
+                self._skip(topic, type_name, str(error))
+                continue
+            hashes = {bytes(info.topic_type_hash.value) for info in infos
+                      if info.topic_type_hash.version == 1}
+            rihs01 = (f'RIHS01_{hashes.pop().hex()}' if len(hashes) == 1
+                      else self._typestore_hash(type_name))
+            if not rihs01:
+                self._skip(topic, type_name, 'its type hash is unknown')
+                continue
+            msgdef = message_definition(self._typestore, type_name)
+            if not msgdef:
+                self.get_logger().warning(
+                    f'no message definition found for {type_name}: {topic} is recorded, '
+                    'but tools that decode it need the type installed')
+            profiles = [info.qos_profile for info in infos]
+            connection = self._writer.add_connection(
+                topic, type_name, msgdef=msgdef, rihs01=rihs01,
+                offered_qos_profiles=[offered_qos(p) for p in profiles])
+            self.summary.add_topic(topic, type_name)
+            self.create_subscription(
+                message_class, topic, self._writer_callback(topic, connection),
+                subscription_qos(profiles), raw=True)
+            self._waiting.remove(topic)
+            self.get_logger().info(f'recording {topic} ({type_name})')
+
+    def _typestore_hash(self, type_name: str) -> str:
+        try:
+            return self._typestore.hash_rihs01(type_name)
+        except (KeyError, TypesysError):
+            return ''
+
+    def _skip(self, topic: str, type_name: str, reason: str) -> None:
+        self._waiting.remove(topic)
+        if type_name not in self._skipped_types:
+            self._skipped_types.add(type_name)
+            self.get_logger().warning(f'not recording {topic}: type {type_name}: {reason}')
+
+    def _writer_callback(self, topic: str, connection):
+        write = self._writer.write
+        summary = self.summary
+
+        def callback(data: bytes) -> None:
+            self.callbacks += 1
+            if self.clock_ns is None:
+                summary.before_clock += 1
+                return
+            write(connection, self.clock_ns, data)
+            summary.message(topic, self.clock_ns)
+        return callback
+
+
+def parse_arguments(argv: List[str]) -> argparse.Namespace:
+    """Parse the command line (without ROS arguments)."""
+    parser = argparse.ArgumentParser(
+        prog='recorder',
+        description='Record topics raw into an MCAP bag stamped with simulated time (/clock).')
+    parser.add_argument('output', help='bag directory to create (must not exist)')
+    parser.add_argument('-t', '--topics', nargs='+', required=True, metavar='TOPIC',
+                        help='topics to record')
+    parser.add_argument('--until', type=float, metavar='SEC',
+                        help='stop once /clock reaches this simulated time, in seconds')
+    return parser.parse_args(argv)
+
+
+def _drain(executor, node: Recorder, rounds: int = 100) -> None:
+    """Run the callbacks already queued (none waits): messages received before the end."""
+    for _ in range(rounds):
+        before = node.callbacks
+        executor.spin_once(timeout_sec=0.0)
+        if node.callbacks == before:
+            return
+
+
+def main(args=None) -> int:
+    """Record until Ctrl-C, SIGTERM or --until; print the summary; return the exit code."""
+    argv = sys.argv if args is None else args
+    options = parse_arguments(remove_ros_args(argv)[1:])
+    until_ns = None if options.until is None else round(options.until * NS_PER_SEC)
+    writer = Writer(options.output, version=9, storage_plugin=StoragePlugin.MCAP) \
+        if not os.path.exists(options.output) else None
+    if writer is None:
+        print(f'[FATAL] [{NODE_NAME}]: {options.output!r} exists already; '
+              'give a new directory', file=sys.stderr)
+        return 1
+    try:
+        writer.open()
+    except (WriterError, OSError) as error:
+        print(f'[FATAL] [{NODE_NAME}]: cannot create {options.output!r}: {error}',
+              file=sys.stderr)
+        return 1
+    rclpy.init(args=argv)
+    node = None
+    executor = SingleThreadedExecutor()
+    try:
+        node = Recorder(writer, options.topics, until_ns)
+        executor.add_node(node)
+        while not node.done:
+            executor.spin_once(timeout_sec=0.1)
+        _drain(executor, node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        writer.close()
+        if node is not None:
+            for line in node.summary.lines(options.output):
+                print(line, flush=True)
+            if node.waiting:
+                print(f'not recorded (no publisher seen): {", ".join(node.waiting)}', flush=True)
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

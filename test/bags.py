@@ -1,0 +1,101 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Bags written by the tests with rosbags: several topics and types, an unknown one, /clock."""
+
+from dataclasses import dataclass
+
+from rosbags.interfaces import Qos
+from rosbags.interfaces import QosDurability
+from rosbags.interfaces import QosHistory
+from rosbags.interfaces import QosLiveliness
+from rosbags.interfaces import QosReliability
+from rosbags.interfaces import QosTime
+from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import Writer
+from rosbags.typesys import get_typestore
+from rosbags.typesys import Stores
+
+MS = 1_000_000
+#: The bags' first timestamp: 1000 s and a few ns, so that time is checked to the nanosecond.
+START_NS = 1000 * 1_000_000_000 + 7
+UNKNOWN_TYPE = 'no_such_pkg/msg/Mystery'
+
+STORAGES = {'sqlite3': StoragePlugin.SQLITE3, 'mcap': StoragePlugin.MCAP}
+
+_ZERO = QosTime(0, 0)
+RELIABLE_QOS = Qos(QosHistory.KEEP_LAST, 10, QosReliability.RELIABLE, QosDurability.VOLATILE,
+                   _ZERO, _ZERO, QosLiveliness.AUTOMATIC, _ZERO, False)
+BEST_EFFORT_QOS = RELIABLE_QOS._replace(reliability=QosReliability.BEST_EFFORT)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One message the bag holds, as a subscriber identifies it."""
+
+    time_ns: int
+    topic: str
+    key: str  # /chatter: the string; /pose: 'x' of the point, as text
+
+
+def write_test_bag(path: str, storage: str = 'sqlite3', seconds: float = 1.0) -> list:
+    """
+    Write a bag and return the :class:`Record` of every message that plays, in time order.
+
+    /chatter (std_msgs/String) every 100 ms from the start, /pose (geometry_msgs/PointStamped,
+    best effort) every 30 ms from 5 ms on, /mystery of a type nobody has, and a /clock that
+    must not be republished. No two messages share a timestamp.
+    """
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string_type = store.types['std_msgs/msg/String']
+    point_stamped = store.types['geometry_msgs/msg/PointStamped']
+    header_type = store.types['std_msgs/msg/Header']
+    time_type = store.types['builtin_interfaces/msg/Time']
+    point_type = store.types['geometry_msgs/msg/Point']
+    clock_type = store.types['rosgraph_msgs/msg/Clock']
+    end_ns = START_NS + round(seconds * 1000) * MS
+    records = []
+    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+        chatter = writer.add_connection('/chatter', 'std_msgs/msg/String', typestore=store,
+                                        offered_qos_profiles=[RELIABLE_QOS])
+        pose = writer.add_connection('/pose', 'geometry_msgs/msg/PointStamped',
+                                     typestore=store, offered_qos_profiles=[BEST_EFFORT_QOS])
+        mystery = writer.add_connection('/mystery', UNKNOWN_TYPE, msgdef='int32 x',
+                                        rihs01='RIHS01_' + '1' * 64)
+        clock = writer.add_connection('/clock', 'rosgraph_msgs/msg/Clock', typestore=store)
+        messages = []
+        for k, t in enumerate(range(START_NS, end_ns + 1, 100 * MS)):
+            text = f'chatter {k}'
+            data = store.serialize_cdr(string_type(data=text), 'std_msgs/msg/String')
+            messages.append((t, chatter, data, Record(t, '/chatter', text)))
+        for k, t in enumerate(range(START_NS + 5 * MS, end_ns + 1, 30 * MS)):
+            sec, nanosec = divmod(t, 1_000_000_000)
+            msg = point_stamped(
+                header=header_type(stamp=time_type(sec=sec, nanosec=nanosec), frame_id='map'),
+                point=point_type(x=float(k), y=0.0, z=0.0))
+            data = store.serialize_cdr(msg, 'geometry_msgs/msg/PointStamped')
+            messages.append((t, pose, data, Record(t, '/pose', str(float(k)))))
+        for t in range(START_NS + 7 * MS, end_ns + 1, 200 * MS):
+            messages.append((t, mystery, b'\x00\x01\x00\x00\x2a\x00\x00\x00', None))
+        for t in range(START_NS + 11 * MS, end_ns + 1, 250 * MS):
+            data = store.serialize_cdr(
+                clock_type(clock=time_type(sec=999_999, nanosec=0)), 'rosgraph_msgs/msg/Clock')
+            messages.append((t, clock, data, None))
+        messages.sort(key=lambda m: m[0])
+        assert len({m[0] for m in messages}) == len(messages), 'timestamps must be distinct'
+        for t, connection, data, record in messages:
+            writer.write(connection, t, data)
+            if record is not None:
+                records.append(record)
+    return records

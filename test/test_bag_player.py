@@ -1,0 +1,333 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The bag player and the recorder through real DDS: separate processes, a client node here."""
+
+import os
+
+from bags import MS
+from bags import START_NS
+from bags import UNKNOWN_TYPE
+from bags import write_test_bag
+from harness import executable
+from harness import NS
+from harness import ServerProcess
+from harness import stamp_ns
+from harness import TestClient
+import pytest
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+
+STEP = 10 * MS
+SYNC = {'sync': True, 'time_step': STEP / NS}
+END_NS = START_NS + 1000 * MS
+
+
+class BagClient(TestClient):
+    """A test client that also subscribes to the test bag's topics and records what comes."""
+
+    __test__ = False
+
+    def __init__(self, domain_id: int, pose_topic: str = '/pose'):
+        super().__init__(domain_id, name='bag_client')
+        from geometry_msgs.msg import PointStamped
+        from std_msgs.msg import String
+        self.data = []  # (topic, key, stamp_ns or None), in arrival order
+        self.matched = set()
+        for topic, msg_type, reliability in (
+                ('/chatter', String, ReliabilityPolicy.RELIABLE),
+                (pose_topic, PointStamped, ReliabilityPolicy.BEST_EFFORT)):
+            qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000,
+                             reliability=reliability)
+            self.node.create_subscription(
+                msg_type, topic, self._recorder(topic), qos,
+                event_callbacks=SubscriptionEventCallbacks(matched=self._matcher(topic)))
+
+    def _recorder(self, topic):
+        def callback(msg):
+            if topic == '/chatter':
+                self.data.append(('/chatter', msg.data, None))
+            else:
+                self.data.append(('/pose', str(msg.point.x), stamp_ns(msg.header.stamp)))
+        return callback
+
+    def _matcher(self, topic):
+        def callback(info):
+            if info.current_count > 0:
+                self.matched.add(topic)
+        return callback
+
+    def wait_matched(self, topics) -> None:
+        """Wait until a publisher is matched on each of ``topics``."""
+        self.spin_until(lambda: set(topics) <= self.matched, f'publishers on {topics}')
+
+    def wait_data(self, count: int) -> None:
+        """Wait until ``count`` data messages have arrived in all."""
+        self.spin_until(lambda: len(self.data) >= count, f'{count} data messages')
+
+
+@pytest.fixture
+def bag_client(domain_id):
+    """Return a client that records the test bag's topics."""
+    test_client = BagClient(domain_id)
+    yield test_client
+    test_client.close()
+
+
+@pytest.fixture
+def sqlite_bag(tmp_path):
+    """Return (path, records) of a one-second sqlite3 test bag."""
+    path = str(tmp_path / 'bag_sqlite3')
+    return path, write_test_bag(path, 'sqlite3')
+
+
+def _start_player(start_server, bag: str, params=None, argv=()):
+    return start_server(params, argv=[bag, *argv], executable=executable('bag_player'))
+
+
+def _by_topic(events):
+    topics = {}
+    for event in events:
+        topics.setdefault(event[0], []).append(event[1])
+    return topics
+
+
+def _step_through(client, records, steps_per_call=(1,)):
+    """
+    Step to the end of the bag; return [(clock, epoch, messages of that step)].
+
+    After each step returns, the messages stamped up to its time (and no others) must come.
+    """
+    timeline = []
+    previous = None
+    seen = 0
+    calls = 0
+    while previous is None or previous < END_NS:
+        steps = steps_per_call[calls % len(steps_per_call)]
+        calls += 1
+        response = client.step('', steps)
+        assert response.success, response.message
+        now = stamp_ns(response.clock)
+        due = [r for r in records
+               if r.time_ns <= now and (previous is None or r.time_ns > previous)]
+        client.wait_data(seen + len(due))
+        batch = client.data[seen:seen + len(due)]
+        seen += len(due)
+        # Same messages, and in bag order on each topic (topics interleave freely on arrival).
+        assert _by_topic(batch) == _by_topic([(r.topic, r.key) for r in due]), now
+        for topic, _, stamp in batch:
+            if stamp is not None:
+                assert stamp <= now and (previous is None or stamp > previous)
+        timeline.append((now, response.epoch, sorted(batch)))
+        previous = now
+    # Nothing beyond what was due; spin a little for stragglers through the status call.
+    client.status()
+    assert len(client.data) == seen == len(records)
+    return timeline
+
+
+@pytest.mark.parametrize('storage', ['sqlite3', 'mcap'])
+def test_lockstep_replay_releases_exactly_up_to_each_step(
+        start_server, bag_client, tmp_path, storage):
+    """Each step's data, then its /clock: count, order, time correspondence; no bag /clock."""
+    path = str(tmp_path / f'bag_{storage}')
+    records = write_test_bag(path, storage)
+    server = _start_player(start_server, path, SYNC)
+    bag_client.wait_matched(['/chatter', '/pose'])
+    status = bag_client.status()
+    assert (stamp_ns(status.clock), status.epoch, status.sync) == (START_NS, 0, True)
+    timeline = _step_through(bag_client, records)
+    assert [clock for clock, _, _ in timeline] == [
+        START_NS + k * STEP for k in range(1, 101)]
+    bag_client.wait_for_time(END_NS)
+    assert bag_client.distinct_times() == [START_NS + k * STEP for k in range(101)]
+    log = server.log()
+    [warning] = [line for line in log.splitlines() if UNKNOWN_TYPE in line]
+    assert warning.startswith('[WARN]') and 'not importable' in warning, log
+    assert '/clock in the bag is not republished' in log
+
+
+def test_two_lockstep_replays_are_identical(start_server, bag_client, sqlite_bag):
+    """Two replays of one bag, stepped alike, give the same data and clock interleaving."""
+    path, records = sqlite_bag
+    runs = []
+    for _ in range(2):
+        server = _start_player(start_server, path, SYNC)
+        bag_client.wait_matched(['/chatter', '/pose'])
+        bag_client.data.clear()
+        bag_client.clocks.clear()
+        runs.append(_step_through(bag_client, records, steps_per_call=(1, 3, 7, 2)))
+        assert server.stop() == 0
+        bag_client.matched.clear()
+    assert runs[0] == runs[1]
+    assert len(runs[0]) > 10
+
+
+def test_seek_reset_and_loop_are_announced_resets(start_server, bag_client, sqlite_bag):
+    """~/seek, ~/reset and loop move the bag and time together, each bumping the epoch."""
+    from sim_clock.srv import Seek
+    path, records = sqlite_bag
+    server = _start_player(start_server, path, SYNC)
+    bag_client.wait_matched(['/chatter', '/pose'])
+
+    def seek(time_ns):
+        sec, nanosec = divmod(time_ns, NS)
+        request = Seek.Request()
+        request.time.sec, request.time.nanosec = sec, nanosec
+        return bag_client.call(Seek, 'seek', request)
+
+    outside = seek(START_NS - 1)
+    assert not outside.success and 'outside the bag' in outside.message
+    assert outside.epoch == 0 and bag_client.status().epoch == 0
+
+    target = START_NS + 500 * MS
+    sought = seek(target)
+    assert sought.success and sought.epoch == 1 and stamp_ns(sought.clock) == target
+    bag_client.wait_for_time(target)
+    response = bag_client.step('', 5)
+    assert stamp_ns(response.clock) == target + 5 * STEP and response.epoch == 1
+    due = [r for r in records if target <= r.time_ns <= target + 5 * STEP]
+    bag_client.wait_data(len(due))
+    assert sorted(bag_client.data) == sorted((r.topic, r.key, r.time_ns if r.topic == '/pose'
+                                              else None) for r in due)
+
+    assert bag_client.trigger('reset').success
+    status = bag_client.status()
+    assert (stamp_ns(status.clock), status.epoch) == (START_NS, 2)
+
+    assert bag_client.set_parameter('loop', True).successful
+    bag_client.data.clear()
+    response = bag_client.step('', 100)
+    # The step that reaches the end plays everything, then loops: back to the start.
+    assert response.success and response.epoch == 3
+    assert stamp_ns(response.clock) == START_NS
+    bag_client.wait_data(len(records))
+    assert _by_topic(bag_client.data) == _by_topic([(r.topic, r.key) for r in records])
+    response = bag_client.step('', 1)
+    first = [r for r in records if r.time_ns <= START_NS + STEP]
+    bag_client.wait_data(len(records) + len(first))
+    assert stamp_ns(response.clock) == START_NS + STEP and response.epoch == 3
+    log = server.log()
+    assert 'loop: end of the bag reached' in log and '~/seek to' in log
+
+
+def test_free_run_plays_everything_then_pauses(start_server, bag_client, sqlite_bag):
+    """Free run at twice real time plays every message in order, then pauses at the end."""
+    path, records = sqlite_bag
+    _start_player(start_server, path, {'real_time_factor': 2.0, 'time_step': 0.005,
+                                       'paused': True})
+    bag_client.wait_matched(['/chatter', '/pose'])
+    assert bag_client.trigger('resume').success
+    bag_client.wait_data(len(records))
+    assert _by_topic(bag_client.data) == _by_topic([(r.topic, r.key) for r in records])
+    bag_client.spin_until(lambda: bag_client.status().paused, 'the pause at the end')
+    assert stamp_ns(bag_client.status().clock) >= END_NS
+    assert bag_client.get_parameter('paused') is True
+
+
+def test_real_time_mode_from_zero(start_server, bag_client, sqlite_bag):
+    """Real-time mode with --start-at-zero: /clock from 0 at wall pace, all data plays."""
+    path, records = sqlite_bag
+    _start_player(start_server, path, {'mode': 'real_time', 'paused': True},
+                  argv=['--start-at-zero'])
+    bag_client.wait_matched(['/chatter', '/pose'])
+    assert stamp_ns(bag_client.status().clock) == 0
+    assert bag_client.trigger('resume').success
+    bag_client.wait_data(len(records))
+    for topic, _, stamp in bag_client.data:
+        assert stamp is None or stamp >= START_NS  # header stamps stay as recorded
+    bag_client.spin_until(lambda: bag_client.status().paused, 'the pause at the end')
+    assert 1000 * MS <= stamp_ns(bag_client.status().clock) < 2 * NS
+
+
+def test_topic_filter_and_remap(start_server, domain_id, sqlite_bag):
+    """--topics plays only those; a ROS remap renames a played topic."""
+    path, records = sqlite_bag
+    client = BagClient(domain_id, pose_topic='/robot/pose')
+    try:
+        _start_player(start_server, path, SYNC,
+                      argv=['--topics', '/pose', '--ros-args', '-r', '/pose:=/robot/pose'])
+        client.wait_matched(['/robot/pose'])
+        poses = [r for r in records if r.topic == '/pose']
+        assert client.step('', 101).success
+        client.wait_data(len(poses))
+        assert [key for _, key, _ in client.data] == [r.key for r in poses]
+        assert client.node.count_publishers('/chatter') == 0
+        assert client.node.count_publishers('/pose') == 0
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize('damage', ['missing', 'truncated_mcap', 'not_a_bag'])
+def test_damaged_or_missing_bag_exits_before_starting(client, tmp_path, domain_id, damage):
+    """A bag that cannot play: a clear error, exit code 1, no node, publisher or service."""
+    path = str(tmp_path / 'bag')
+    if damage == 'truncated_mcap':
+        write_test_bag(path, 'mcap')
+        [name] = [n for n in os.listdir(path) if n.endswith('.mcap')]
+        with open(os.path.join(path, name), 'r+b') as data:
+            data.truncate(500)
+    elif damage == 'not_a_bag':
+        os.mkdir(path)
+        with open(os.path.join(path, 'metadata.yaml'), 'w') as metadata:
+            metadata.write('hello: world\n')
+    player = ServerProcess(domain_id, str(tmp_path), SYNC, argv=[path],
+                           executable=executable('bag_player'))
+    assert player.process.wait(30) == 1
+    log = player.log()
+    assert path in log and 'FATAL' in log, log
+    assert 'publishing /clock' not in log and 'playing' not in log
+    assert not [name for name, _ in client.node.get_service_names_and_types()
+                if name.startswith('/sim_clock')]
+
+
+def test_recorder_writes_simulated_time(start_server, bag_client, sqlite_bag, tmp_path):
+    """The recorder stores a lockstep replay raw, stamped with /clock, and sums it up."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_typestore
+    from rosbags.typesys import Stores
+    path, records = sqlite_bag
+    output = str(tmp_path / 'recorded')
+    _start_player(start_server, path, SYNC)
+    recorder = start_server(executable=executable('recorder'), argv=[
+        output, '--until', str(END_NS / NS), '-t', '/chatter', '/pose', '/absent'])
+    bag_client.wait_matched(['/chatter', '/pose'])
+    bag_client.spin_until(
+        lambda: 'recording /pose' in recorder.log() and 'recording /chatter' in recorder.log(),
+        'the recorder to subscribe')
+    bag_client.spin_until(lambda: bag_client.node.count_subscribers('/pose') >= 2,
+                          'the recorder on /pose')
+    _step_through(bag_client, records)
+    assert recorder.process.wait(30) == 0
+    summary = recorder.log()
+    assert f'recorded {len(records)} messages into {output}' in summary, summary
+    assert 'not recorded (no publisher seen): /absent' in summary
+
+    # Data round trip: the bytes decode to the messages of the bag (DDS may pad the end).
+    store = get_typestore(Stores.ROS2_JAZZY)
+    times = {(r.topic, r.key): r.time_ns for r in records}
+    with Reader(output) as recorded:
+        assert recorded.connections[0].ext.offered_qos_profiles
+        counts = {}
+        for connection, stamp, data in recorded.messages():
+            counts[connection.topic] = counts.get(connection.topic, 0) + 1
+            msg = store.deserialize_cdr(data, connection.msgtype)
+            key = msg.data if connection.topic == '/chatter' else str(msg.point.x)
+            # Stamped with the /clock received last: within a step of the bag's time.
+            t = times[(connection.topic, key)]
+            assert abs(stamp - t) <= 2 * STEP, (connection.topic, key, stamp, t)
+    assert counts == {topic: sum(r.topic == topic for r in records)
+                      for topic in ('/chatter', '/pose')}
