@@ -89,7 +89,7 @@ def child_replay(path: str) -> None:
         start = time.perf_counter()
         while frames > 0:
             steps = min(frames, 100_000)
-            success, message = node._step('', steps)
+            success, message = node.step_frames('', steps)
             assert success, message
             frames -= steps
         elapsed = time.perf_counter() - start
