@@ -483,9 +483,9 @@ class ClockServer(Node):
 
 def main(args=None) -> int:
     """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
-    rclpy.init(args=args)
     node = None
     try:
+        rclpy.init(args=args)
         try:
             node = ClockServer()
         except (Refused, ParameterException) as error:

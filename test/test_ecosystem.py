@@ -264,7 +264,7 @@ def test_diagnostics_report_state_and_measured_pace(start_server, client):
     assert reports[-1].name == 'sim_clock: clock'
     assert values['mode'] == 'simulation' and values['sync'] == 'false'
     assert values['real_time_factor'] == '2'
-    assert float(values['measured_real_time_factor']) == pytest.approx(2.0, rel=0.15)
+    assert float(values['measured_real_time_factor']) == pytest.approx(2.0, rel=0.25)
     assert {'frame', 'epoch', 'holder', 'paused', 'time_ns'} <= set(values)
 
 

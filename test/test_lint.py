@@ -17,15 +17,17 @@
 import os
 
 from ament_flake8.main import main_with_errors as flake8_main
+from ament_index_python.packages import get_package_prefix
 from ament_pep257.main import main as pep257_main
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
     'sim_clock', 'launch', 'test', 'examples', 'benchmarks', 'setup.py')]
-# The launcher templates are Python too, but pydocstyle only reads files ending in .py.
-PATHS = PYTHON_PATHS + [os.path.join(ROOT, 'scripts', name + '.in')
-                        for name in ('clock_server', 'simclock', 'bag_player', 'recorder')]
+# The executables, configured from scripts/launcher.py.in, are Python too (flake8 only).
+EXECUTABLES = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock')
+PATHS = PYTHON_PATHS + [
+    os.path.join(EXECUTABLES, name) for name in sorted(os.listdir(EXECUTABLES))]
 
 
 @pytest.mark.linter
