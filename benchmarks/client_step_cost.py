@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--calls', type=int, default=10_000)
     parser.add_argument(
-        '--baseline-calls', type=int, default=3000,
+        '--baseline-calls', type=int, default=1000,
         help='calls for the baseline, whose cost grows (default: %(default)s)')
     args = parser.parse_args(argv)
     window = max(1, min(1000, args.calls // 10))
