@@ -260,9 +260,10 @@ class ChildProcess:
         full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
                         PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), **(env or {}))
         self.process = subprocess.Popen(
-            [sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd, text=True,
+            [sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
+        self._pending = b''
 
     @property
     def pid(self) -> int:
@@ -272,22 +273,27 @@ class ChildProcess:
     def read_line(self, timeout: float = TIMEOUT) -> str:
         """Return the next line the child prints; fail after ``timeout`` s or at its end."""
         deadline = time.monotonic() + timeout
-        while True:
+        fd = self.process.stdout.fileno()
+        while b'\n' not in self._pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(
                     f'child {self.pid} printed no line for {timeout} s; so far:\n'
-                    + ''.join(self.lines))
-            ready, _, _ = select.select([self.process.stdout], [], [], remaining)
+                    + self.output())
+            ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
-                line = self.process.stdout.readline()
-                if not line:
+                # os.read, not readline: a buffered reader would hide lines from select.
+                chunk = os.read(fd, 65536)
+                if not chunk:
                     self.process.wait(TIMEOUT)
                     raise AssertionError(
                         f'child {self.pid} ended (code {self.process.returncode}); it printed:'
-                        '\n' + ''.join(self.lines))
-                self.lines.append(line)
-                return line.rstrip('\n')
+                        '\n' + self.output())
+                self._pending += chunk
+        line, self._pending = self._pending.split(b'\n', 1)
+        text = line.decode(errors='replace')
+        self.lines.append(text + '\n')
+        return text
 
     def expect(self, prefix: str, timeout: float = TIMEOUT) -> str:
         """Read lines until one starts with ``prefix``; return the rest of it."""
@@ -298,7 +304,7 @@ class ChildProcess:
 
     def send(self, line: str) -> None:
         """Write a line to the child's stdin."""
-        self.process.stdin.write(line + '\n')
+        self.process.stdin.write(line.encode() + b'\n')
         self.process.stdin.flush()
 
     def kill(self) -> None:
@@ -316,7 +322,8 @@ class ChildProcess:
             self.kill()
             raise AssertionError(f'child {self.pid} did not end in {timeout} s:\n'
                                  + ''.join(self.lines)) from None
-        self.lines.append(rest or '')
+        self.lines.append((self._pending + (rest or b'')).decode(errors='replace'))
+        self._pending = b''
         return self.process.returncode
 
     def close_pipes(self) -> None:
@@ -329,7 +336,7 @@ class ChildProcess:
 
     def output(self) -> str:
         """Return what the child printed so far."""
-        return ''.join(self.lines)
+        return ''.join(self.lines) + self._pending.decode(errors='replace')
 
 
 def rss_kib(pid: int) -> int:

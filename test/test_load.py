@@ -92,8 +92,7 @@ def _percentile(values: list, fraction: float) -> float:
 
 
 @pytest.mark.slow
-def test_steps_under_status_polling_and_reliable_subscribers(start_server, client, domain_id,
-                                                               tmp_path):
+def test_steps_under_polling_and_reliable_subscribers(start_server, client, domain_id, tmp_path):
     """10^4 frames in calls of 100: none lost, none repeated, none failed, under load."""
     start_server({'sync': True, 'time_step': 0.001})
     assert client.sync_mode_cmd('holder', True, 0).result
