@@ -15,34 +15,28 @@
 """
 Soak: two clock servers for a given time, then RSS, CPU and missed frames.
 
-Server A free-runs at 1 kHz (time_step 0.001, real_time_factor 1); a reliable subscriber
-checks that its frames come without gap or repeat. Server B starts in sync mode, held by a client
-that steps it in calls of 10 frames; a second subscriber checks those frames the same way.
-Each server runs on a DDS domain of its own (loopback only). Not part of the test suite:
+Server A free-runs at 1 kHz (time_step 0.001, real_time_factor 1); a reliable subscriber in a
+process of its own checks that its frames come without gap or repeat. Server B starts in sync
+mode, held by a client that steps it in calls of 10 frames about every 10 ms; a second
+subscriber process checks those frames the same way. Each server runs on a DDS domain of its
+own (loopback only). Not part of the test suite:
 
     AMENT_PREFIX_PATH=$PWD/.venv .venv/bin/python benchmarks/soak.py --duration 600
 """
 
 import argparse
+import json
 import os
 import sys
 import tempfile
-import threading
 import time
-
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import HistoryPolicy
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
-from rosgraph_msgs.msg import Clock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'test'))
 
-from harness import NS  # noqa: E402
+from harness import ChildProcess  # noqa: E402
 from harness import ServerProcess  # noqa: E402
-from harness import stamp_ns  # noqa: E402
 from harness import TestClient  # noqa: E402
+from sim_clock.srv import Step  # noqa: E402
 
 MS = 1_000_000
 PAGE = os.sysconf('SC_PAGE_SIZE')
@@ -65,50 +59,60 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-class FrameWatcher:
-    """A /clock subscriber in a thread of its own: counts frames, gaps and repeats."""
+# A /clock subscriber in a process of its own (KEEP_LAST 10000, reliable): counts the distinct
+# frames, the frames missing between them and backward steps; prints them as JSON on request.
+WATCHER = """
+import json
+import os
+import sys
+import threading
+from harness import TestClient
+step_ns = int(sys.argv[1])
+client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name=f'watcher_{os.getpid()}',
+                    subscribe_clock=False)
+counts = {'frames': 0, 'missed': 0, 'backwards': 0, 'last': None}
 
-    def __init__(self, domain_id: int, name: str, step_ns: int):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node(name, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000,
-                         reliability=ReliabilityPolicy.RELIABLE)
-        self.node.create_subscription(Clock, '/clock', self._on_clock, qos)
-        self.step_ns = step_ns
-        self.last = None
-        self.frames = 0
-        self.missed = 0
-        self.backwards = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin)
-        self._thread.start()
 
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.1)
+def on_clock(msg):
+    sim = msg.clock.sec * 1_000_000_000 + msg.clock.nanosec
+    last = counts['last']
+    if sim == last:
+        return
+    if last is not None:
+        if sim < last:
+            counts['backwards'] += 1
+        elif sim - last != step_ns:
+            counts['missed'] += (sim - last) // step_ns - 1
+    counts['frames'] += 1
+    counts['last'] = sim
 
-    def _on_clock(self, msg) -> None:
-        sim = msg.clock.sec * NS + msg.clock.nanosec
-        if self.last is not None and sim == self.last:
-            return  # idle republishing of the same time, not a new frame
-        if self.last is not None:
-            if sim < self.last:
-                self.backwards += 1
-            elif sim - self.last != self.step_ns:
-                self.missed += (sim - self.last) // self.step_ns - 1
-        self.frames += 1
-        self.last = sim
 
-    def close(self) -> None:
-        """Stop spinning and shut the node down."""
-        self._stop.set()
-        self._thread.join()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+client.node.create_subscription(Clock, '/clock', on_clock, QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=10000, reliability=ReliabilityPolicy.RELIABLE))
+wanted = threading.Event()
+
+
+def read_requests():
+    for _ in sys.stdin:
+        wanted.set()
+
+
+threading.Thread(target=read_requests, daemon=True).start()
+print('ready', flush=True)
+while True:
+    client.executor.spin_once(timeout_sec=0.1)
+    if wanted.is_set():
+        wanted.clear()
+        print('counts', json.dumps(counts), flush=True)
+"""
+
+
+def ask(watcher: ChildProcess) -> dict:
+    """Return a watcher's counts so far."""
+    watcher.send('report')
+    return json.loads(watcher.expect('counts', timeout=60))
 
 
 def main() -> int:
@@ -125,26 +129,31 @@ def main() -> int:
     free = ServerProcess(free_domain, log_dir, {
         'mode': 'simulation', 'sync': False, 'time_step': 0.001, 'real_time_factor': 1.0})
     stepped = ServerProcess(sync_domain, log_dir, {'sync': True, 'time_step': 0.001})
-    free_watcher = FrameWatcher(free_domain, 'soak_free_watcher', MS)
-    sync_watcher = FrameWatcher(sync_domain, 'soak_sync_watcher', MS)
-    status_client = TestClient(free_domain, name='soak_status')
-    holder = TestClient(sync_domain, name='soak_holder')
-    holder.clocks = _Discard()  # the sync watcher counts the frames
-    status_client.clocks = _Discard()
+    free_watcher = ChildProcess(free_domain, WATCHER, log_dir, args=(MS,))
+    sync_watcher = ChildProcess(sync_domain, WATCHER, log_dir, args=(MS,))
+    # Neither client subscribes to /clock: the watchers count the frames.
+    status_client = TestClient(free_domain, name='soak_status', subscribe_clock=False)
+    holder = TestClient(sync_domain, name='soak_holder', subscribe_clock=False)
     processes = (('free run 1 kHz', free), ('stepped', stepped))
     try:
+        for watcher in (free_watcher, sync_watcher):
+            watcher.expect('ready', timeout=60)
         assert holder.sync_mode_cmd('soak', True, 1).result
-        status_client.spin_until(lambda: free_watcher.frames > 0, 'the free run')
+        status_client.spin_until(lambda: ask(free_watcher)['frames'] > 0, 'the free run')
         start_frame = status_client.status().frame
-        start_seen = free_watcher.frames
+        start_seen = ask(free_watcher)['frames']
         start_wall = time.monotonic()
         start_cpu = {p.process.pid: cpu_seconds(p.process.pid) for _, p in processes}
         start_rss = {p.process.pid: rss_kib(p.process.pid) for _, p in processes}
         step_failures = 0
         stepped_frames = 0
+        step_latencies = []
         next_report = start_wall + 60
         while time.monotonic() - start_wall < args.duration:
-            response = holder.step('soak', 10)
+            sent = time.monotonic_ns()
+            response = holder.call(Step, 'step', Step.Request(user_id='soak', steps=10),
+                                   timeout=60)
+            step_latencies.append(time.monotonic_ns() - sent)
             if response.success:
                 stepped_frames += 10
             else:
@@ -152,44 +161,46 @@ def main() -> int:
             time.sleep(0.01)  # pacing: about 1000 stepped frames per second
             if time.monotonic() >= next_report:
                 next_report += 60
+                free_counts, sync_counts = ask(free_watcher), ask(sync_watcher)
                 print(f'{time.monotonic() - start_wall:4.0f} s: free run frames seen '
-                      f'{free_watcher.frames}, missed {free_watcher.missed}; stepped '
-                      f'{stepped_frames}, missed {sync_watcher.missed}; RSS '
+                      f'{free_counts["frames"]}, missed {free_counts["missed"]}; stepped '
+                      f'{stepped_frames}, missed {sync_counts["missed"]}; RSS '
                       f'{rss_kib(free.process.pid)} / {rss_kib(stepped.process.pid)} KiB',
                       flush=True)
         wall = time.monotonic() - start_wall
         end_frame = status_client.status().frame
         end_cpu = {p.process.pid: cpu_seconds(p.process.pid) for _, p in processes}
-        holder.spin_until(lambda: sync_watcher.last == stepped_frames * MS,
+        holder.spin_until(lambda: ask(sync_watcher)['last'] == stepped_frames * MS,
                           'the sync watcher to see the last stepped frame')
+        free_counts, sync_counts = ask(free_watcher), ask(sync_watcher)
         print(f'\nsoak of {wall:.0f} s')
         for label, proc in processes:
             pid = proc.process.pid
             cpu = end_cpu[pid] - start_cpu[pid]
             print(f'  {label:14s} RSS {start_rss[pid]} -> {rss_kib(pid)} KiB, '
                   f'CPU {cpu:.1f} s ({100 * cpu / wall:.1f}% of a core)')
-        print(f'  free run: {end_frame - start_frame} frames in {wall:.1f} s (wall pace: '
-              f'{round(wall * 1000)}); subscriber: {free_watcher.frames - start_seen} distinct '
-              f'frames, {free_watcher.missed} missed, {free_watcher.backwards} backwards (whole run)')
-        print(f'  stepped: {stepped_frames} frames in {stepped_frames // 10} calls, '
-              f'{step_failures} failed; subscriber: {sync_watcher.frames} distinct frames, '
-              f'{sync_watcher.missed} missed, {sync_watcher.backwards} backwards')
-        ok = (free_watcher.missed == sync_watcher.missed == step_failures == 0
-              and free_watcher.backwards == sync_watcher.backwards == 0)
+        print(f'  free run: {end_frame - start_frame} frames in {wall:.1f} s (wall pace '
+              f'{round(wall * 1000)}); subscriber: {free_counts["frames"] - start_seen} '
+              f'distinct frames, {free_counts["missed"]} missed, '
+              f'{free_counts["backwards"]} backwards (whole run)')
+        step_latencies.sort()
+        print(f'  stepped: {stepped_frames} frames in {len(step_latencies)} calls, '
+              f'{step_failures} failed, latency p50 '
+              f'{step_latencies[len(step_latencies) // 2] / MS:.2f} ms, p99 '
+              f'{step_latencies[int(len(step_latencies) * 0.99)] / MS:.2f} ms, max '
+              f'{step_latencies[-1] / MS:.2f} ms; subscriber: {sync_counts["frames"]} '
+              f'distinct frames, {sync_counts["missed"]} missed, '
+              f'{sync_counts["backwards"]} backwards')
+        ok = (free_counts['missed'] == sync_counts['missed'] == step_failures == 0
+              and free_counts['backwards'] == sync_counts['backwards'] == 0)
         return 0 if ok else 1
     finally:
-        for closing in (free_watcher, sync_watcher, status_client, holder):
+        for watcher in (free_watcher, sync_watcher):
+            watcher.kill()
+        for closing in (status_client, holder):
             closing.close()
         free.stop()
         stepped.stop()
-
-
-class _Discard(list):
-    """A list that keeps nothing (the TestClients' own /clock records are not needed)."""
-
-    def append(self, item) -> None:
-        pass
-
 
 if __name__ == '__main__':
     sys.exit(main())
