@@ -27,6 +27,7 @@ own (loopback only). Not part of the test suite:
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -122,6 +123,8 @@ def main() -> int:
     parser.add_argument('--domains', type=int, nargs=2, default=(201, 202),
                         help='DDS domains of the free-run and the stepped server')
     args = parser.parse_args()
+    # SIGTERM ends the soak as Ctrl-C does: the servers and watchers are stopped on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
     log_dir = tempfile.mkdtemp(prefix='sim_clock-soak-')

@@ -76,7 +76,8 @@ class ServerProcess:
             args += ['-p', f'{name}:={_format(value)}']
         self.log_path = os.path.join(log_dir, f'server-{time.monotonic_ns()}.log')
         self._log = open(self.log_path, 'w')
-        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), **(env or {}))
+        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
+        full_env.update(env or {})
         self.process = subprocess.Popen(
             args, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
@@ -256,11 +257,13 @@ class ChildProcess:
     are read with a timeout, so a test waits for what a child says, never for a fixed time.
     """
 
-    def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None):
+    def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None,
+                 prefix=()):
         full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
-                        PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), **(env or {}))
+                        PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+        full_env.update(env or {})
         self.process = subprocess.Popen(
-            [sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,
+            [*prefix, sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
