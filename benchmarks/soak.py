@@ -205,5 +205,6 @@ def main() -> int:
         free.stop()
         stepped.stop()
 
+
 if __name__ == '__main__':
     sys.exit(main())

@@ -21,7 +21,8 @@ from ament_pep257.main import main as pep257_main
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PYTHON_PATHS = [os.path.join(ROOT, path) for path in ('sim_clock', 'launch', 'test', 'setup.py')]
+PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
+    'sim_clock', 'launch', 'test', 'benchmarks', 'setup.py')]
 # The launcher template is Python too, but pydocstyle only reads files ending in .py.
 PATHS = PYTHON_PATHS + [os.path.join(ROOT, 'scripts', 'clock_server.in')]
 
