@@ -293,5 +293,5 @@ def test_control_surface_follows_the_model(start_server, client):
     start_server({'publish_rate': 20.0})
     machine = make_machine(client)
     run_state_machine_as_test(machine, settings=settings(
-        max_examples=40, stateful_step_count=30, deadline=None, derandomize=False,
+        max_examples=100, stateful_step_count=30, deadline=None, derandomize=False,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
