@@ -101,7 +101,7 @@ class BagPlayer(ClockServer):
         super().__init__(**kwargs)
         self._bag_loop = self.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
         self.add_post_set_parameters_callback(self._apply_loop)
-        self.create_service(Seek, '~/seek', self._on_seek)
+        self.create_service(Seek, '~/seek', self._on_seek, qos_profile=self.SERVICE_QOS)
 
         logger = self.get_logger()
         publishers = {}

@@ -42,6 +42,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.server import SERVICE_QOS
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
@@ -273,7 +274,8 @@ class SimClockClient:
         full_name = f'{self.server}/{name}'
         client = self._clients.get(name)
         if client is None:
-            client = self._node.create_client(srv_type, full_name)
+            # As deep as the server's services: an answer is not lost while the caller is busy.
+            client = self._node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
             self._clients[name] = client
         deadline = time.monotonic() + self.timeout
         if not client.service_is_ready():

@@ -70,10 +70,25 @@ CLOCK_TOPIC = '/clock'
 #: The /clock profile. Reliable, because a best-effort publisher is invisible to reliable
 #: subscribers, while the time sources of rclpy and rclcpp (best effort, depth 1) match a
 #: reliable publisher too. Volatile, so a late joiner gets the next publication (at most one
-#: publish period away) rather than a stale backlog. A history of 1000 samples lets the
+#: publish period away) rather than a stale backlog. A history of 10000 samples lets the
 #: middleware repair losses in a burst of frames (a long step) for reliable subscribers that
-#: keep every frame.
+#: keep every frame: a reader learns of a lost sample only at the writer's next heartbeat
+#: (Fast DDS: every 3 s), and 1000 samples were overwritten before that when a starved
+#: subscriber fell behind a holder stepping thousands of frames a second (test/test_load.py).
+#: Acknowledged samples leave the history, so memory follows the backlog (about 140 bytes a
+#: sample), not the depth.
 CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10_000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: The profile of every service of ours: reliable, keep last 1000, as rclpy's parameter
+#: services have it ("so that requests do not get lost"). The default (depth 10) loses answers
+#: under load: one response writer serves every client of a service, and a starved client
+#: whose answer fell out of a 10-sample history never gets it (test/test_load.py).
+SERVICE_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=1000,
     reliability=ReliabilityPolicy.RELIABLE,
@@ -145,6 +160,9 @@ DESCRIPTORS = {
 class ClockServer(Node):
     """Publish /clock from a :class:`Timeline` and serve its control services."""
 
+    #: The profile of every service of this node (see the module constant).
+    SERVICE_QOS = SERVICE_QOS
+
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         # `-p real_time_factor:=2` arrives as an integer; a double parameter takes it as 2.0.
@@ -181,14 +199,18 @@ class ClockServer(Node):
         # Everything runs in the node's default (mutually exclusive) callback group on a
         # single-threaded executor: the timeline is only ever touched by one callback at a
         # time, so it needs no lock, and a step's frames can never interleave with a tick's.
-        self.create_service(SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd)
-        self.create_service(Step, '~/step', self._on_step)
-        self.create_service(GetStatus, '~/get_status', self._on_get_status)
-        self.create_service(Trigger, '~/step_once', self._on_step_once)
-        self.create_service(Trigger, '~/pause', self._trigger(self._pause, True))
-        self.create_service(Trigger, '~/resume', self._trigger(self._pause, False))
-        self.create_service(Trigger, '~/reset', self._trigger(self._reset))
-        self.create_service(SetBool, '~/set_sync', self._on_set_sync)
+        services = [
+            (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
+            (Step, '~/step', self._on_step),
+            (GetStatus, '~/get_status', self._on_get_status),
+            (Trigger, '~/step_once', self._on_step_once),
+            (Trigger, '~/pause', self._trigger(self._pause, True)),
+            (Trigger, '~/resume', self._trigger(self._pause, False)),
+            (Trigger, '~/reset', self._trigger(self._reset)),
+            (SetBool, '~/set_sync', self._on_set_sync),
+        ]
+        for srv_type, name, callback in services:
+            self.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
 
         # Wall timers only: a ROS-time timer would wait on the clock this node publishes.
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)

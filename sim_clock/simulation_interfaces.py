@@ -49,12 +49,12 @@ class SimulationInterfaces:
 
     def __init__(self, server):
         self._server = server
-        server.create_service(StepSimulation, '~/step_simulation', self._on_step)
-        server.create_service(
-            GetSimulationState, '~/get_simulation_state', self._on_get_state)
-        server.create_service(
-            SetSimulationState, '~/set_simulation_state', self._on_set_state)
-        server.create_service(ResetSimulation, '~/reset_simulation', self._on_reset)
+        for srv_type, name, callback in (
+                (StepSimulation, '~/step_simulation', self._on_step),
+                (GetSimulationState, '~/get_simulation_state', self._on_get_state),
+                (SetSimulationState, '~/set_simulation_state', self._on_set_state),
+                (ResetSimulation, '~/reset_simulation', self._on_reset)):
+            server.create_service(srv_type, name, callback, qos_profile=server.SERVICE_QOS)
 
     def _state(self) -> int:
         status = self._server.timeline.status()

@@ -20,8 +20,10 @@ what it waited for when the timeout passes.
 """
 
 import os
+import select
 import signal
 import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -44,6 +46,11 @@ from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
 NS = 1_000_000_000
+#: Our service clients keep 1000 responses, as the server's services do (SERVICE_QOS there):
+#: every client of a service receives every response of that service and keeps its own, so
+#: with the default depth of 10 a busy client can lose its answer among other clients' ones.
+SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE)
 SERVER = '/sim_clock'
 TIMEOUT = 15.0
 
@@ -74,7 +81,8 @@ class ServerProcess:
             args += ['-p', f'{name}:={_format(value)}']
         self.log_path = os.path.join(log_dir, f'server-{time.monotonic_ns()}.log')
         self._log = open(self.log_path, 'w')
-        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), **(env or {}))
+        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
+        full_env.update(env or {})
         self.process = subprocess.Popen(
             args, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
@@ -104,7 +112,8 @@ class TestClient:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, domain_id: int, server: str = SERVER, name: str = 'test_client'):
+    def __init__(self, domain_id: int, server: str = SERVER, name: str = 'test_client',
+                 subscribe_clock: bool = True):
         self.server = server
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
@@ -114,7 +123,8 @@ class TestClient:
         self.clocks = []  # (monotonic ns at reception, simulated ns), in arrival order
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100_000,
                          reliability=ReliabilityPolicy.RELIABLE)
-        self.node.create_subscription(Clock, '/clock', self._on_clock, qos)
+        if subscribe_clock:
+            self.node.create_subscription(Clock, '/clock', self._on_clock, qos)
         self._clients = {}
 
     def _on_clock(self, msg) -> None:
@@ -177,7 +187,7 @@ class TestClient:
         full_name = f'{self.server}/{name}'
         client = self._clients.get(full_name)
         if client is None:
-            client = self.node.create_client(srv_type, full_name)
+            client = self.node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
             self._clients[full_name] = client
         self.spin_until(client.service_is_ready, f'service {full_name}', timeout)
         future = client.call_async(srv_type.Request() if request is None else request)
@@ -242,3 +252,105 @@ def status_tuple(status) -> tuple:
 def stamp_ns(stamp) -> int:
     """Return a builtin_interfaces/Time as integer nanoseconds."""
     return stamp.sec * NS + stamp.nanosec
+
+
+class ChildProcess:
+    """
+    A Python script in a process of its own on a DDS domain, talking through stdin and stdout.
+
+    The script can import this module (``from harness import TestClient``). Lines it prints
+    are read with a timeout, so a test waits for what a child says, never for a fixed time.
+    """
+
+    def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None,
+                 prefix=()):
+        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
+                        PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+        full_env.update(env or {})
+        self.process = subprocess.Popen(
+            [*prefix, sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+        self._pending = b''
+
+    @property
+    def pid(self) -> int:
+        """Return the process id."""
+        return self.process.pid
+
+    def read_line(self, timeout: float = TIMEOUT) -> str:
+        """Return the next line the child prints; fail after ``timeout`` s or at its end."""
+        deadline = time.monotonic() + timeout
+        fd = self.process.stdout.fileno()
+        while b'\n' not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f'child {self.pid} printed no line for {timeout} s; so far:\n'
+                    + self.output())
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                # os.read, not readline: a buffered reader would hide lines from select.
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.process.wait(TIMEOUT)
+                    raise AssertionError(
+                        f'child {self.pid} ended (code {self.process.returncode}); it printed:'
+                        '\n' + self.output())
+                self._pending += chunk
+        line, self._pending = self._pending.split(b'\n', 1)
+        text = line.decode(errors='replace')
+        self.lines.append(text + '\n')
+        return text
+
+    def expect(self, prefix: str, timeout: float = TIMEOUT) -> str:
+        """Read lines until one starts with ``prefix``; return the rest of it."""
+        while True:
+            line = self.read_line(timeout)
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+
+    def send(self, line: str) -> None:
+        """Write a line to the child's stdin."""
+        self.process.stdin.write(line.encode() + b'\n')
+        self.process.stdin.flush()
+
+    def kill(self) -> None:
+        """SIGKILL the child and reap it."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(TIMEOUT)
+        self.close_pipes()
+
+    def finish(self, timeout: float = TIMEOUT) -> int:
+        """Close stdin, wait for the child to end and return its exit code."""
+        try:
+            rest, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f'child {self.pid} did not end in {timeout} s:\n'
+                                 + ''.join(self.lines)) from None
+        self.lines.append((self._pending + (rest or b'')).decode(errors='replace'))
+        self._pending = b''
+        return self.process.returncode
+
+    def close_pipes(self) -> None:
+        """Close the pipes to a child that has ended."""
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()
+            except BrokenPipeError:
+                pass
+
+    def output(self) -> str:
+        """Return what the child printed so far."""
+        return ''.join(self.lines) + self._pending.decode(errors='replace')
+
+
+def rss_kib(pid: int) -> int:
+    """Return a process's resident set size (VmRSS) in KiB."""
+    with open(f'/proc/{pid}/status') as status:
+        for line in status:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    raise AssertionError(f'no VmRSS for process {pid}')
