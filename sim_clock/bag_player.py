@@ -31,9 +31,6 @@ from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
@@ -48,9 +45,9 @@ from sim_clock.bag import Cursor
 from sim_clock.bag import READ_ERRORS
 from sim_clock.server import ClockServer
 from sim_clock.server import NODE_NAME
+from sim_clock.server import spin_until_stopped
 from sim_clock.srv import Seek
 from sim_clock.timeline import NS_PER_SEC
-from sim_clock.timeline import Refused
 
 #: History depth of a volatile topic's publisher, at least: a step may release a burst of
 #: messages on one topic, and a reliable writer repairs losses only within its history.
@@ -267,28 +264,10 @@ def main(args=None) -> int:
     try:
         bag = Bag(options.bag, options.topics)
     except BagError as error:
-        print(f'[FATAL] [{NODE_NAME}]: {error}', file=sys.stderr)
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
         return 1
-    rclpy.init(args=argv)
-    node = None
     try:
-        try:
-            node = BagPlayer(bag, start_at_zero=options.start_at_zero)
-        except (Refused, ParameterException) as error:
-            rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid configuration: {error}')
-            return 1
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        # SIGINT or SIGTERM shut the context down while a callback was publishing.
-        if rclpy.ok():
-            raise
+        return spin_until_stopped(
+            lambda: BagPlayer(bag, start_at_zero=options.start_at_zero), argv)
     finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
         bag.close()
-    return 0

@@ -239,14 +239,14 @@ def main(args=None) -> int:
     writer = Writer(options.output, version=9, storage_plugin=StoragePlugin.MCAP) \
         if not os.path.exists(options.output) else None
     if writer is None:
-        print(f'[FATAL] [{NODE_NAME}]: {options.output!r} exists already; '
-              'give a new directory', file=sys.stderr)
+        rclpy.logging.get_logger(NODE_NAME).fatal(
+            f'{options.output!r} exists already; give a new directory')
         return 1
     try:
         writer.open()
     except (WriterError, OSError) as error:
-        print(f'[FATAL] [{NODE_NAME}]: cannot create {options.output!r}: {error}',
-              file=sys.stderr)
+        rclpy.logging.get_logger(NODE_NAME).fatal(
+            f'cannot create {options.output!r}: {error}')
         return 1
     rclpy.init(args=argv)
     node = None

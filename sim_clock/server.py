@@ -503,13 +503,17 @@ class ClockServer(Node):
                 f'sync hold of {lapsed!r} lapsed after owner_timeout without a call')
 
 
-def main(args=None) -> int:
-    """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
+def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
+    """
+    Init rclpy, make the node and spin it until Ctrl-C or SIGTERM; return the exit code.
+
+    An invalid configuration (a refused parameter) ends it at once with a FATAL line and 1.
+    """
     node = None
     try:
         rclpy.init(args=args)
         try:
-            node = ClockServer()
+            node = make_node()
         except (Refused, ParameterException) as error:
             rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid configuration: {error}')
             return 1
@@ -527,3 +531,8 @@ def main(args=None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def main(args=None) -> int:
+    """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
+    return spin_until_stopped(ClockServer, args)
