@@ -147,6 +147,8 @@ def test_lockstep_replay_releases_exactly_up_to_each_step(
     records = write_test_bag(path, storage)
     server = _start_player(start_server, path, SYNC)
     bag_client.wait_matched(['/chatter', '/pose'])
+    # /clock matched too before the first step (the idle republishing of the start time).
+    bag_client.wait_for_time(START_NS)
     status = bag_client.status()
     assert (stamp_ns(status.clock), status.epoch, status.sync) == (START_NS, 0, True)
     timeline = _step_through(bag_client, records)

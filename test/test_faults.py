@@ -149,6 +149,8 @@ def test_server_killed_and_restarted(domain_id, tmp_path, client):
 def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path):
     """A holder killed while its step(10000) is served: every frame is published, once."""
     start_server({'time_step': 0.001, 'owner_timeout': 2.0})
+    # Our /clock subscription is matched before the ghost's first frame is published.
+    client.wait_for_clock(lambda t: True, 'the idle /clock')
     ghost = ChildProcess(domain_id, GHOST, str(tmp_path))
     try:
         assert ghost.process.wait(60) == -signal.SIGKILL, ghost.finish()

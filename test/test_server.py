@@ -102,6 +102,7 @@ def test_free_run_as_fast_as_possible_is_exact_after_pause(start_server, client)
 def test_sync_steps_exact(start_server, client):
     """1000 steps of 1 ms end at exactly 1 s; every frame is published once, in order."""
     start_server()
+    client.wait_for_clock(what='/clock matched before the steps')
     taken = client.sync_mode_cmd('', True, 1)
     assert taken.result and taken.user_id and taken.time_step == 1
     for k in range(1, 1001):
@@ -116,6 +117,7 @@ def test_sync_steps_exact(start_server, client):
 def test_one_step_call_publishes_every_frame_before_answering(start_server, client):
     """A step of 1000 frames answers after 1000 /clock messages, one per frame."""
     start_server({**SYNC, 'time_step': 0.001})
+    client.wait_for_time(0)  # /clock matched before the steps
     response = client.step('', 1000)
     assert response.success and response.frame == 1000
     assert stamp_ns(response.clock) == NS
