@@ -22,6 +22,7 @@ server behaves the same whether it is started with ``use_sim_time`` true or fals
 waits on its own clock.
 """
 
+import signal
 import time
 from typing import Callable
 from typing import List
@@ -509,9 +510,17 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
 
     An invalid configuration (a refused parameter) ends it at once with a FATAL line and 1.
     """
+    # rclpy's SIGINT handler (installed by init, chained to this one) shuts the context down,
+    # which ends spin(). This handler only takes note: Python's default one would raise
+    # KeyboardInterrupt wherever the interpreter happens to be, even in a __del__ during
+    # garbage collection, where it cannot be caught and prints a traceback.
+    interrupted = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
     node = None
     try:
         rclpy.init(args=args)
+        if interrupted:
+            return 0
         try:
             node = make_node()
         except (Refused, ParameterException) as error:
@@ -530,6 +539,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        signal.signal(signal.SIGINT, previous)
     return 0
 
 
