@@ -248,11 +248,7 @@ class ClockServer(Node):
                     f'frames up to {self._timeline.frame} published, time {frames[-1]} ns')
 
     def _on_tick(self) -> None:
-        lapsed = self._timeline.release_lapsed_owner()
-        if lapsed:
-            self.get_logger().warning(
-                f'sync hold of {lapsed!r} lapsed after owner_timeout without a call; '
-                'sync stays on with no holder')
+        self._release_lapsed_owner()
         frames = self._timeline.poll(FRAMES_PER_TICK)
         if frames:
             self._publish_frames(frames)
@@ -501,7 +497,8 @@ class ClockServer(Node):
         lapsed = self._timeline.release_lapsed_owner()
         if lapsed:
             self.get_logger().warning(
-                f'sync hold of {lapsed!r} lapsed after owner_timeout without a call')
+                f'sync hold of {lapsed!r} lapsed after owner_timeout without a call; '
+                'sync stays on with no holder')
 
 
 def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
