@@ -59,10 +59,16 @@ def _free_domain() -> int:
     return domain
 
 
-def _format(value) -> str:
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    return repr(value) if isinstance(value, float) else str(value)
+def parameter_arguments(parameters: dict) -> list:
+    """Return ``-p name:=value`` ROS arguments for node parameters (floats exact, bools ROS)."""
+    arguments = []
+    for name, value in parameters.items():
+        if isinstance(value, bool):
+            text = 'true' if value else 'false'
+        else:
+            text = repr(value) if isinstance(value, float) else str(value)
+        arguments += ['-p', f'{name}:={text}']
+    return arguments
 
 
 class LockstepHarness:
@@ -83,9 +89,7 @@ class LockstepHarness:
         parameters = {'mode': 'simulation', 'sync': True, **parameters}
         executable = os.path.join(
             get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
-        arguments = [executable, '--ros-args']
-        for name, value in parameters.items():
-            arguments += ['-p', f'{name}:={_format(value)}']
+        arguments = [executable, '--ros-args', *parameter_arguments(parameters)]
         log_dir = log_dir or tempfile.mkdtemp(prefix='sim_clock-')
         self.log_path = os.path.join(log_dir, 'clock_server.log')
         env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id),

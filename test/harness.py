@@ -42,6 +42,7 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
+from sim_clock.testing import parameter_arguments
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
@@ -65,20 +66,13 @@ def executable(name: str) -> str:
     return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', name)
 
 
-def _format(value) -> str:
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 class ServerProcess:
     """A clock_server process on a given domain, its output in a log file."""
 
     def __init__(self, domain_id: int, log_dir: str, params: dict = None, argv=(),
                  executable: str = None, env: dict = None):
-        args = [executable or server_executable(), *argv, '--ros-args']
-        for name, value in (params or {}).items():
-            args += ['-p', f'{name}:={_format(value)}']
+        args = [executable or server_executable(), *argv, '--ros-args',
+                *parameter_arguments(params or {})]
         self.log_path = os.path.join(log_dir, f'server-{time.monotonic_ns()}.log')
         self._log = open(self.log_path, 'w')
         full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
