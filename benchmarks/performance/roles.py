@@ -1,0 +1,434 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The processes of the performance benchmark: bare rclpy baselines and the measuring probes.
+
+Each role runs in a process of its own, started by ``run.py`` as
+``python roles.py ROLE [ARGS]`` on the benchmark's domain. A role prints ``ready`` once it
+is discovered and running, and its result as one JSON line starting with ``result``.
+
+Baselines, written for the same jobs as the clock server with nothing else in them, on the
+executor chosen with ``--executor`` (``events``, rclpy's experimental EventsExecutor, the
+default; ``single``, the SingleThreadedExecutor): the run tries both where it matters.
+
+- ``bare-step-server``: a Trigger service that publishes the next Clock in its callback;
+- ``bare-publish-loop``: a loop publishing Clock messages as fast as it can;
+- ``bare-timer-publisher``: a wall timer publishing the wall time as a Clock message;
+- ``bare-paced-publisher``: free run written the obvious way, a wall timer of period
+  time_step / real_time_factor adding one time_step per callback.
+
+Probes, the same code whichever server they measure:
+
+- ``step-latency``: one-frame steps until both the response and the new /clock are in;
+- ``step-throughput``: ``steps``-frame steps back to back;
+- ``status``: polls ``get_status`` at 100 Hz and reports when the frame passes marks;
+- ``listener``: subscribes to /clock as rclpy's time source does (a use_sim_time node);
+- ``pacing``: records every /clock with its wall arrival time and fits the pace.
+"""
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.server import CLOCK_QOS
+from sim_clock.server import SERVICE_QOS
+from sim_clock.srv import GetStatus
+from sim_clock.srv import Step
+from sim_clock.srv import SyncModeCmd
+from std_srvs.srv import Trigger
+
+NS_PER_SEC = 1_000_000_000
+#: rclpy's TimeSource subscribes so: what every use_sim_time node adds to a /clock publisher.
+TIME_SOURCE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+#: A probe that must see a given /clock keeps every one.
+EVERY_CLOCK_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+BENCH_USER = 'benchmark'
+TIMEOUT = 30.0
+
+
+def stamp_ns(stamp) -> int:
+    """Return a builtin_interfaces/Time as integer ns."""
+    return stamp.sec * NS_PER_SEC + stamp.nanosec
+
+
+def set_stamp(stamp, time_ns: int) -> None:
+    """Write integer ns into a builtin_interfaces/Time."""
+    stamp.sec, stamp.nanosec = divmod(time_ns, NS_PER_SEC)
+
+
+def say(*words) -> None:
+    """Tell the orchestrator something, one line."""
+    print(*words, flush=True)
+
+
+def result(**figures) -> None:
+    """Hand the role's result to the orchestrator."""
+    say('result', json.dumps(figures))
+
+
+def percentile(values: list, fraction: float) -> float:
+    """Return the nearest-rank percentile of ``values``."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+EXECUTORS = {'events': EventsExecutor, 'single': SingleThreadedExecutor}
+
+
+class Role:
+    """One node on the chosen executor; spin until a condition or a signal."""
+
+    def __init__(self, name: str, executor: str = 'events'):
+        self.node = rclpy.create_node(name, start_parameter_services=False)
+        self.executor = EXECUTORS[executor]()
+        self.executor.add_node(self.node)
+        self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+
+    def spin_until(self, condition, what: str, timeout: float = TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise SystemExit(f'benchmark role: timed out waiting for {what}')
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait_for_service(self, client) -> None:
+        self.spin_until(client.service_is_ready, f'service {client.srv_name}')
+
+    def wait_for_subscribers(self, publisher, count: int) -> None:
+        self.spin_until(lambda: publisher.get_subscription_count() >= count,
+                        f'{count} subscriber(s) of {publisher.topic_name}')
+
+    def call(self, client, request):
+        future = client.call_async(request)
+        self.spin_until(future.done, f'an answer from {client.srv_name}')
+        return future.result()
+
+    def spin_forever(self) -> None:
+        """
+        Spin until SIGINT.
+
+        One event at a time: EventsExecutor.spin() of rclpy 7.1.6 busy-loops on one core and
+        never serves a request from another process, while spin_once() works.
+        """
+        spin_once = self.executor.spin_once
+        while self.node.context.ok():
+            spin_once(timeout_sec=1.0)
+
+
+# -- baselines -----------------------------------------------------------------------------
+
+
+def bare_step_server(args) -> None:
+    """Serve the floor of a stepped clock: Trigger in, next Clock out, then the response."""
+    role = Role('bare_step', args.executor)
+    publisher = role.node.create_publisher(ClockMsg, '/clock', CLOCK_QOS)
+    msg = ClockMsg()
+    state = {'time_ns': 0}
+
+    def step(request, response):
+        state['time_ns'] += args.time_step_ns
+        set_stamp(msg.clock, state['time_ns'])
+        publisher.publish(msg)
+        response.success = True
+        return response
+
+    role.node.create_service(Trigger, '/bare_step/step', step, qos_profile=SERVICE_QOS)
+    say('ready')
+    role.spin_forever()
+
+
+def _rss_kib() -> int:
+    with open('/proc/self/status') as status:
+        for line in status:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1])
+    return 0
+
+
+def bare_publish_loop(args) -> None:
+    """Publish ``frames`` Clock messages as fast as possible; report the rate and RSS."""
+    role = Role('bare_publish_loop', args.executor)
+    publisher = role.node.create_publisher(ClockMsg, '/clock', CLOCK_QOS)
+    role.wait_for_subscribers(publisher, args.subscribers)
+    msg = ClockMsg()
+    publish = publisher.publish
+    warmup = args.frames // 11
+    rss_start = 0
+    start = 0.0
+    for frame in range(1, args.frames + 1):
+        set_stamp(msg.clock, frame * args.time_step_ns)
+        publish(msg)
+        if frame == warmup:
+            rss_start = _rss_kib()
+            start = time.perf_counter()
+    elapsed = time.perf_counter() - start
+    result(fps=(args.frames - warmup) / elapsed, rss_start_kib=rss_start,
+           rss_end_kib=_rss_kib(), frames=args.frames - warmup)
+
+
+def bare_timer_publisher(args) -> None:
+    """Publish the wall time since start as a Clock on a wall timer at ``rate`` Hz."""
+    role = Role('bare_timer_publisher', args.executor)
+    publisher = role.node.create_publisher(ClockMsg, '/clock', CLOCK_QOS)
+    msg = ClockMsg()
+    origin = time.monotonic_ns()
+
+    def tick():
+        set_stamp(msg.clock, time.monotonic_ns() - origin)
+        publisher.publish(msg)
+
+    role.node.create_timer(1.0 / args.rate, tick, clock=role.steady)
+    say('ready')
+    role.spin_forever()
+
+
+def bare_paced_publisher(args) -> None:
+    """Free run the obvious way: one time_step per timer callback of the scaled period."""
+    role = Role('bare_paced_publisher', args.executor)
+    publisher = role.node.create_publisher(ClockMsg, '/clock', CLOCK_QOS)
+    msg = ClockMsg()
+    state = {'time_ns': 0}
+
+    def tick():
+        state['time_ns'] += args.time_step_ns
+        set_stamp(msg.clock, state['time_ns'])
+        publisher.publish(msg)
+
+    role.node.create_timer(
+        args.time_step_ns / NS_PER_SEC / args.real_time_factor, tick, clock=role.steady)
+    say('ready')
+    role.spin_forever()
+
+
+# -- probes --------------------------------------------------------------------------------
+
+
+def _acquire(role: Role, server: str) -> None:
+    client = role.node.create_client(
+        SyncModeCmd, f'{server}/sync_mode_cmd', qos_profile=SERVICE_QOS)
+    role.wait_for_service(client)
+    response = role.call(client, SyncModeCmd.Request(
+        user_id=BENCH_USER, start_sync_mode=True, time_step=1))
+    if not response.result:
+        raise SystemExit(f'benchmark role: sync mode refused: {response.message}')
+
+
+def step_latency(args) -> None:
+    """Time one-frame steps until the client has the response and the new /clock."""
+    role = Role('step_latency_probe', args.executor)
+    latest = {'time_ns': -1}
+
+    def on_clock(msg):
+        latest['time_ns'] = stamp_ns(msg.clock)
+
+    role.node.create_subscription(ClockMsg, '/clock', on_clock, EVERY_CLOCK_QOS)
+    if args.server == 'bare':
+        client = role.node.create_client(
+            Trigger, '/bare_step/step', qos_profile=SERVICE_QOS)
+        request = Trigger.Request()
+    else:
+        _acquire(role, args.server)
+        client = role.node.create_client(Step, f'{args.server}/step', qos_profile=SERVICE_QOS)
+        request = Step.Request(user_id=BENCH_USER, steps=1)
+    role.wait_for_service(client)
+    # The first step tells where time is; every later one must bring exactly one frame more.
+    role.call(client, request)
+    role.spin_until(lambda: latest['time_ns'] >= 0, 'the first /clock')
+    say('ready')
+    latencies = []
+    spin_once = role.executor.spin_once
+    for _ in range(args.warmup + args.calls):
+        expected = latest['time_ns'] + args.time_step_ns
+        start = time.perf_counter_ns()
+        future = client.call_async(request)
+        deadline = time.monotonic() + TIMEOUT
+        while not (future.done() and latest['time_ns'] >= expected):
+            if time.monotonic() > deadline:
+                raise SystemExit('benchmark role: a step got no answer or no /clock')
+            spin_once(timeout_sec=0.1)
+        latencies.append(time.perf_counter_ns() - start)
+    measured = latencies[args.warmup:]
+    result(p50_us=percentile(measured, 0.50) / 1e3, p99_us=percentile(measured, 0.99) / 1e3,
+           calls=len(measured))
+
+
+def step_throughput(args) -> None:
+    """Frames per second of back-to-back ``steps``-frame steps."""
+    role = Role('step_throughput_probe', args.executor)
+    _acquire(role, args.server)
+    client = role.node.create_client(Step, f'{args.server}/step', qos_profile=SERVICE_QOS)
+    request = Step.Request(user_id=BENCH_USER, steps=args.steps)
+    role.wait_for_service(client)
+    role.call(client, request)
+    say('ready')
+    start = time.perf_counter()
+    for _ in range(args.calls):
+        response = role.call(client, request)
+        if not response.success:
+            raise SystemExit(f'benchmark role: step refused: {response.message}')
+    elapsed = time.perf_counter() - start
+    result(fps=args.calls * args.steps / elapsed, calls=args.calls)
+
+
+def status(args) -> None:
+    """
+    Poll get_status at 100 Hz; say ``mark N`` when the frame passes each mark.
+
+    The result: the latency of every call made from the first mark to the last (with no
+    marks: of ``calls`` calls), and the frame rate between the first and the last mark.
+    """
+    role = Role('status_probe', args.executor)
+    client = role.node.create_client(
+        GetStatus, f'{args.server}/get_status', qos_profile=SERVICE_QOS)
+    role.wait_for_service(client)
+    marks = list(args.marks)
+    state = {'pending': None, 'sent': 0, 'latencies': [], 'seen': [], 'done': False}
+    request = GetStatus.Request()
+
+    def answered(future):
+        latency = time.perf_counter_ns() - state['sent']
+        state['pending'] = None
+        response = future.result()
+        now = time.perf_counter()
+        if state['seen'] or not args.marks:
+            state['latencies'].append(latency)
+        while marks and response.frame >= marks[0]:
+            say('mark', marks.pop(0))
+            state['seen'].append((now, response.frame))
+        state['done'] = (not marks if args.marks else len(state['latencies']) >= args.calls)
+
+    def poll():
+        if state['pending'] is None:
+            state['sent'] = time.perf_counter_ns()
+            state['pending'] = client.call_async(request)
+            state['pending'].add_done_callback(answered)
+
+    role.node.create_timer(0.01, poll, clock=role.steady)
+    say('ready')
+    role.spin_until(lambda: state['done'], 'the last mark or call', timeout=args.timeout)
+    fps = 0.0
+    if len(state['seen']) > 1:
+        (t0, f0), (t1, f1) = state['seen'][0], state['seen'][-1]
+        fps = (f1 - f0) / (t1 - t0)
+    latencies = state['latencies'] or [0]
+    result(fps=fps, p50_us=percentile(latencies, 0.50) / 1e3,
+           p99_us=percentile(latencies, 0.99) / 1e3, calls=len(state['latencies']))
+
+
+def listener(args) -> None:
+    """Take a use_sim_time node's share of /clock: rclpy's TimeSource subscription."""
+    role = Role('clock_listener', args.executor)
+    count = {'n': 0}
+
+    def on_clock(msg):
+        count['n'] += 1
+
+    role.node.create_subscription(ClockMsg, '/clock', on_clock, TIME_SOURCE_QOS)
+    say('ready')
+    role.spin_forever()
+
+
+def pacing(args) -> None:
+    """
+    Record the wall arrival time of every /clock for ``duration`` s; fit the pace.
+
+    The error over a window [0, T] is simulated time elapsed over real_time_factor times
+    wall time elapsed, minus 1, for T = a quarter, a half and all of the run: an error that
+    comes from a bounded lag shrinks as T grows, an error of the pacing itself does not.
+    """
+    role = Role('pacing_probe', args.executor)
+    samples = []
+    arrival = time.monotonic_ns
+
+    def on_clock(msg):
+        samples.append((arrival(), stamp_ns(msg.clock)))
+
+    # As a use_sim_time node samples it: the newest /clock, whenever the probe gets to it.
+    role.node.create_subscription(ClockMsg, '/clock', on_clock, TIME_SOURCE_QOS)
+    role.spin_until(lambda: len(samples) > 10, 'a running /clock')
+    say('ready')
+    del samples[:]
+    duration_ns = int(args.duration * NS_PER_SEC)
+    role.spin_until(
+        lambda: samples and samples[-1][0] - samples[0][0] >= duration_ns,
+        f'{args.duration} s of /clock', timeout=args.duration * 3 + TIMEOUT)
+    wall0, sim0 = samples[0]
+    errors = {}
+    for fraction in (0.25, 0.5, 1.0):
+        limit = wall0 + int(duration_ns * fraction)
+        wall1, sim1 = max((s for s in samples if s[0] <= limit), key=lambda s: s[0])
+        errors[fraction] = (sim1 - sim0) / (args.real_time_factor * (wall1 - wall0)) - 1.0
+    result(error=errors[1.0], error_quarter=errors[0.25], error_half=errors[0.5],
+           samples=len(samples))
+
+
+ROLES = {
+    'bare-step-server': bare_step_server,
+    'bare-publish-loop': bare_publish_loop,
+    'bare-timer-publisher': bare_timer_publisher,
+    'bare-paced-publisher': bare_paced_publisher,
+    'step-latency': step_latency,
+    'step-throughput': step_throughput,
+    'status': status,
+    'listener': listener,
+    'pacing': pacing,
+}
+
+
+def parse_arguments(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument('role', choices=sorted(ROLES))
+    parser.add_argument('--executor', choices=sorted(EXECUTORS), default='events')
+    parser.add_argument('--server', default='/sim_clock',
+                        help="the clock server's node name, or 'bare'")
+    parser.add_argument('--time-step-ns', type=int, default=1_000_000)
+    parser.add_argument('--real-time-factor', type=float, default=1.0)
+    parser.add_argument('--rate', type=float, default=100.0)
+    parser.add_argument('--frames', type=int, default=1_100_000)
+    parser.add_argument('--subscribers', type=int, default=1)
+    parser.add_argument('--calls', type=int, default=1000)
+    parser.add_argument('--warmup', type=int, default=100)
+    parser.add_argument('--steps', type=int, default=1000)
+    parser.add_argument('--marks', type=int, nargs='*', default=[])
+    parser.add_argument('--duration', type=float, default=10.0)
+    parser.add_argument('--timeout', type=float, default=300.0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    # rclpy's SIGINT handler (chained to this one) shuts the context down and so ends the
+    # role; Python's own would raise KeyboardInterrupt inside a callback.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    rclpy.init()
+    try:
+        ROLES[args.role](args)
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,448 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Performance of the clock server beside bare rclpy written for the same jobs, in one run.
+
+Every figure is measured on the installed ``clock_server`` and on a baseline (``roles.py``),
+server and client in separate processes on a domain of their own, ``--repetitions`` times;
+the median is quoted with min and max, and the ratio is of the medians. Each figure prints
+as a line for people and as one JSON object::
+
+    {"name": ..., "value": ..., "baseline": ..., "ratio": ..., "target": ..., "unit": ...}
+
+Run it (set-up included) with ``scripts/run_benchmarks.sh``; ``--smoke`` is the short run
+that CI makes to check that every figure is produced (its numbers mean nothing).
+"""
+
+import argparse
+from dataclasses import dataclass
+import json
+import os
+import platform
+import queue
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict
+from typing import List
+from typing import Optional
+
+from ament_index_python.packages import get_package_prefix
+from sim_clock.testing import parameter_arguments
+
+ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'roles.py')
+TIMEOUT = 60.0
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+
+
+@dataclass(frozen=True)
+class Figure:
+    """What one figure is and the bar it must clear."""
+
+    name: str
+    unit: str
+    #: 'ratio<=' / 'ratio>=' compare the ratio to ``bar``; 'value<=' compares the value.
+    rule: str
+    bar: float
+    about: str
+
+    @property
+    def target(self) -> str:
+        kind, op = self.rule[:-2], self.rule[-2:]
+        return f'{kind} {op} {self.bar:g}' + (f' {self.unit}' if kind == 'value' else '')
+
+    def met(self, value: float, ratio: Optional[float]) -> bool:
+        measured = ratio if self.rule.startswith('ratio') else value
+        if measured is None:
+            return False
+        return measured <= self.bar if self.rule.endswith('<=') else measured >= self.bar
+
+
+FIGURES = [
+    Figure('step_latency_p50', 'us', 'ratio<=', 1.15,
+           'one-frame ~/step until response and new /clock are in, p50'),
+    Figure('step_latency_p99', 'us', 'ratio<=', 1.5,
+           'one-frame ~/step until response and new /clock are in, p99'),
+    Figure('step_1000_throughput', 'frames/s', 'ratio>=', 0.7,
+           'step(1000) calls back to back'),
+    Figure('free_run_throughput', 'frames/s', 'ratio>=', 0.7,
+           'free run at real_time_factor 0'),
+    Figure('free_run_status_p99', 'us', 'value<=', 5000.0,
+           '~/get_status at 100 Hz during free run (baseline: idle server), p99'),
+    Figure('pacing_error_rtf1', '%', 'value<=', 0.2,
+           '|simulated / (rtf x wall) - 1| over the run, 1 ms step, rtf 1'),
+    Figure('pacing_error_rtf2', '%', 'value<=', 0.2,
+           '|simulated / (rtf x wall) - 1| over the run, 1 ms step, rtf 2'),
+    Figure('pacing_error_rtf10', '%', 'value<=', 1.0,
+           '|simulated / (rtf x wall) - 1| over the run, 1 ms step, rtf 10'),
+    Figure('pacing_growth_rtf1', 'pp', 'value<=', 0.01,
+           'error over the run minus error over its first quarter, rtf 1'),
+    Figure('pacing_growth_rtf2', 'pp', 'value<=', 0.01,
+           'error over the run minus error over its first quarter, rtf 2'),
+    Figure('pacing_growth_rtf10', 'pp', 'value<=', 0.01,
+           'error over the run minus error over its first quarter, rtf 10'),
+    Figure('publish_cpu_100hz', '% of a core', 'ratio<=', 1.2,
+           'server CPU in real_time mode, publish_rate 100 Hz'),
+    Figure('publish_cpu_1khz', '% of a core', 'ratio<=', 1.2,
+           'server CPU in real_time mode, publish_rate 1000 Hz'),
+    Figure('rss_growth', 'MiB', 'value<=', 5.0,
+           'RSS growth over 10^6 free-run frames (after 10^5 to warm up)'),
+]
+BY_NAME = {figure.name: figure for figure in FIGURES}
+
+
+@dataclass
+class Settings:
+    """How long and how often; the smoke run shrinks everything."""
+
+    repetitions: int
+    latency_calls: int
+    throughput_calls: int
+    frames: int
+    pacing_s: float
+    cpu_s: float
+
+
+FULL = Settings(repetitions=3, latency_calls=2000, throughput_calls=20, frames=1_000_000,
+                pacing_s=10.0, cpu_s=10.0)
+SMOKE = Settings(repetitions=1, latency_calls=50, throughput_calls=2, frames=20_000,
+                 pacing_s=0.5, cpu_s=0.5)
+
+
+class Process:
+    """A child process whose stdout lines arrive on a queue."""
+
+    def __init__(self, argv: List[str], env: dict, log):
+        self.argv = argv
+        self.popen = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.popen.stdout:
+            self.lines.put(line.rstrip('\n'))
+        self.lines.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def expect(self, prefix: str, timeout: float = TIMEOUT) -> str:
+        """Return the next line starting with ``prefix``; fail after ``timeout`` or at exit."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f'{self.name}: no {prefix!r} within {timeout} s') from None
+            if line is None:
+                raise RuntimeError(
+                    f'{self.name}: exited ({self.popen.wait()}) before {prefix!r}')
+            if line.startswith(prefix):
+                return line
+
+    def result(self, timeout: float = TIMEOUT) -> dict:
+        return json.loads(self.expect('result', timeout).split(' ', 1)[1])
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.argv[0]) + (
+            f' {self.argv[2]}' if self.argv[0] == sys.executable else '')
+
+    def cpu_seconds(self) -> float:
+        with open(f'/proc/{self.pid}/stat') as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def memory_kib(self, key: str) -> int:
+        with open(f'/proc/{self.pid}/status') as status:
+            for line in status:
+                if line.startswith(key + ':'):
+                    return int(line.split()[1])
+        raise RuntimeError(f'no {key} for {self.name}')
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+class Bench:
+    """Start servers, baselines and probes on one domain; stop them all after each case."""
+
+    def __init__(self, domain_id: int, log_path: str):
+        self.env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
+                        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+        self.log = open(log_path, 'w')
+        self.server_executable = os.path.join(
+            get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
+        self.processes: List[Process] = []
+
+    def start(self, argv: List[str]) -> Process:
+        process = Process(argv, self.env, self.log)
+        self.processes.append(process)
+        return process
+
+    def server(self, **parameters) -> Process:
+        """Start the clock server; it is up when a probe finds its services or /clock."""
+        return self.start([self.server_executable, '--ros-args', '--log-level', 'warn']
+                          + parameter_arguments(parameters))
+
+    def role(self, role: str, *args) -> Process:
+        return self.start([sys.executable, ROLES, role, *map(str, args)])
+
+    def ready(self, *processes: Process) -> None:
+        for process in processes:
+            process.expect('ready')
+
+    def stop_all(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes = []
+
+    def close(self) -> None:
+        self.stop_all()
+        self.log.close()
+
+
+# -- cases: each runs once and returns {figure name: (value, baseline)} ----------------------
+
+
+def step_latency(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """
+    Our server and the bare one, each with the client on either executor; best of each.
+
+    The bare server runs on the same executor as its client, so the floor is the fastest
+    executor rclpy offers on both sides.
+    """
+    calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
+    best = {}
+    for executor in ('single', 'events'):
+        bench.server(sync=True, time_step=0.001)
+        ours = bench.role('step-latency', '--executor', executor, '--server', '/sim_clock',
+                          *calls).result(TIMEOUT * 5)
+        bench.stop_all()
+        bench.ready(bench.role('bare-step-server', '--executor', executor))
+        bare = bench.role('step-latency', '--executor', executor, '--server', 'bare',
+                          *calls).result(TIMEOUT * 5)
+        bench.stop_all()
+        for side, measured in (('ours', ours), ('bare', bare)):
+            print(f'    step latency, {side}, client on {executor}: '
+                  f"p50 {measured['p50_us']:.0f} us, p99 {measured['p99_us']:.0f} us",
+                  flush=True)
+            for key in ('p50_us', 'p99_us'):
+                best[side, key] = min(best.get((side, key), float('inf')), measured[key])
+    return {'step_latency_p50': (best['ours', 'p50_us'], best['bare', 'p50_us']),
+            'step_latency_p99': (best['ours', 'p99_us'], best['bare', 'p99_us'])}
+
+
+def throughput(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """step(1000), free run with get_status polled, and its RSS; the bare publish loop."""
+    warmup = settings.frames // 10
+    listener = bench.role('listener')
+    bench.ready(listener)
+    bench.server(sync=True, time_step=0.001)
+    stepped = bench.role('step-throughput', '--calls', settings.throughput_calls,
+                         '--steps', 1000).result(TIMEOUT * 5)
+    # The same server idle (sync on, nobody stepping): the get_status baseline.
+    idle = bench.role('status', '--calls', max(100, settings.latency_calls // 4)).result(
+        TIMEOUT * 5)
+    bench.stop_all()
+
+    listener = bench.role('listener')
+    bench.ready(listener)
+    server = bench.server(real_time_factor=0.0, time_step=0.001)
+    probe = bench.role('status', '--marks', warmup, warmup + settings.frames)
+    probe.expect('mark', TIMEOUT)
+    rss_start = server.memory_kib('VmRSS')
+    probe.expect('mark', TIMEOUT * 10)
+    rss_end = server.memory_kib('VmRSS')
+    free = probe.result()
+    bench.stop_all()
+
+    listener = bench.role('listener')
+    bench.ready(listener)
+    loop = bench.role('bare-publish-loop', '--frames', warmup + settings.frames,
+                      '--subscribers', 1).result(TIMEOUT * 10)
+    bench.stop_all()
+    return {
+        'step_1000_throughput': (stepped['fps'], loop['fps']),
+        'free_run_throughput': (free['fps'], loop['fps']),
+        'free_run_status_p99': (free['p99_us'], idle['p99_us']),
+        'rss_growth': ((rss_end - rss_start) / 1024,
+                       (loop['rss_end_kib'] - loop['rss_start_kib']) / 1024),
+    }
+
+
+def pacing(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    figures = {}
+    for rtf in (1, 2, 10):
+        errors = []
+        for start in (
+                lambda: bench.server(real_time_factor=float(rtf), time_step=0.001),
+                lambda: bench.ready(bench.role(
+                    'bare-paced-publisher', '--real-time-factor', rtf))):
+            start()
+            errors.append(bench.role(
+                'pacing', '--real-time-factor', rtf, '--duration', settings.pacing_s,
+            ).result(settings.pacing_s * 3 + TIMEOUT))
+            bench.stop_all()
+        ours, bare = errors
+        figures[f'pacing_error_rtf{rtf}'] = (
+            abs(ours['error']) * 100, abs(bare['error']) * 100)
+        figures[f'pacing_growth_rtf{rtf}'] = (
+            (abs(ours['error']) - abs(ours['error_quarter'])) * 100,
+            (abs(bare['error']) - abs(bare['error_quarter'])) * 100)
+    return figures
+
+
+def publishing_cpu(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    figures = {}
+    for rate, name in ((100, 'publish_cpu_100hz'), (1000, 'publish_cpu_1khz')):
+        shares = []
+        for start in (
+                lambda: bench.server(mode='real_time', publish_rate=float(rate)),
+                lambda: bench.role('bare-timer-publisher', '--rate', rate)):
+            listener = bench.role('listener')
+            bench.ready(listener)
+            publisher = start()
+            # Running and matched once a pacing probe sees /clock flow; then a quiet window.
+            bench.role('pacing', '--duration', 0.2).result(TIMEOUT)
+            shares.append(_cpu_share(publisher, settings.cpu_s))
+            bench.stop_all()
+        figures[name] = tuple(shares)
+    return figures
+
+
+def _cpu_share(process: Process, seconds: float) -> float:
+    """Percent of a core that ``process`` uses over ``seconds`` of wall time."""
+    cpu0, wall0 = process.cpu_seconds(), time.monotonic()
+    time.sleep(seconds)  # the measurement window itself, not a wait for an event
+    return (process.cpu_seconds() - cpu0) / (time.monotonic() - wall0) * 100
+
+
+CASES = [step_latency, throughput, pacing, publishing_cpu]
+
+
+# -- summary ---------------------------------------------------------------------------------
+
+
+def summarize(runs: List[Dict[str, tuple]]) -> List[dict]:
+    """Median, min and max over the repetitions, ratio of the medians, and the verdict."""
+    rows = []
+    for figure in FIGURES:
+        values = [run[figure.name][0] for run in runs if figure.name in run]
+        baselines = [run[figure.name][1] for run in runs if figure.name in run]
+        if not values:
+            continue
+        value, baseline = statistics.median(values), statistics.median(baselines)
+        ratio = value / baseline if baseline else None
+        rows.append({
+            'name': figure.name, 'value': value, 'baseline': baseline, 'ratio': ratio,
+            'target': figure.target, 'unit': figure.unit, 'met': figure.met(value, ratio),
+            'min': min(values), 'max': max(values),
+            'baseline_min': min(baselines), 'baseline_max': max(baselines),
+            'repetitions': len(values), 'about': figure.about,
+        })
+    return rows
+
+
+def human(row: dict) -> str:
+    ratio = 'n/a' if row['ratio'] is None else f"{row['ratio']:.2f}x"
+    verdict = 'met' if row['met'] else 'NOT MET'
+    return (f"{row['name']:22} {row['value']:12.4g} {row['unit']:12} "
+            f"[{row['min']:.4g} .. {row['max']:.4g}]  baseline {row['baseline']:.4g} "
+            f"[{row['baseline_min']:.4g} .. {row['baseline_max']:.4g}]  ratio {ratio}  "
+            f"target {row['target']}: {verdict}")
+
+
+def machine() -> str:
+    model = ''
+    try:
+        with open('/proc/cpuinfo') as cpuinfo:
+            model = next(line.split(':', 1)[1].strip() for line in cpuinfo
+                         if line.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    import rclpy  # noqa: F401 (only its version is read)
+    from importlib.metadata import version
+    return (f'{os.cpu_count()} CPUs ({model}), Linux {platform.release()}, '
+            f'Python {platform.python_version()}, rclpy {version("ros-jazzy-rclpy")}, '
+            f"RMW {os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp (default)')}")
+
+
+def parse_arguments(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument('--smoke', action='store_true',
+                        help='a short run that checks every figure is produced')
+    parser.add_argument('--repetitions', type=int, help='runs of every case (default 3)')
+    parser.add_argument('--domain', type=int,
+                        help='ROS_DOMAIN_ID to run on (default: a random one in 150..229)')
+    parser.add_argument('--only', nargs='+', choices=[case.__name__ for case in CASES],
+                        help='run only these cases')
+    parser.add_argument('--json', metavar='FILE', help='also write the JSON objects to FILE')
+    parser.add_argument('--log', metavar='FILE', default=None,
+                        help='where the processes write stderr (default: a temporary file)')
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    settings = SMOKE if args.smoke else FULL
+    if args.repetitions:
+        settings = Settings(**dict(settings.__dict__, repetitions=args.repetitions))
+    domain_id = args.domain if args.domain is not None else random.randrange(150, 230)
+    log_path = args.log or os.path.join(
+        os.environ.get('TMPDIR', '/tmp'), f'sim_clock_benchmark_{os.getpid()}.log')
+    cases = [case for case in CASES if not args.only or case.__name__ in args.only]
+    print(f'machine: {machine()}')
+    print(f'domain {domain_id}, {settings.repetitions} repetition(s), log {log_path}',
+          flush=True)
+    bench = Bench(domain_id, log_path)
+    runs = []
+    try:
+        for repetition in range(settings.repetitions):
+            run = {}
+            for case in cases:
+                started = time.monotonic()
+                run.update(case(bench, settings))
+                print(f'  run {repetition + 1}: {case.__name__} '
+                      f'({time.monotonic() - started:.0f} s)', flush=True)
+            runs.append(run)
+    finally:
+        bench.close()
+    rows = summarize(runs)
+    for row in rows:
+        print(human(row))
+    for row in rows:
+        print(json.dumps(row))
+    if args.json:
+        with open(args.json, 'w') as output:
+            for row in rows:
+                output.write(json.dumps(row) + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
