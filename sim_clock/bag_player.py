@@ -21,10 +21,12 @@ message stamped up to the frame's time, raw, on its topic, then the frame's ``/c
 mode a ``~/step`` therefore answers only after all data up to the new time is out. The
 timeline's time counts from the bag's first timestamp, so every reset (``~/reset``, a mode or
 sync change) rewinds the bag to its start, ``~/seek`` is a reset to a given time, and ``loop``
-is a reset at the end.
+is a reset at the end. The bag is read ahead in a child process (:class:`sim_clock.bag.ReadAhead`)
+while this one publishes, so reading and publishing use two cores.
 """
 
 import argparse
+import itertools
 import sys
 import time
 from typing import List
@@ -92,28 +94,34 @@ class BagPlayer(ClockServer):
         #: /clock at the bag's first timestamp (the timeline's zero).
         self._bag_origin_ns = 0 if start_at_zero else bag.start_ns
         self._bag_end_ns = bag.end_ns - bag.start_ns
-        self._bag_cursor = Cursor(bag.messages, bag.start_ns)
+        self._bag_cursor = None
         self._bag_emit = None
         self._bag_ended = False
-        super().__init__(**kwargs)
+        # Started first: the child imports and opens the bag while the node comes up.
+        self._bag_reader = bag.read_ahead()
+        try:
+            super().__init__(**kwargs)
+        except BaseException:
+            self._bag_reader.close()
+            raise
         self._bag_loop = self.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
         self.add_post_set_parameters_callback(self._apply_loop)
         self.create_service(Seek, '~/seek', self._on_seek, qos_profile=self.SERVICE_QOS)
 
         logger = self.get_logger()
-        publishers = {}
-        for topic in bag.topics:
-            publisher = self.create_publisher(
-                topic.message_class, topic.name, qos_for(topic.offered_qos))
-            for connection_id in topic.connection_ids:
-                # The raw publish of the rcl handle: half the cost of Publisher.publish (no
-                # type dispatch, no per-call guard). Safe here: one thread publishes, and the
-                # publishers live as long as the node.
-                publishers[connection_id] = publisher.handle.publish_raw
+        # By index in bag.topics, as batches name topics: the raw publish of the rcl handle,
+        # half the cost of Publisher.publish (no type dispatch, no per-call guard). Safe here:
+        # one thread publishes, and the publishers live as long as the node.
+        publishers = [
+            self.create_publisher(
+                topic.message_class, topic.name, qos_for(topic.offered_qos)).handle.publish_raw
+            for topic in bag.topics]
 
-        def emit(message):
-            publishers[message[0].id](message[2])
+        def emit(topics, datas, start, stop):
+            for topic, data in zip(topics[start:stop], datas[start:stop]):
+                publishers[topic](data)
         self._bag_emit = emit
+        self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
 
         for topic in bag.skipped.clock:
             logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
@@ -131,6 +139,26 @@ class BagPlayer(ClockServer):
     def _clock_ns(self, time_ns: int) -> int:
         return self._bag_origin_ns + time_ns
 
+    def _read_bag_from(self, start_ns: int):
+        """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""
+        try:
+            batches = self._bag_reader.batches(start_ns)
+            # The first batch now: a read error surfaces here, not in the next frame.
+            first = next(batches, None)
+        except READ_ERRORS as error:
+            self._bag_read_failed(error)
+            return iter(())
+        return batches if first is None else itertools.chain([first], batches)
+
+    def _bag_read_failed(self, error: Exception) -> None:
+        self.get_logger().error(
+            f'reading the bag failed: {error}; no more data plays until a seek or reset')
+
+    def destroy_node(self) -> None:
+        """End the read-ahead process, then destroy the node."""
+        self._bag_reader.close()
+        super().destroy_node()
+
     # -- frames: the bag's messages up to each frame, then /clock -------------------------------
 
     def _publish(self, time_ns: int) -> None:
@@ -145,16 +173,18 @@ class BagPlayer(ClockServer):
         emit = self._bag_emit
         start = self._bag.start_ns
         origin = self._bag_origin_ns
+        published = 0
         try:
             for time_ns in frames:
                 release(start + time_ns, emit)
                 msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
                 publish(msg)
+                published += 1
         except READ_ERRORS as error:
-            self.get_logger().error(
-                f'reading the bag failed: {error}; no more data plays until a seek or reset')
+            self._bag_read_failed(error)
             self._bag_cursor.seek(self._bag.end_ns + 1)
-            for time_ns in frames:
+            # The frames not published yet, without data: time goes on.
+            for time_ns in frames[published:]:
                 msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
                 publish(msg)
         self._last_publish_ns = time.monotonic_ns()
