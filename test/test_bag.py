@@ -17,6 +17,7 @@
 import os
 import re
 import signal
+from types import SimpleNamespace
 
 from bags import BEST_EFFORT_QOS
 from bags import MS
@@ -39,6 +40,7 @@ from sim_clock.bag import BagReadError
 from sim_clock.bag import Cursor
 from sim_clock.bag import get_message
 from sim_clock.bag import RecordingSummary
+from sim_clock.bag_player import clock_publisher
 from sim_clock.bag_player import MIN_VOLATILE_DEPTH
 from sim_clock.bag_player import qos_for
 from sim_clock.timeline import MAX_TIME_NS
@@ -422,6 +424,19 @@ def test_timeline_seek_refuses_bad_times_unchanged(time_ns):
 
 
 # -- QoS and the recording summary -------------------------------------------------------------
+
+@pytest.mark.parametrize('time_ns', [0, 1, NS_PER_SEC - 1, NS_PER_SEC, START_NS, MAX_TIME_NS])
+def test_clock_publisher_sends_what_rclpy_serializes(time_ns):
+    """The raw /clock of each frame is byte for byte rclpy's serialization of the message."""
+    from rclpy.serialization import serialize_message
+    from rosgraph_msgs.msg import Clock
+    sent = []
+    publisher = SimpleNamespace(handle=SimpleNamespace(publish_raw=sent.append))
+    clock_publisher(publisher)(time_ns)
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+    assert sent == [serialize_message(msg)]
+
 
 def test_qos_follows_the_recorded_offers():
     """Reliable and transient local only if every recorded publisher was; depths as stated."""
