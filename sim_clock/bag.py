@@ -327,7 +327,8 @@ class ReadAhead:
             except OSError:
                 pass  # above the system's limit: the pipe keeps its default capacity
             config = {
-                'sys_path': sys.path, 'path': self._bag.path,
+                'sys_path': [entry for entry in sys.path if isinstance(entry, str)],
+                'path': self._bag.path,
                 'topics': [[topic.name, topic.type_name] for topic in self._bag.topics],
                 'requests': requests_read, 'data': data_write}
             self._process = subprocess.Popen(
