@@ -25,8 +25,8 @@ process (so its peak RSS is its own):
   child process; its peak RSS and CPU time are given apart from the player's.
 
 Besides the rates (wall clock), the CPU time per message of each process: on a machine shared
-with other work the rates vary with the load (printed before and after the table), the CPU
-times much less. Two busy processes need two free cores to overlap.
+with other work the rates vary with the load (printed to stderr before and after the table),
+the CPU times much less. Two busy processes need two free cores to overlap.
 
 The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF``): nothing
 leaves the process, nobody subscribes, and no DDS domain is shared with anyone. Run with the
@@ -163,7 +163,7 @@ def main() -> int:
         child_replay(options.child_replay)
         return 0
 
-    print(_load())
+    print(_load(), file=sys.stderr)
     print(f'{"bag":>12} {"messages":>9} {"raw read msg/s":>15} {"replay msg/s":>13} '
           f'{"ratio":>6} {"bare publish msg/s":>19} {"read RSS MiB":>13} '
           f'{"replay RSS MiB":>15} {"read-ahead RSS MiB":>19} {"read CPU us/msg":>16} '
@@ -184,7 +184,7 @@ def main() -> int:
                       f'{read_rss:>13.1f} {replay_rss:>15.1f} {reader_rss:>19.1f} '
                       f'{read_cpu / count * 1e6:>16.2f} {replay_cpu / played * 1e6:>18.2f} '
                       f'{reader_cpu / played * 1e6:>22.2f}', flush=True)
-    print(_load())
+    print(_load(), file=sys.stderr)
     return 0
 
 
