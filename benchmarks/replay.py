@@ -21,7 +21,12 @@ process (so its peak RSS is its own):
 - ``read``: rosbags iterating every message of the bag (the raw read rate);
 - ``replay``: a :class:`sim_clock.bag_player.BagPlayer` in sync mode stepping through the whole
   bag as fast as it can: every message published raw on its topic, and a /clock per 10 ms
-  frame, through the same code a ``~/step`` call runs.
+  frame, through the same code a ``~/step`` call runs. The player reads the bag ahead in a
+  child process; its peak RSS and CPU time are given apart from the player's.
+
+Besides the rates (wall clock), the CPU time per message of each process: on a machine shared
+with other work the rates vary with the load (printed to stderr before and after the table),
+the CPU times much less. Two busy processes need two free cores to overlap.
 
 The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF``): nothing
 leaves the process, nobody subscribes, and no DDS domain is shared with anyone. Run with the
@@ -61,16 +66,33 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _process_cpu_s(pid: int) -> float:
+    """Return the CPU time (user + system) that process ``pid`` has used so far, in seconds."""
+    with open(f'/proc/{pid}/stat') as stat:
+        fields = stat.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def _process_peak_rss_mib(pid: int) -> float:
+    with open(f'/proc/{pid}/status') as status:
+        for line in status:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def child_read(path: str) -> None:
-    """Print the raw read rate of rosbags over the bag and this process's peak RSS."""
+    """Print the raw read rate of rosbags over the bag, its CPU time and the peak RSS."""
     from rosbags.rosbag2 import Reader
     with Reader(path) as reader:
         start = time.perf_counter()
+        cpu = time.process_time()
         count = 0
         for _ in reader.messages():
             count += 1
         elapsed = time.perf_counter() - start
-    print(f'{count} {elapsed} {_peak_rss_mib()}')
+        cpu = time.process_time() - cpu
+    print(f'{count} {elapsed} {_peak_rss_mib()} {cpu}')
 
 
 def child_replay(path: str) -> None:
@@ -86,13 +108,17 @@ def child_replay(path: str) -> None:
     try:
         frames = bag.duration_ns // (10 * MS) + 1
         count = sum(topic.message_count for topic in bag.topics)
+        reader = node._bag_reader.pid
         start = time.perf_counter()
+        cpu, reader_cpu = time.process_time(), _process_cpu_s(reader)
         while frames > 0:
             steps = min(frames, 100_000)
             success, message = node.step_frames('', steps)
             assert success, message
             frames -= steps
         elapsed = time.perf_counter() - start
+        cpu, reader_cpu = time.process_time() - cpu, _process_cpu_s(reader) - reader_cpu
+        reader_rss = _process_peak_rss_mib(reader)
         assert node._bag_cursor.exhausted
         # The ceiling: publishing as many messages with nothing else to do.
         from std_msgs.msg import String
@@ -106,15 +132,19 @@ def child_replay(path: str) -> None:
         node.destroy_node()
         rclpy.try_shutdown()
         bag.close()
-    print(f'{count} {elapsed} {_peak_rss_mib()} {ceiling}')
+    print(f'{count} {elapsed} {_peak_rss_mib()} {cpu} {ceiling} {reader_cpu} {reader_rss}')
 
 
 def _run_child(kind: str, path: str) -> tuple:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='OFF')
     out = subprocess.run([sys.executable, __file__, f'--child-{kind}', path], env=env,
                          check=True, capture_output=True, text=True).stdout
-    count, elapsed, rss, *ceiling = out.splitlines()[-1].split()
-    return int(count), float(elapsed), float(rss), float(ceiling[0]) if ceiling else 0.0
+    count, *figures = out.splitlines()[-1].split()
+    return (int(count), *map(float, figures))
+
+
+def _load() -> str:
+    return 'load average: ' + ', '.join(f'{load:.2f}' for load in os.getloadavg())
 
 
 def main() -> int:
@@ -133,22 +163,28 @@ def main() -> int:
         child_replay(options.child_replay)
         return 0
 
+    print(_load(), file=sys.stderr)
     print(f'{"bag":>12} {"messages":>9} {"raw read msg/s":>15} {"replay msg/s":>13} '
           f'{"ratio":>6} {"bare publish msg/s":>19} {"read RSS MiB":>13} '
-          f'{"replay RSS MiB":>15}')
+          f'{"replay RSS MiB":>15} {"read-ahead RSS MiB":>19} {"read CPU us/msg":>16} '
+          f'{"player CPU us/msg":>18} {"read-ahead CPU us/msg":>22}')
     with tempfile.TemporaryDirectory() as folder:
         for storage in options.storage:
             for size in (options.messages, 10 * options.messages):
                 path = os.path.join(folder, f'{storage}_{size}')
                 write_bag(path, storage, size)
-                count, read_s, read_rss, _ = _run_child('read', path)
-                played, replay_s, replay_rss, ceiling_s = _run_child('replay', path)
+                count, read_s, read_rss, read_cpu = _run_child('read', path)
+                (played, replay_s, replay_rss, replay_cpu, ceiling_s, reader_cpu,
+                 reader_rss) = _run_child('replay', path)
                 assert count == played == size, (count, played, size)
                 read_rate, replay_rate = count / read_s, played / replay_s
                 print(f'{storage + " x" + str(size // options.messages):>12} {size:>9} '
                       f'{read_rate:>15,.0f} {replay_rate:>13,.0f} '
                       f'{replay_rate / read_rate:>6.2f} {played / ceiling_s:>19,.0f} '
-                      f'{read_rss:>13.1f} {replay_rss:>15.1f}', flush=True)
+                      f'{read_rss:>13.1f} {replay_rss:>15.1f} {reader_rss:>19.1f} '
+                      f'{read_cpu / count * 1e6:>16.2f} {replay_cpu / played * 1e6:>18.2f} '
+                      f'{reader_cpu / played * 1e6:>22.2f}', flush=True)
+    print(_load(), file=sys.stderr)
     return 0
 
 

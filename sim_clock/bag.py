@@ -17,16 +17,24 @@ Bags on ``rosbags``, free of any rclpy import: what a replay plays, and when.
 
 :class:`Bag` opens a rosbag2 directory (sqlite3 or MCAP) or a single ``.db3``/``.mcap`` file,
 decides which topics play (a topic filter, never ``/clock``, only importable message types)
-and streams their messages in time order from any point: memory does not grow with the bag.
-:class:`Cursor` hands the messages out up to a given bag time, one batch per frame, and starts
-again from any time (seek, loop, reset). :class:`RecordingSummary` is the recorder's
-bookkeeping. Message data stays serialized bytes throughout.
+and streams their messages in time order from any point, in bounded batches: memory does not
+grow with the bag. :class:`ReadAhead` reads those batches in a child process, so that reading
+the bag and publishing it run on two cores. :class:`Cursor` hands the messages out up to a
+given bag time, frame by frame, and starts again from any time (seek, loop, reset).
+:class:`RecordingSummary` is the recorder's bookkeeping. Message data stays serialized bytes
+throughout.
 """
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from dataclasses import field
+import fcntl
 import importlib
+import json
+from multiprocessing.connection import Connection
 import os
+import subprocess
+import sys
 from typing import Callable
 from typing import Dict
 from typing import Iterable
@@ -43,13 +51,32 @@ from rosidl_generator_py.import_type_support_impl import UnsupportedTypeSupport
 
 CLOCK_TOPIC = '/clock'
 
-#: What reading a damaged bag may raise: rosbags' own error, the file system's, and the sqlite
-#: driver's (rosbags reads sqlite3 through apsw). Anything else is a bug and propagates.
-READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError)
+#: A batch holds at most this many messages ...
+BATCH_MESSAGES = 1000
+#: ... and at most this many bytes of message data (or a single larger message).
+BATCH_BYTES = 1 << 20
+#: Capacity asked for the pipe from the read-ahead process: batches read but not yet taken.
+READ_AHEAD_PIPE_BYTES = 1 << 20
+#: How long a closed read-ahead process may take to end before it is killed, in seconds.
+READ_AHEAD_EXIT_TIMEOUT = 2.0
 
 
 class BagError(Exception):
     """A bag that cannot be played: missing, damaged or empty. The message says which."""
+
+
+class BagReadError(Exception):
+    """Reading the bag failed while playing: in the read-ahead process, or that process ended."""
+
+
+#: What reading a damaged bag may raise: rosbags' own error, the file system's, the sqlite
+#: driver's (rosbags reads sqlite3 through apsw), and the read-ahead's report of any of them.
+#: Anything else is a bug and propagates.
+READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError, BagReadError)
+
+#: A batch of messages in time order, as three lists of one length: the times in ns, the
+#: indices in :attr:`Bag.topics` and the serialized data.
+Batch = Tuple[List[int], List[int], List[bytes]]
 
 
 def get_message(type_name: str):
@@ -119,6 +146,7 @@ class Bag:
     def __init__(self, path: str, topics: Optional[Iterable[str]] = None,
                  lookup: Callable[[str], object] = get_message):
         self.path = path
+        self._read_aheads: List[ReadAhead] = []
         if not os.path.exists(path):
             raise BagError(f'bag {path!r} does not exist')
         try:
@@ -206,55 +234,290 @@ class Bag:
             return iter(())
         return self._reader.messages(self._connections, start=start_ns)
 
+    def batches(self, start_ns: int, max_messages: int = BATCH_MESSAGES,
+                max_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
+        """
+        Stream the messages of :meth:`messages` from ``start_ns`` on as :data:`Batch` lists.
+
+        A batch ends at ``max_messages`` messages or once it holds ``max_bytes`` of data, so
+        memory stays bounded whatever the messages' size. No batch is empty.
+        """
+        index = self.topic_index
+        times: List[int] = []
+        topics: List[int] = []
+        datas: List[bytes] = []
+        size = 0
+        for connection, time_ns, data in self.messages(start_ns):
+            times.append(time_ns)
+            topics.append(index[connection.id])
+            datas.append(data)
+            size += len(data)
+            if len(times) >= max_messages or size >= max_bytes:
+                yield times, topics, datas
+                times, topics, datas = [], [], []
+                size = 0
+        if times:
+            yield times, topics, datas
+
+    def read_ahead(self) -> 'ReadAhead':
+        """Start a :class:`ReadAhead` of this bag; :meth:`close` ends it too."""
+        reader = ReadAhead(self)
+        self._read_aheads.append(reader)
+        return reader
+
     def close(self) -> None:
-        """Close the bag's files."""
+        """End the read-ahead processes and close the bag's files."""
+        for reader in getattr(self, '_read_aheads', ()):
+            reader.close()
         if self._reader.is_open:
             self._reader.close()
 
 
+#: What the read-ahead process runs: SIGINT ignored first (a terminal's Ctrl-C goes to the whole
+#: process group; the player ends this process), then the player's import path, then the loop.
+_READ_AHEAD_CODE = (
+    'import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n'
+    'import json, sys\n'
+    'config = json.loads(sys.argv[1])\n'
+    'sys.path[:] = config["sys_path"]\n'
+    'from sim_clock.bag import read_ahead_main\n'
+    'sys.exit(read_ahead_main(config))\n')
+
+
+class _ParentGone(Exception):
+    """The read-ahead's pipes closed: the player closed it, or ended."""
+
+
+class ReadAhead:
+    """
+    A child process that reads a bag's batches ahead while this process publishes them.
+
+    :meth:`batches` is :meth:`Bag.batches` for a :class:`Cursor`, read in the child: from the
+    time asked, batch after batch, into a pipe of bounded capacity, blocking while the pipe is
+    full, so memory stays flat. Each call starts a new generation: batches of earlier ones still
+    in the pipe are dropped here, and the child, which looks for a new request after each batch,
+    starts again at once. A read error in the child raises :class:`BagReadError` with its
+    message here, and so does the child's unexpected end (a new child starts at the next call).
+
+    The child ends when :meth:`close` closes its pipes (killed if it takes longer than
+    :data:`READ_AHEAD_EXIT_TIMEOUT`), and by itself if this process dies: its request pipe
+    reaches end of file, or its batch pipe breaks. It ignores SIGINT.
+    """
+
+    def __init__(self, bag: Bag):
+        self._bag = bag
+        self._generation = 0
+        self._process: Optional[subprocess.Popen] = None
+        self._requests: Optional[Connection] = None
+        self._data: Optional[Connection] = None
+        self._closed = False
+        self._start()
+
+    @property
+    def pid(self) -> Optional[int]:
+        """Return the process id of the child, or None when none runs."""
+        return None if self._process is None else self._process.pid
+
+    def _start(self) -> None:
+        requests_read, requests_write = os.pipe()
+        data_read, data_write = os.pipe()
+        try:
+            try:
+                fcntl.fcntl(data_write, fcntl.F_SETPIPE_SZ, READ_AHEAD_PIPE_BYTES)
+            except OSError:
+                pass  # above the system's limit: the pipe keeps its default capacity
+            config = {
+                'sys_path': [entry for entry in sys.path if isinstance(entry, str)],
+                'path': self._bag.path,
+                'topics': [[topic.name, topic.type_name] for topic in self._bag.topics],
+                'requests': requests_read, 'data': data_write}
+            self._process = subprocess.Popen(
+                [sys.executable, '-c', _READ_AHEAD_CODE, json.dumps(config)],
+                pass_fds=(requests_read, data_write), stdin=subprocess.DEVNULL)
+        except BaseException:
+            os.close(requests_write)
+            os.close(data_read)
+            raise
+        finally:
+            # The child's ends: this process must not hold them, or the child would not see
+            # end of file or a broken pipe when this process dies.
+            os.close(requests_read)
+            os.close(data_write)
+        self._requests = Connection(requests_write, readable=False)
+        self._data = Connection(data_read, writable=False)
+
+    def batches(self, start_ns: int) -> Iterator[Batch]:
+        """Stream the batches of :meth:`Bag.batches` from ``start_ns`` on, read in the child."""
+        if self._closed:
+            raise BagReadError(f'the read-ahead of {self._bag.path!r} is closed')
+        self._generation += 1
+        if not self._bag.topics or start_ns > self._bag.end_ns:
+            return iter(())
+        if self._process is None:
+            self._start()
+        try:
+            self._requests.send((self._generation, start_ns))
+        except OSError:
+            raise BagReadError(self._ended()) from None
+        return self._receive(self._generation)
+
+    def _receive(self, generation: int) -> Iterator[Batch]:
+        while generation == self._generation:
+            try:
+                received, payload = self._data.recv()
+            except (EOFError, OSError):
+                raise BagReadError(self._ended()) from None
+            if received != generation:
+                continue  # what the child read before the latest request
+            if payload is None:
+                return
+            if isinstance(payload, str):
+                raise BagReadError(payload)
+            yield payload
+
+    def _ended(self) -> str:
+        """Close the pipes of a child that ended unexpectedly; return what to report."""
+        process = self._process
+        self._stop()
+        return (f'the read-ahead process of {self._bag.path!r} ended unexpectedly '
+                f'(exit code {process.returncode})')
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        for connection in (self._requests, self._data):
+            if connection is not None:
+                connection.close()
+        self._requests = self._data = None
+        if process is not None:
+            try:
+                process.wait(READ_AHEAD_EXIT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def close(self) -> None:
+        """End the child: close its pipes and wait for it (or kill it). Idempotent."""
+        self._closed = True
+        self._stop()
+
+
+def read_ahead_main(config: dict) -> int:
+    """
+    Run a :class:`ReadAhead`'s child: serve requests for batches until the pipes close.
+
+    A request is ``(generation, start_ns)``; the answer is ``(generation, batch)`` for each
+    batch from that time on, then ``(generation, None)`` at the end, or ``(generation, text)``
+    if reading fails. A newer request ends the answer to the one before.
+    """
+    requests = Connection(config['requests'], writable=False)
+    data = Connection(config['data'], readable=False)
+    wanted = dict(config['topics'])
+
+    def lookup(type_name: str):
+        if type_name not in wanted.values():
+            raise LookupError(f'{type_name!r} does not play')
+        return type_name
+
+    def receive():
+        try:
+            return requests.recv()
+        except (EOFError, OSError):
+            raise _ParentGone from None
+
+    def send(generation, payload):
+        try:
+            data.send((generation, payload))
+        except OSError:
+            raise _ParentGone from None
+
+    failure = None
+    try:
+        bag = Bag(config['path'], list(wanted), lookup)
+        if [[topic.name, topic.type_name] for topic in bag.topics] != config['topics']:
+            failure = f'the topics of {config["path"]!r} changed since it was opened'
+    except BagError as error:
+        failure = str(error)
+    try:
+        request = receive()
+        while True:
+            generation, start_ns = request
+            request = None
+            try:
+                if failure is not None:
+                    raise BagReadError(failure)
+                for batch in bag.batches(start_ns):
+                    send(generation, batch)
+                    while requests.poll():
+                        request = receive()  # only the latest counts
+                    if request is not None:
+                        break
+                else:
+                    send(generation, None)
+            except READ_ERRORS as error:
+                send(generation, f'{type(error).__name__}: {error}')
+            if request is None:
+                request = receive()
+    except _ParentGone:
+        return 0
+
+
 class Cursor:
     """
-    Messages handed out in time order up to a given time, from a restartable stream.
+    Messages handed out in time order up to a given time, from a restartable stream of batches.
 
-    ``open_stream(start_ns)`` returns an iterator of tuples whose item 1 is the time in ns
-    (rosbags' ``(connection, time_ns, data)``), in time order, from ``start_ns`` on.
+    ``open_batches(start_ns)`` returns an iterator of :data:`Batch` lists (times in ns, topic
+    indices, data) whose times run in order from ``start_ns`` on, batch after batch.
     Each message is handed out once between two :meth:`seek` calls.
     """
 
-    def __init__(self, open_stream: Callable[[int], Iterator[tuple]], start_ns: int):
-        self._open_stream = open_stream
+    def __init__(self, open_batches: Callable[[int], Iterator[Batch]], start_ns: int):
+        self._open_batches = open_batches
         self.seek(start_ns)
 
     def seek(self, start_ns: int) -> None:
         """Start again from ``start_ns``: the next message handed out is the first at or after."""
-        self._stream = iter(self._open_stream(start_ns))
-        self._pending = next(self._stream, None)
-        self.position_ns = start_ns
+        self._batch = None
+        self._batches = iter(self._open_batches(start_ns))
+        self._next_batch()
+
+    def _next_batch(self) -> None:
+        self._batch = None
+        for batch in self._batches:
+            if batch[0]:
+                self._batch = batch
+                self._index = 0
+                return
 
     @property
     def exhausted(self) -> bool:
         """Whether every message has been handed out."""
-        return self._pending is None
+        return self._batch is None
 
     @property
     def next_time_ns(self) -> Optional[int]:
         """Return the time of the next message, or None."""
-        return None if self._pending is None else self._pending[1]
+        return None if self._batch is None else self._batch[0][self._index]
 
-    def release(self, up_to_ns: int, emit: Callable[[tuple], None]) -> int:
-        """Call ``emit(message)`` for every message stamped up to ``up_to_ns``; return how many."""
-        pending = self._pending
-        if pending is None or pending[1] > up_to_ns:
-            return 0
-        emit(pending)
-        count = 1
-        for message in self._stream:
-            if message[1] > up_to_ns:
-                self._pending = message
+    def release(self, up_to_ns: int,
+                emit: Callable[[List[int], List[bytes], int, int], None]) -> int:
+        """
+        Hand out every message stamped up to ``up_to_ns``; return how many.
+
+        Slice by slice of a batch: ``emit(topics, datas, start, stop)`` for the messages
+        ``start`` to ``stop`` (excluded) of the batch's lists, in order.
+        """
+        count = 0
+        while self._batch is not None:
+            times, topics, datas = self._batch
+            start = self._index
+            stop = bisect_right(times, up_to_ns, start)
+            if stop > start:
+                emit(topics, datas, start, stop)
+                count += stop - start
+            if stop < len(times):
+                self._index = stop
                 return count
-            emit(message)
-            count += 1
-        self._pending = None
+            self._next_batch()
         return count
 
 

@@ -21,12 +21,16 @@ message stamped up to the frame's time, raw, on its topic, then the frame's ``/c
 mode a ``~/step`` therefore answers only after all data up to the new time is out. The
 timeline's time counts from the bag's first timestamp, so every reset (``~/reset``, a mode or
 sync change) rewinds the bag to its start, ``~/seek`` is a reset to a given time, and ``loop``
-is a reset at the end.
+is a reset at the end. The bag is read ahead in a child process (:class:`sim_clock.bag.ReadAhead`)
+while this one publishes, so reading and publishing use two cores.
 """
 
 import argparse
+import itertools
+import struct
 import sys
 import time
+from typing import Callable
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -36,9 +40,11 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
+from rosgraph_msgs.msg import Clock
 from sim_clock.bag import Bag
 from sim_clock.bag import BagError
 from sim_clock.bag import Cursor
@@ -83,6 +89,35 @@ def qos_for(offered: tuple) -> QoSProfile:
         durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
 
 
+def clock_publisher(publisher) -> Callable[[int], None]:
+    """
+    Return a function that publishes a /clock time in ns on ``publisher`` (of Clock).
+
+    Serialized here, 12 bytes of CDR (encapsulation header, sec, nanosec), and published raw:
+    a quarter of the cost of ``Publisher.publish``, which converts the message first. The bytes
+    are checked against rclpy's serialization once; should they differ, the function converts
+    a message as ``Publisher.publish`` does.
+    """
+    sample = Clock()
+    sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
+    expected = serialize_message(sample)
+    header = expected[:4]
+    pack = struct.Struct('<4siI').pack
+    if pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
+        publish_raw = publisher.handle.publish_raw
+
+        def publish_clock(time_ns: int) -> None:
+            publish_raw(pack(header, *divmod(time_ns, NS_PER_SEC)))
+        return publish_clock
+
+    msg = Clock()
+
+    def publish_clock_msg(time_ns: int) -> None:
+        msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+        publisher.publish(msg)
+    return publish_clock_msg
+
+
 class BagPlayer(ClockServer):
     """A clock server whose frames publish a bag's messages, then ``/clock``."""
 
@@ -92,28 +127,35 @@ class BagPlayer(ClockServer):
         #: /clock at the bag's first timestamp (the timeline's zero).
         self._bag_origin_ns = 0 if start_at_zero else bag.start_ns
         self._bag_end_ns = bag.end_ns - bag.start_ns
-        self._bag_cursor = Cursor(bag.messages, bag.start_ns)
+        self._bag_cursor = None
         self._bag_emit = None
         self._bag_ended = False
-        super().__init__(**kwargs)
+        # Started first: the child imports and opens the bag while the node comes up.
+        self._bag_reader = bag.read_ahead()
+        try:
+            super().__init__(**kwargs)
+        except BaseException:
+            self._bag_reader.close()
+            raise
         self._bag_loop = self.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
         self.add_post_set_parameters_callback(self._apply_loop)
         self.create_service(Seek, '~/seek', self._on_seek, qos_profile=self.SERVICE_QOS)
 
         logger = self.get_logger()
-        publishers = {}
-        for topic in bag.topics:
-            publisher = self.create_publisher(
-                topic.message_class, topic.name, qos_for(topic.offered_qos))
-            for connection_id in topic.connection_ids:
-                # The raw publish of the rcl handle: half the cost of Publisher.publish (no
-                # type dispatch, no per-call guard). Safe here: one thread publishes, and the
-                # publishers live as long as the node.
-                publishers[connection_id] = publisher.handle.publish_raw
+        # By index in bag.topics, as batches name topics: the raw publish of the rcl handle,
+        # half the cost of Publisher.publish (no type dispatch, no per-call guard). Safe here:
+        # one thread publishes, and the publishers live as long as the node.
+        publishers = [
+            self.create_publisher(
+                topic.message_class, topic.name, qos_for(topic.offered_qos)).handle.publish_raw
+            for topic in bag.topics]
 
-        def emit(message):
-            publishers[message[0].id](message[2])
+        def emit(topics, datas, start, stop):
+            for topic, data in zip(topics[start:stop], datas[start:stop]):
+                publishers[topic](data)
         self._bag_emit = emit
+        self._bag_publish_clock = clock_publisher(self._clock_pub)
+        self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
 
         for topic in bag.skipped.clock:
             logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
@@ -131,6 +173,26 @@ class BagPlayer(ClockServer):
     def _clock_ns(self, time_ns: int) -> int:
         return self._bag_origin_ns + time_ns
 
+    def _read_bag_from(self, start_ns: int):
+        """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""
+        try:
+            batches = self._bag_reader.batches(start_ns)
+            # The first batch now: a read error surfaces here, not in the next frame.
+            first = next(batches, None)
+        except READ_ERRORS as error:
+            self._bag_read_failed(error)
+            return iter(())
+        return batches if first is None else itertools.chain([first], batches)
+
+    def _bag_read_failed(self, error: Exception) -> None:
+        self.get_logger().error(
+            f'reading the bag failed: {error}; no more data plays until a seek or reset')
+
+    def destroy_node(self) -> None:
+        """End the read-ahead process, then destroy the node."""
+        self._bag_reader.close()
+        super().destroy_node()
+
     # -- frames: the bag's messages up to each frame, then /clock -------------------------------
 
     def _publish(self, time_ns: int) -> None:
@@ -139,24 +201,23 @@ class BagPlayer(ClockServer):
     def _publish_frames(self, frames: range) -> None:
         if not frames:
             return
-        msg = self._clock_msg
-        publish = self._clock_pub.publish
+        publish_clock = self._bag_publish_clock
         release = self._bag_cursor.release
         emit = self._bag_emit
         start = self._bag.start_ns
         origin = self._bag_origin_ns
+        published = 0
         try:
             for time_ns in frames:
                 release(start + time_ns, emit)
-                msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
-                publish(msg)
+                publish_clock(origin + time_ns)
+                published += 1
         except READ_ERRORS as error:
-            self.get_logger().error(
-                f'reading the bag failed: {error}; no more data plays until a seek or reset')
+            self._bag_read_failed(error)
             self._bag_cursor.seek(self._bag.end_ns + 1)
-            for time_ns in frames:
-                msg.clock.sec, msg.clock.nanosec = divmod(origin + time_ns, NS_PER_SEC)
-                publish(msg)
+            # The frames not published yet, without data: time goes on.
+            for time_ns in frames[published:]:
+                publish_clock(origin + time_ns)
         self._last_publish_ns = time.monotonic_ns()
 
     def _on_tick(self) -> None:

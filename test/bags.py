@@ -15,6 +15,8 @@
 """Bags written by the tests with rosbags: several topics and types, an unknown one, /clock."""
 
 from dataclasses import dataclass
+import os
+import select
 
 from rosbags.interfaces import Qos
 from rosbags.interfaces import QosDurability
@@ -99,3 +101,38 @@ def write_test_bag(path: str, storage: str = 'sqlite3', seconds: float = 1.0) ->
             if record is not None:
                 records.append(record)
     return records
+
+
+def write_large_bag(path: str, storage: str = 'sqlite3', count: int = 2000,
+                    size: int = 10_000) -> list:
+    """
+    Write ``count`` std_msgs/String of ``size`` characters on /chatter, 1 kHz; return the times.
+
+    Large enough that the read-ahead is far ahead of a slow consumer, and that damaging the
+    end of the data file leaves its start readable.
+    """
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string_type = store.types['std_msgs/msg/String']
+    times = [START_NS + k * MS for k in range(count)]
+    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+        chatter = writer.add_connection('/chatter', 'std_msgs/msg/String', typestore=store,
+                                        offered_qos_profiles=[RELIABLE_QOS])
+        for k, t in enumerate(times):
+            text = f'{k:08d}'.ljust(size, 'x')
+            writer.write(chatter, t, store.serialize_cdr(string_type(data=text),
+                                                         'std_msgs/msg/String'))
+    return times
+
+
+def wait_process_ended(pid: int, timeout: float = 15.0) -> bool:
+    """Wait (event-driven, through a pidfd) until process ``pid`` has ended; return whether."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
+    finally:
+        os.close(fd)

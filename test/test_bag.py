@@ -12,16 +12,20 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The bag logic without ROS I/O: opening, selecting, streaming, the cursor, seek, summaries."""
+"""The bag logic without ROS I/O: opening, streaming, read-ahead, the cursor, seek, summaries."""
 
 import os
 import re
+import signal
+from types import SimpleNamespace
 
 from bags import BEST_EFFORT_QOS
 from bags import MS
 from bags import RELIABLE_QOS
 from bags import START_NS
 from bags import UNKNOWN_TYPE
+from bags import wait_process_ended
+from bags import write_large_bag
 from bags import write_test_bag
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,9 +36,11 @@ from rosbags.interfaces import QosDurability
 
 from sim_clock.bag import Bag
 from sim_clock.bag import BagError
+from sim_clock.bag import BagReadError
 from sim_clock.bag import Cursor
 from sim_clock.bag import get_message
 from sim_clock.bag import RecordingSummary
+from sim_clock.bag_player import clock_publisher
 from sim_clock.bag_player import MIN_VOLATILE_DEPTH
 from sim_clock.bag_player import qos_for
 from sim_clock.timeline import MAX_TIME_NS
@@ -147,53 +153,217 @@ def test_bag_without_messages_is_refused(tmp_path):
         Bag(path)
 
 
+# -- batches and the read-ahead -----------------------------------------------------------------
+
+def _flatten(batches):
+    """Return [(time, topic index, data)] of batches, checking that each is consistent."""
+    out = []
+    for times, topics, datas in batches:
+        assert len(times) == len(topics) == len(datas) > 0
+        out += zip(times, topics, datas)
+    return out
+
+
+def _messages(bag, start_ns):
+    return [(t, bag.topic_index[c.id], d) for c, t, d in bag.messages(start_ns)]
+
+
+def test_batches_are_the_messages_in_bounded_batches(test_bag):
+    """Batches hold every message in order, never more than the count asked."""
+    path, records = test_bag
+    bag = Bag(path)
+    try:
+        for start in (bag.start_ns, records[len(records) // 3].time_ns, bag.end_ns + 1):
+            batches = list(bag.batches(start, max_messages=7))
+            assert all(len(times) <= 7 for times, _, _ in batches)
+            assert _flatten(batches) == _messages(bag, start)
+        assert [bag.topics[i].name for _, i, _ in _flatten(bag.batches(bag.start_ns))] == [
+            r.topic for r in records]
+    finally:
+        bag.close()
+
+
+def test_batches_are_bounded_in_bytes(tmp_path):
+    """A batch stops once it holds the byte limit: memory does not follow message size."""
+    path = str(tmp_path / 'large')
+    times = write_large_bag(path, count=100, size=10_000)
+    bag = Bag(path)
+    try:
+        batches = list(bag.batches(bag.start_ns, max_bytes=50_000))
+        assert all(sum(map(len, datas)) < 50_000 + 10_100 for _, _, datas in batches)
+        assert len(batches) >= 100 * 10_000 // (50_000 + 10_100)
+        assert [t for t, _, _ in _flatten(batches)] == times
+    finally:
+        bag.close()
+
+
+@pytest.fixture
+def large_bag(tmp_path):
+    """Return (path, times) of a sqlite3 bag of 20 MB: many times the read-ahead's pipe."""
+    path = str(tmp_path / 'large')
+    return path, write_large_bag(path, count=2000, size=10_000)
+
+
+def test_read_ahead_streams_what_the_bag_streams(test_bag):
+    """The child process's batches are the bag's own, from any time; close ends the child."""
+    path, records = test_bag
+    bag = Bag(path)
+    reader = bag.read_ahead()
+    try:
+        for start in (bag.start_ns, records[len(records) // 2].time_ns, records[-1].time_ns,
+                      bag.start_ns):
+            assert _flatten(reader.batches(start)) == _messages(bag, start)
+        assert list(reader.batches(bag.end_ns + 1)) == []
+        pid = reader.pid
+        assert pid is not None
+    finally:
+        bag.close()
+    assert reader.pid is None and wait_process_ended(pid)
+    with pytest.raises(BagReadError, match='closed'):
+        reader.batches(bag.start_ns)
+
+
+def test_read_ahead_seek_while_the_child_is_ahead(large_bag):
+    """A new request drops what the child read for the one before: only the new time's data."""
+    path, times = large_bag
+    bag = Bag(path)
+    try:
+        reader = bag.read_ahead()
+        old = reader.batches(bag.start_ns)
+        first = next(old)
+        assert first[0][0] == times[0]
+        # The child now fills the pipe and blocks; requests jump back and forth meanwhile.
+        for index in (1500, 10, 1999, 700):
+            batches = reader.batches(times[index])
+            first = next(batches)
+            assert first[0][0] == times[index]
+        assert next(old, None) is None  # superseded
+        assert [t for t, _, _ in _flatten([first, *batches])] == times[700:]
+        # A cursor over the read-ahead: seeks and releases hand out exactly what is due.
+        cursor = Cursor(reader.batches, times[0])
+        out = []
+
+        def emit(topics, datas, start, stop):
+            out.extend(int(data[8:16]) for data in datas[start:stop])
+        assert cursor.release(times[1234], emit) == 1235
+        cursor.seek(times[100])
+        assert cursor.release(times[101], emit) == 2
+        cursor.seek(times[1990])
+        assert cursor.release(times[-1] + 1, emit) == 10
+        assert cursor.exhausted
+        assert out == list(range(1235)) + [100, 101] + list(range(1990, 2000))
+    finally:
+        bag.close()
+
+
+def _damage(path: str, suffix: str, start: float, length: float) -> None:
+    [name] = [n for n in os.listdir(path) if n.endswith(suffix)]
+    size = os.path.getsize(os.path.join(path, name))
+    with open(os.path.join(path, name), 'r+b') as data:
+        data.seek(int(size * start))
+        data.write(b'\xff' * int(size * length))
+
+
+def test_read_ahead_reports_a_read_error_and_goes_on(large_bag):
+    """A damaged page in the middle: BagReadError naming the cause, then other reads work."""
+    path, times = large_bag
+    bag = Bag(path)
+    try:
+        reader = bag.read_ahead()
+        assert next(reader.batches(times[0]))[0][0] == times[0]
+        _damage(path, '.db3', 0.75, 0.125)
+        read = []
+        with pytest.raises(BagReadError, match='malformed'):
+            for batch in reader.batches(times[1000]):
+                read += batch[0]
+        assert read == times[1000:1000 + len(read)] and len(read) < 1000
+        assert [t for t, _, _ in _flatten(reader.batches(times[1990]))] == times[1990:]
+    finally:
+        bag.close()
+
+
+def test_read_ahead_child_death_is_an_error_then_a_new_child(large_bag):
+    """A child that dies mid-stream raises BagReadError, not a hang; the next read restarts."""
+    path, times = large_bag
+    bag = Bag(path)
+    try:
+        reader = bag.read_ahead()
+        batches = reader.batches(times[0])
+        next(batches)
+        pid = reader.pid
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(BagReadError, match=r'ended unexpectedly \(exit code -9\)'):
+            for _ in batches:
+                pass
+        assert reader.pid is None
+        assert [t for t, _, _ in _flatten(reader.batches(times[1500]))] == times[1500:]
+        assert reader.pid not in (None, pid)
+    finally:
+        bag.close()
+
+
 # -- the cursor --------------------------------------------------------------------------------
 
-def _stream(times):
-    def open_stream(start_ns):
-        return iter([(None, t, str(t)) for t in times if t >= start_ns])
-    return open_stream
+def _stream(times, sizes=(3,)):
+    """Open batches of ``times`` (data: the time as text) cut by ``sizes`` in turn (0: empty)."""
+    def open_batches(start_ns):
+        left = [t for t in times if t >= start_ns]
+        k = 0
+        while left:
+            size = sizes[k % len(sizes)]
+            k += 1
+            batch, left = left[:size], left[size:]
+            yield batch, [0] * len(batch), [str(t) for t in batch]
+    return open_batches
+
+
+def _collect(out):
+    def emit(topics, datas, start, stop):
+        out.extend(int(data) for data in datas[start:stop])
+    return emit
 
 
 def test_cursor_releases_up_to_and_including_the_time():
     """Each release hands out the messages stamped up to the time, once, in order."""
-    cursor = Cursor(_stream([0, 10, 20, 20, 35]), 0)
+    cursor = Cursor(_stream([0, 10, 20, 20, 35], sizes=(2, 0, 1)), 0)
     out = []
-    assert cursor.release(-1, out.append) == 0
-    assert cursor.release(10, out.append) == 2
-    assert cursor.release(10, out.append) == 0
+    assert cursor.release(-1, _collect(out)) == 0
+    assert cursor.release(10, _collect(out)) == 2
+    assert cursor.release(10, _collect(out)) == 0
     assert cursor.next_time_ns == 20
-    assert cursor.release(34, out.append) == 2
+    assert cursor.release(34, _collect(out)) == 2
     assert not cursor.exhausted
-    assert cursor.release(100, out.append) == 1
+    assert cursor.release(100, _collect(out)) == 1
     assert cursor.exhausted and cursor.next_time_ns is None
-    assert [m[1] for m in out] == [0, 10, 20, 20, 35]
+    assert out == [0, 10, 20, 20, 35]
 
 
 def test_cursor_seek_starts_again():
     """A seek hands out again every message at or after the time."""
     cursor = Cursor(_stream([0, 10, 20, 30]), 0)
-    cursor.release(100, lambda m: None)
+    cursor.release(100, lambda *slice_: None)
     cursor.seek(15)
     out = []
-    cursor.release(25, out.append)
-    assert [m[1] for m in out] == [20]
+    cursor.release(25, _collect(out))
+    assert out == [20]
 
 
 @given(times=st.lists(st.integers(0, 10_000), max_size=50).map(sorted),
-       cuts=st.lists(st.integers(-5, 10_005), max_size=20).map(sorted))
-def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts):
-    """However the time is cut into frames, each message comes once, in the frame due."""
-    cursor = Cursor(_stream(times), 0)
+       cuts=st.lists(st.integers(-5, 10_005), max_size=20).map(sorted),
+       sizes=st.lists(st.integers(0, 8), min_size=1, max_size=5).filter(any))
+def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, sizes):
+    """However the time is cut into frames and batches, each message comes once, when due."""
+    cursor = Cursor(_stream(times, sizes), 0)
     seen = []
     previous = None
     for cut in cuts + [10_005]:
         batch = []
-        cursor.release(cut, batch.append)
-        assert all(m[1] <= cut and (previous is None or m[1] > previous) for m in batch)
+        cursor.release(cut, _collect(batch))
+        assert all(t <= cut and (previous is None or t > previous) for t in batch)
         seen += batch
         previous = cut
-    assert [m[1] for m in seen] == times
+    assert seen == times
+    assert cursor.exhausted
 
 
 # -- Timeline.seek -----------------------------------------------------------------------------
@@ -254,6 +424,19 @@ def test_timeline_seek_refuses_bad_times_unchanged(time_ns):
 
 
 # -- QoS and the recording summary -------------------------------------------------------------
+
+@pytest.mark.parametrize('time_ns', [0, 1, NS_PER_SEC - 1, NS_PER_SEC, START_NS, MAX_TIME_NS])
+def test_clock_publisher_sends_what_rclpy_serializes(time_ns):
+    """The raw /clock of each frame is byte for byte rclpy's serialization of the message."""
+    from rclpy.serialization import serialize_message
+    from rosgraph_msgs.msg import Clock
+    sent = []
+    publisher = SimpleNamespace(handle=SimpleNamespace(publish_raw=sent.append))
+    clock_publisher(publisher)(time_ns)
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+    assert sent == [serialize_message(msg)]
+
 
 def test_qos_follows_the_recorded_offers():
     """Reliable and transient local only if every recorded publisher was; depths as stated."""

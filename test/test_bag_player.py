@@ -15,10 +15,13 @@
 """The bag player and the recorder through real DDS: separate processes, a client node here."""
 
 import os
+import signal
 
 from bags import MS
 from bags import START_NS
 from bags import UNKNOWN_TYPE
+from bags import wait_process_ended
+from bags import write_large_bag
 from bags import write_test_bag
 from harness import executable
 from harness import NS
@@ -333,3 +336,107 @@ def test_recorder_writes_simulated_time(start_server, bag_client, sqlite_bag, tm
             assert abs(stamp - t) <= 2 * STEP, (connection.topic, key, stamp, t)
     assert counts == {topic: sum(r.topic == topic for r in records)
                       for topic in ('/chatter', '/pose')}
+
+
+# -- the read-ahead process ----------------------------------------------------------------------
+
+@pytest.fixture
+def large_bag(tmp_path):
+    """Return (path, times) of a sqlite3 bag of 20 MB: many times the read-ahead's pipe."""
+    path = str(tmp_path / 'large')
+    return path, write_large_bag(path, count=2000, size=10_000)
+
+
+def _children(pid: int) -> list:
+    """Return the process ids whose parent is ``pid``."""
+    children = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open(f'/proc/{name}/stat') as stat:
+                    # The command may hold spaces and parentheses: the ppid follows the last ')'.
+                    if int(stat.read().rsplit(')', 1)[1].split()[1]) == pid:
+                        children.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass  # ended meanwhile
+    return children
+
+
+def _read_ahead_of(player) -> int:
+    """Return the process id of the player's read-ahead child."""
+    [child] = _children(player.process.pid)
+    with open(f'/proc/{child}/cmdline', 'rb') as cmdline:
+        assert b'read_ahead_main' in cmdline.read()
+    return child
+
+
+def _seek(client, time_ns):
+    from sim_clock.srv import Seek
+    request = Seek.Request()
+    request.time.sec, request.time.nanosec = divmod(time_ns, NS)
+    return client.call(Seek, 'seek', request)
+
+
+def _chatter_keys(client) -> list:
+    return [int(key[:8]) for topic, key, _ in client.data if topic == '/chatter']
+
+
+def test_lockstep_seek_while_the_bag_is_read_ahead(start_server, bag_client, large_bag):
+    """Seeks while the child is far ahead: each step brings exactly the messages due."""
+    path, times = large_bag
+    _start_player(start_server, path, SYNC)
+    bag_client.wait_matched(['/chatter'])
+    assert stamp_ns(bag_client.step('', 3).clock) == times[30]
+    bag_client.wait_data(31)
+    for index, steps in ((1000, 2), (5, 1), (1990, 1)):
+        assert _seek(bag_client, times[index]).success
+        assert stamp_ns(bag_client.step('', steps).clock) == times[index] + steps * STEP
+    due = [*range(31), *range(1000, 1021), *range(5, 16), *range(1990, 2000)]
+    bag_client.wait_data(len(due))
+    bag_client.status()  # a round trip: stragglers would come before its answer
+    assert _chatter_keys(bag_client) == due
+
+
+def test_read_error_mid_bag_is_logged_and_time_goes_on(start_server, bag_client, large_bag):
+    """A damaged page mid-bag: an error naming it, steps answer, a seek plays again."""
+    path, times = large_bag
+    server = _start_player(start_server, path, SYNC)
+    bag_client.wait_matched(['/chatter'])
+    # The first step's data: the read-ahead has opened the bag (before any damage) by now.
+    assert bag_client.step('', 1).success
+    bag_client.wait_data(11)
+    [name] = [n for n in os.listdir(path) if n.endswith('.db3')]
+    size = os.path.getsize(os.path.join(path, name))
+    with open(os.path.join(path, name), 'r+b') as data:
+        data.seek(size * 3 // 4)
+        data.write(b'\xff' * (size // 8))
+    assert _seek(bag_client, times[1500]).success
+    response = bag_client.step('', 50)
+    assert response.success and stamp_ns(response.clock) == times[1500] + 500 * MS
+    bag_client.spin_until(lambda: 'reading the bag failed' in server.log(), 'the error')
+    log = server.log()
+    assert 'malformed' in log and 'no more data plays until a seek or reset' in log, log
+    assert bag_client.step('', 1).success
+    assert _seek(bag_client, times[0]).success
+    before = len(bag_client.data)
+    assert bag_client.step('', 1).success
+    bag_client.wait_data(before + 11)
+    assert _chatter_keys(bag_client)[before:] == list(range(11))
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_no_read_ahead_process_outlives_the_player(
+        domain_id, tmp_path, bag_client, large_bag, sig):
+    """Stopped or killed, the player leaves no child: killed, the child ends by itself."""
+    path, _ = large_bag
+    # Not the start_server fixture: it expects exit code 0 of every server.
+    server = ServerProcess(domain_id, str(tmp_path), SYNC, argv=[path],
+                           executable=executable('bag_player'))
+    try:
+        bag_client.wait_matched(['/chatter'])
+        child = _read_ahead_of(server)
+        assert bag_client.step('', 1).success  # the child is ahead now, blocked on its pipe
+        assert server.stop(sig) == (-signal.SIGKILL if sig == signal.SIGKILL else 0)
+        assert wait_process_ended(child), f'read-ahead process {child} outlived the player'
+    finally:
+        server.stop(signal.SIGKILL)
