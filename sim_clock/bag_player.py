@@ -27,10 +27,8 @@ while this one publishes, so reading and publishing use two cores.
 
 import argparse
 import itertools
-import struct
 import sys
 import time
-from typing import Callable
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -40,11 +38,9 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from rclpy.serialization import serialize_message
 from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
-from rosgraph_msgs.msg import Clock
 from sim_clock.bag import Bag
 from sim_clock.bag import BagError
 from sim_clock.bag import Cursor
@@ -89,35 +85,6 @@ def qos_for(offered: tuple) -> QoSProfile:
         durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
 
 
-def clock_publisher(publisher) -> Callable[[int], None]:
-    """
-    Return a function that publishes a /clock time in ns on ``publisher`` (of Clock).
-
-    Serialized here, 12 bytes of CDR (encapsulation header, sec, nanosec), and published raw:
-    a quarter of the cost of ``Publisher.publish``, which converts the message first. The bytes
-    are checked against rclpy's serialization once; should they differ, the function converts
-    a message as ``Publisher.publish`` does.
-    """
-    sample = Clock()
-    sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
-    expected = serialize_message(sample)
-    header = expected[:4]
-    pack = struct.Struct('<4siI').pack
-    if pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
-        publish_raw = publisher.handle.publish_raw
-
-        def publish_clock(time_ns: int) -> None:
-            publish_raw(pack(header, *divmod(time_ns, NS_PER_SEC)))
-        return publish_clock
-
-    msg = Clock()
-
-    def publish_clock_msg(time_ns: int) -> None:
-        msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
-        publisher.publish(msg)
-    return publish_clock_msg
-
-
 class BagPlayer(ClockServer):
     """A clock server whose frames publish a bag's messages, then ``/clock``."""
 
@@ -154,7 +121,6 @@ class BagPlayer(ClockServer):
             for topic, data in zip(topics[start:stop], datas[start:stop]):
                 publishers[topic](data)
         self._bag_emit = emit
-        self._bag_publish_clock = clock_publisher(self._clock_pub)
         self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
 
         for topic in bag.skipped.clock:
@@ -201,7 +167,7 @@ class BagPlayer(ClockServer):
     def _publish_frames(self, frames: range) -> None:
         if not frames:
             return
-        publish_clock = self._bag_publish_clock
+        publish_clock = self._publish_clock
         release = self._bag_cursor.release
         emit = self._bag_emit
         start = self._bag.start_ns
@@ -219,6 +185,7 @@ class BagPlayer(ClockServer):
             for time_ns in frames[published:]:
                 publish_clock(origin + time_ns)
         self._last_publish_ns = time.monotonic_ns()
+        self._follow_own_time(origin + frames[-1])
 
     def _on_tick(self) -> None:
         super()._on_tick()

@@ -40,9 +40,9 @@ from sim_clock.bag import BagReadError
 from sim_clock.bag import Cursor
 from sim_clock.bag import get_message
 from sim_clock.bag import RecordingSummary
-from sim_clock.bag_player import clock_publisher
 from sim_clock.bag_player import MIN_VOLATILE_DEPTH
 from sim_clock.bag_player import qos_for
+from sim_clock.server import clock_publisher
 from sim_clock.timeline import MAX_TIME_NS
 from sim_clock.timeline import Mode
 from sim_clock.timeline import NS_PER_SEC
