@@ -42,6 +42,9 @@ from sim_clock.srv import GetStatus
 client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name='far_client')
 status = client.call(GetStatus, 'get_status', timeout=60)
 print('status', status.mode, status.sync, flush=True)
+# /clock matched before the reset, so that its time 0 is seen (discovery of the topic and of
+# the services cross the link separately).
+client.wait_for_clock(timeout=60)
 assert client.sync_mode_cmd('far', True, 0).result
 for call in range(1, 11):
     response = client.step('far', 100)
