@@ -37,7 +37,6 @@ from rclpy.clock import ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
@@ -519,7 +518,8 @@ class ClockServer(Node):
 
     def step_frames(self, user_id: str, steps: int) -> tuple:
         """Step for ``user_id``; publish every frame; return (success, message)."""
-        self._release_lapsed_owner()
+        if self._timeline.owner:
+            self._release_lapsed_owner()
         try:
             frames = self._timeline.step(user_id, steps)
         except Refused as refused:
@@ -528,9 +528,6 @@ class ClockServer(Node):
             return False, refused.reason
         # Every frame is on the wire before the response is sent.
         self._publish_frames(frames)
-        logger = self.get_logger()
-        if logger.is_enabled_for(LoggingSeverity.DEBUG):
-            logger.debug(f'stepped to frame {self._timeline.frame}, time {frames[-1]} ns')
         return True, f'frame {self._timeline.frame}, time {self._timeline.time_ns} ns'
 
     def _on_get_status(self, request, response):

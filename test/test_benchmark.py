@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The replay benchmark runs and prints its figures (a smoke run on tiny bags, not a timing)."""
+"""The benchmarks run and print their figures (smoke runs, never a timing assertion)."""
 
+import json
+import math
 import os
 import re
 import subprocess
@@ -36,3 +38,27 @@ def test_replay_benchmark_prints_figures(tmp_path):
     assert [row[:3] for row in rows] == [['mcap', 'x1', '200'], ['mcap', 'x10', '2000']]
     for row in rows:
         assert all(re.fullmatch(r'[\d,.]+', figure) for figure in row[3:]), row
+
+
+@pytest.mark.slow
+def test_performance_benchmark_prints_every_figure(tmp_path, domain_id):
+    """The smoke run prints every figure with baseline, ratio and target, as a line and JSON."""
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks', 'performance'))
+    try:
+        from run import FIGURES
+    finally:
+        sys.path.pop(0)
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'performance', 'run.py'), '--smoke',
+         '--domain', str(domain_id), '--log', str(tmp_path / 'processes.log')],
+        capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    objects = [json.loads(line) for line in lines if line.startswith('{')]
+    assert [row['name'] for row in objects] == [figure.name for figure in FIGURES]
+    for row in objects:
+        assert {'name', 'value', 'baseline', 'ratio', 'target', 'unit'} <= set(row), row
+        assert math.isfinite(row['value']) and math.isfinite(row['baseline']), row
+        # The human-readable line of the same figure.
+        assert any(line.startswith(row['name'] + ' ') and 'baseline' in line
+                   for line in lines), row['name']
