@@ -377,6 +377,33 @@ def human(row: dict) -> str:
             f"target {row['target']}: {verdict}")
 
 
+def _number(value: Optional[float]) -> str:
+    if value is None:
+        return 'n/a'
+    size = abs(value)
+    if size >= 1000:
+        return f'{value:,.0f}'
+    if size >= 100:
+        return f'{value:.0f}'
+    if size >= 1 or size == 0:
+        return f'{value:.2f}'
+    return f'{value:.2g}'
+
+
+def markdown(rows: List[dict]) -> List[str]:
+    """Return the results as the rows of a Markdown table (the README's)."""
+    lines = ['| figure | unit | sim_clock, median (min to max) | baseline, median (min to max) '
+             '| ratio | target | met |', '|---|---|---|---|---|---|---|']
+    for row in rows:
+        ratio = 'n/a' if row['ratio'] is None else f"{row['ratio']:.2f}"
+        lines.append(
+            f"| `{row['name']}` | {row['unit']} | {_number(row['value'])} "
+            f"({_number(row['min'])} to {_number(row['max'])}) | {_number(row['baseline'])} "
+            f"({_number(row['baseline_min'])} to {_number(row['baseline_max'])}) | {ratio} "
+            f"| {row['target']} | {'yes' if row['met'] else '**no**'} |")
+    return lines
+
+
 def machine() -> str:
     model = ''
     try:
@@ -402,6 +429,10 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--only', nargs='+', choices=[case.__name__ for case in CASES],
                         help='run only these cases')
     parser.add_argument('--json', metavar='FILE', help='also write the JSON objects to FILE')
+    parser.add_argument('--markdown', metavar='FILE',
+                        help="also write the results as a Markdown table (the README's) to FILE")
+    parser.add_argument('--from-json', metavar='FILE',
+                        help='print the results of an earlier run (its --json file); run nothing')
     parser.add_argument('--log', metavar='FILE', default=None,
                         help='where the processes write stderr (default: a temporary file)')
     return parser.parse_args(argv)
@@ -409,6 +440,10 @@ def parse_arguments(argv) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if args.from_json:
+        with open(args.from_json) as earlier:
+            report([json.loads(line) for line in earlier], args)
+        return 0
     settings = SMOKE if args.smoke else FULL
     if args.repetitions:
         settings = Settings(**dict(settings.__dict__, repetitions=args.repetitions))
@@ -432,7 +467,12 @@ def main(argv=None) -> int:
             runs.append(run)
     finally:
         bench.close()
-    rows = summarize(runs)
+    report(summarize(runs), args)
+    return 0
+
+
+def report(rows: List[dict], args: argparse.Namespace) -> None:
+    """Print every figure as a line and as JSON; write the files asked for."""
     for row in rows:
         print(human(row))
     for row in rows:
@@ -441,7 +481,9 @@ def main(argv=None) -> int:
         with open(args.json, 'w') as output:
             for row in rows:
                 output.write(json.dumps(row) + '\n')
-    return 0
+    if args.markdown:
+        with open(args.markdown, 'w') as output:
+            output.write('\n'.join(markdown(rows)) + '\n')
 
 
 if __name__ == '__main__':
