@@ -24,6 +24,7 @@ messages per topic and the simulated time span.
 """
 
 import argparse
+from bisect import bisect_right
 import os
 import sys
 from typing import List
@@ -67,6 +68,8 @@ NODE_NAME = 'sim_clock_recorder'
 DISCOVERY_PERIOD = 0.2
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
+#: /clock source timestamps kept to stamp late messages by (10000 to 20000 frames).
+CLOCK_HISTORY = 10_000
 _ZERO = QosTime(0, 0)
 
 
@@ -112,7 +115,16 @@ def subscription_qos(profiles: List[QoSProfile]) -> QoSProfile:
 
 
 class Recorder(Node):
-    """Record topics raw into an open rosbags writer, stamped with the latest /clock."""
+    """
+    Record topics raw into an open rosbags writer, stamped with simulated time.
+
+    A message gets the /clock that was published last before it: the one with the latest
+    source timestamp (the publisher's wall clock, carried by DDS) at or before the message's.
+    Order of arrival would not do: a recorder that falls behind takes the messages of each
+    subscription in turn, and would give data a /clock older than the one it came after. A
+    message waits until a /clock published after it arrives (or the recording ends). Source
+    timestamps of publishers on other hosts are only as close as the hosts' clocks.
+    """
 
     def __init__(self, writer: Writer, topics: List[str], until_ns: Optional[int] = None,
                  **kwargs):
@@ -124,10 +136,17 @@ class Recorder(Node):
         self._skipped_types = set()
         self.summary = RecordingSummary()
         self.clock_ns: Optional[int] = None
+        # Source timestamps and times of the /clock messages received, oldest first (the last
+        # CLOCK_HISTORY to CLOCK_HISTORY * 2), and the messages waiting for a later /clock.
+        self._clock_sources: List[int] = []
+        self._clock_times: List[int] = []
+        self._pending = []
+        self._clock_trimmed = False
         self.done = False
         #: Callbacks run so far: lets the caller drain what is queued before closing.
         self.callbacks = 0
         self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        self._write = writer.write
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
@@ -138,12 +157,44 @@ class Recorder(Node):
         """Return the topics asked for whose publishers have not been seen."""
         return list(self._waiting)
 
-    def _on_clock(self, msg) -> None:
+    def _on_clock(self, msg, info) -> None:
         self.callbacks += 1
         self.clock_ns = msg.clock.sec * NS_PER_SEC + msg.clock.nanosec
         self.summary.clock(self.clock_ns)
+        self._clock_sources.append(info['source_timestamp'])
+        self._clock_times.append(self.clock_ns)
+        if len(self._clock_times) > 2 * CLOCK_HISTORY:
+            del self._clock_sources[:CLOCK_HISTORY]
+            del self._clock_times[:CLOCK_HISTORY]
+            self._clock_trimmed = True
+        if self._pending:
+            self._write_pending(info['source_timestamp'])
         if self._until_ns is not None and self.clock_ns >= self._until_ns:
             self.done = True
+
+    def _write_pending(self, before: Optional[int]) -> None:
+        """Write the waiting messages published before ``before`` (None: all of them)."""
+        waiting = []
+        for entry in self._pending:
+            if before is None or entry[0] < before:
+                self._write_stamped(*entry)
+            else:
+                waiting.append(entry)
+        self._pending = waiting
+
+    def _write_stamped(self, source: int, topic: str, connection, data: bytes) -> None:
+        index = bisect_right(self._clock_sources, source)
+        if index == 0 and not self._clock_trimmed:
+            self.summary.before_clock += 1
+            return
+        # Older than the history kept: the oldest time kept.
+        stamp = self._clock_times[max(index - 1, 0)]
+        self._write(connection, stamp, data)
+        self.summary.message(topic, stamp)
+
+    def finish(self) -> None:
+        """Write the messages still waiting for a later /clock (the recording ends)."""
+        self._write_pending(None)
 
     def _discover(self) -> None:
         for topic in list(self._waiting):
@@ -196,16 +247,16 @@ class Recorder(Node):
             self.get_logger().warning(f'not recording {topic}: type {type_name}: {reason}')
 
     def _writer_callback(self, topic: str, connection):
-        write = self._writer.write
-        summary = self.summary
+        sources = self._clock_sources
 
-        def callback(data: bytes) -> None:
+        def callback(data: bytes, info) -> None:
             self.callbacks += 1
-            if self.clock_ns is None:
-                summary.before_clock += 1
-                return
-            write(connection, self.clock_ns, data)
-            summary.message(topic, self.clock_ns)
+            source = info['source_timestamp']
+            if sources and sources[-1] > source:
+                # A /clock published after this message is in: its stamp is known.
+                self._write_stamped(source, topic, connection, data)
+            else:
+                self._pending.append((source, topic, connection, data))
         return callback
 
 
@@ -257,6 +308,7 @@ def main(args=None) -> int:
         while not node.done:
             executor.spin_once(timeout_sec=0.1)
         _drain(executor, node)
+        node.finish()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
