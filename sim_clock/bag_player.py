@@ -28,7 +28,6 @@ while this one publishes, so reading and publishing use two cores.
 import argparse
 import itertools
 import sys
-import time
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -184,8 +183,7 @@ class BagPlayer(ClockServer):
             # The frames not published yet, without data: time goes on.
             for time_ns in frames[published:]:
                 publish_clock(origin + time_ns)
-        self._last_publish_ns = time.monotonic_ns()
-        self._follow_own_time(origin + frames[-1])
+        self._published(origin + frames[-1])
 
     def _on_tick(self) -> None:
         super()._on_tick()

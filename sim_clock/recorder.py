@@ -146,7 +146,6 @@ class Recorder(Node):
         #: Callbacks run so far: lets the caller drain what is queued before closing.
         self.callbacks = 0
         self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
-        self._write = writer.write
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
@@ -189,7 +188,7 @@ class Recorder(Node):
             return
         # Older than the history kept: the oldest time kept.
         stamp = self._clock_times[max(index - 1, 0)]
-        self._write(connection, stamp, data)
+        self._writer.write(connection, stamp, data)
         self.summary.message(topic, stamp)
 
     def finish(self) -> None:

@@ -298,13 +298,16 @@ class ClockServer(Node):
         for time_ns in frames:
             publish_clock(time_ns)
         if frames:
-            self._last_publish_ns = time.monotonic_ns()
-            self._follow_own_time(frames[-1])
+            self._published(frames[-1])
+
+    def _published(self, time_ns: int) -> None:
+        """Note that frames up to ``time_ns`` are out: the idle republish waits from here."""
+        self._last_publish_ns = time.monotonic_ns()
+        self._follow_own_time(time_ns)
 
     def _on_tick(self) -> None:
         timeline = self._timeline
-        if timeline.owner:
-            self._release_lapsed_owner()
+        self._release_lapsed_owner()
         if self._full_speed:
             frames = self._full_speed_batch()
         else:
@@ -518,8 +521,7 @@ class ClockServer(Node):
 
     def step_frames(self, user_id: str, steps: int) -> tuple:
         """Step for ``user_id``; publish every frame; return (success, message)."""
-        if self._timeline.owner:
-            self._release_lapsed_owner()
+        self._release_lapsed_owner()
         try:
             frames = self._timeline.step(user_id, steps)
         except Refused as refused:

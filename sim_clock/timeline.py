@@ -241,11 +241,6 @@ class Timeline:
         return self._time_step_ns
 
     @property
-    def real_time_factor(self) -> Fraction:
-        """Return the free-run pace (0: as fast as possible)."""
-        return self._rtf
-
-    @property
     def owner(self) -> str:
         """Return the user_id that holds sync mode, or ''."""
         return self._owner
