@@ -25,12 +25,14 @@ given bag time, frame by frame, and starts again from any time (seek, loop, rese
 throughout.
 """
 
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from dataclasses import field
 import fcntl
 import importlib
 import json
+import marshal
 from multiprocessing.connection import Connection
 import os
 import subprocess
@@ -41,6 +43,7 @@ from typing import Iterable
 from typing import Iterator
 from typing import List
 from typing import Optional
+from typing import Sequence
 from typing import Tuple
 
 import apsw
@@ -74,9 +77,10 @@ class BagReadError(Exception):
 #: Anything else is a bug and propagates.
 READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError, BagReadError)
 
-#: A batch of messages in time order, as three lists of one length: the times in ns, the
-#: indices in :attr:`Bag.topics` and the serialized data.
-Batch = Tuple[List[int], List[int], List[bytes]]
+#: A batch of messages in time order, as three sequences of one length: the times in ns (an
+#: ``array('q')``), the indices in :attr:`Bag.topics` (an ``array('I')``) and the serialized data
+#: (a list of bytes).
+Batch = Tuple[Sequence[int], Sequence[int], List[bytes]]
 
 
 def get_message(type_name: str):
@@ -237,27 +241,29 @@ class Bag:
     def batches(self, start_ns: int, max_messages: int = BATCH_MESSAGES,
                 max_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
         """
-        Stream the messages of :meth:`messages` from ``start_ns`` on as :data:`Batch` lists.
+        Stream the messages of :meth:`messages` from ``start_ns`` on as :data:`Batch` es.
 
         A batch ends at ``max_messages`` messages or once it holds ``max_bytes`` of data, so
         memory stays bounded whatever the messages' size. No batch is empty.
         """
         index = self.topic_index
-        times: List[int] = []
-        topics: List[int] = []
-        datas: List[bytes] = []
-        size = 0
-        for connection, time_ns, data in self.messages(start_ns):
-            times.append(time_ns)
-            topics.append(index[connection.id])
-            datas.append(data)
-            size += len(data)
-            if len(times) >= max_messages or size >= max_bytes:
-                yield times, topics, datas
-                times, topics, datas = [], [], []
-                size = 0
-        if times:
-            yield times, topics, datas
+        messages = self.messages(start_ns)
+        while True:
+            times: List[int] = []
+            topics: List[int] = []
+            datas: List[bytes] = []
+            add_time, add_topic, add_data = times.append, topics.append, datas.append
+            size = 0
+            for connection, time_ns, data in messages:
+                add_time(time_ns)
+                add_topic(index[connection.id])
+                add_data(data)
+                size += len(data)
+                if size >= max_bytes or len(datas) >= max_messages:
+                    break
+            if not datas:
+                return
+            yield array('q', times), array('I', topics), datas
 
     def read_ahead(self) -> 'ReadAhead':
         """Start a :class:`ReadAhead` of this bag; :meth:`close` ends it too."""
@@ -364,7 +370,7 @@ class ReadAhead:
     def _receive(self, generation: int) -> Iterator[Batch]:
         while generation == self._generation:
             try:
-                received, payload = self._data.recv()
+                received, payload = marshal.loads(self._data.recv_bytes())
             except (EOFError, OSError):
                 raise BagReadError(self._ended()) from None
             if received != generation:
@@ -373,7 +379,7 @@ class ReadAhead:
                 return
             if isinstance(payload, str):
                 raise BagReadError(payload)
-            yield payload
+            yield _decode_batch(payload)
 
     def _ended(self) -> str:
         """Close the pipes of a child that ended unexpectedly; return what to report."""
@@ -401,13 +407,30 @@ class ReadAhead:
         self._stop()
 
 
+def _encode_batch(batch: Batch) -> tuple:
+    """Return a batch as :mod:`marshal` encodes it fast: the two arrays as bytes."""
+    times, topics, datas = batch
+    return times.tobytes(), topics.tobytes(), datas
+
+
+def _decode_batch(encoded: tuple) -> Batch:
+    """Return the batch of :func:`_encode_batch`."""
+    times_bytes, topics_bytes, datas = encoded
+    times, topics = array('q'), array('I')
+    times.frombytes(times_bytes)
+    topics.frombytes(topics_bytes)
+    return times, topics, datas
+
+
 def read_ahead_main(config: dict) -> int:
     """
     Run a :class:`ReadAhead`'s child: serve requests for batches until the pipes close.
 
-    A request is ``(generation, start_ns)``; the answer is ``(generation, batch)`` for each
-    batch from that time on, then ``(generation, None)`` at the end, or ``(generation, text)``
-    if reading fails. A newer request ends the answer to the one before.
+    A request is ``(generation, start_ns)`` (pickled); the answer is ``(generation, batch)``
+    for each batch from that time on, then ``(generation, None)`` at the end, or
+    ``(generation, text)`` if reading fails, each in :mod:`marshal`'s format (a fifth of
+    pickle's cost for a batch; parent and child run one interpreter). A newer request ends the
+    answer to the one before.
     """
     requests = Connection(config['requests'], writable=False)
     data = Connection(config['data'], readable=False)
@@ -426,7 +449,7 @@ def read_ahead_main(config: dict) -> int:
 
     def send(generation, payload):
         try:
-            data.send((generation, payload))
+            data.send_bytes(marshal.dumps((generation, payload)))
         except OSError:
             raise _ParentGone from None
 
@@ -446,7 +469,7 @@ def read_ahead_main(config: dict) -> int:
                 if failure is not None:
                     raise BagReadError(failure)
                 for batch in bag.batches(start_ns):
-                    send(generation, batch)
+                    send(generation, _encode_batch(batch))
                     while requests.poll():
                         request = receive()  # only the latest counts
                     if request is not None:
@@ -463,15 +486,17 @@ def read_ahead_main(config: dict) -> int:
 
 class Cursor:
     """
-    Messages handed out in time order up to a given time, from a restartable stream of batches.
+    Messages handed out in time order, frame by frame, from a restartable stream of batches.
 
-    ``open_batches(start_ns)`` returns an iterator of :data:`Batch` lists (times in ns, topic
+    ``open_batches(start_ns)`` returns an iterator of :data:`Batch` es (times in ns, topic
     indices, data) whose times run in order from ``start_ns`` on, batch after batch.
     Each message is handed out once between two :meth:`seek` calls.
     """
 
     def __init__(self, open_batches: Callable[[int], Iterator[Batch]], start_ns: int):
         self._open_batches = open_batches
+        #: Frames done by the last :meth:`play`.
+        self.frames_played = 0
         self.seek(start_ns)
 
     def seek(self, start_ns: int) -> None:
@@ -482,10 +507,10 @@ class Cursor:
 
     def _next_batch(self) -> None:
         self._batch = None
+        self._index = 0
         for batch in self._batches:
             if batch[0]:
                 self._batch = batch
-                self._index = 0
                 return
 
     @property
@@ -498,26 +523,48 @@ class Cursor:
         """Return the time of the next message, or None."""
         return None if self._batch is None else self._batch[0][self._index]
 
-    def release(self, up_to_ns: int,
-                emit: Callable[[List[int], List[bytes], int, int], None]) -> int:
+    def play(self, frames: Iterable[int], offset_ns: int,
+             publishers: Sequence[Callable[[bytes], object]],
+             frame_done: Callable[[int], object]) -> int:
         """
-        Hand out every message stamped up to ``up_to_ns``; return how many.
+        Play ``frames`` in turn; return how many messages were handed out.
 
-        Slice by slice of a batch: ``emit(topics, datas, start, stop)`` for the messages
-        ``start`` to ``stop`` (excluded) of the batch's lists, in order.
+        For each time ``t`` of ``frames``: every message stamped up to ``offset_ns + t`` not
+        handed out yet, in order, as ``publishers[topic](data)``; then ``frame_done(t)``.
+        The frame's loop is the replay's hot path, so it is written out here in one piece.
+
+        What the stream of batches raises (a read error) propagates once the messages before it
+        are out, with the frame unfinished; :attr:`frames_played` counts the frames done
+        before it (all of them otherwise). The cursor is then exhausted until a :meth:`seek`.
         """
-        count = 0
-        while self._batch is not None:
-            times, topics, datas = self._batch
-            start = self._index
-            stop = bisect_right(times, up_to_ns, start)
-            if stop > start:
-                emit(topics, datas, start, stop)
-                count += stop - start
-            if stop < len(times):
-                self._index = stop
-                return count
-            self._next_batch()
+        count = played = 0
+        batch = self._batch
+        index = self._index
+        try:
+            for t in frames:
+                up_to_ns = offset_ns + t
+                while batch is not None:
+                    times, topics, datas = batch
+                    if times[index] > up_to_ns:
+                        break
+                    size = len(times)
+                    stop = (size if times[-1] <= up_to_ns
+                            else bisect_right(times, up_to_ns, index + 1, size))
+                    for topic, data in zip(topics[index:stop], datas[index:stop]):
+                        publishers[topic](data)
+                    count += stop - index
+                    if stop < size:
+                        index = stop
+                        break
+                    index = 0
+                    self._next_batch()
+                    batch = self._batch
+                frame_done(t)
+                played += 1
+        finally:
+            self.frames_played = played
+            if batch is not None:
+                self._index = index
         return count
 
 

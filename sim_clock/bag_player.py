@@ -44,6 +44,7 @@ from sim_clock.bag import Bag
 from sim_clock.bag import BagError
 from sim_clock.bag import Cursor
 from sim_clock.bag import READ_ERRORS
+from sim_clock.server import clock_publisher
 from sim_clock.server import ClockServer
 from sim_clock.server import NODE_NAME
 from sim_clock.server import spin_until_stopped
@@ -94,7 +95,6 @@ class BagPlayer(ClockServer):
         self._bag_origin_ns = 0 if start_at_zero else bag.start_ns
         self._bag_end_ns = bag.end_ns - bag.start_ns
         self._bag_cursor = None
-        self._bag_emit = None
         self._bag_ended = False
         # Started first: the child imports and opens the bag while the node comes up.
         self._bag_reader = bag.read_ahead()
@@ -111,15 +111,12 @@ class BagPlayer(ClockServer):
         # By index in bag.topics, as batches name topics: the raw publish of the rcl handle,
         # half the cost of Publisher.publish (no type dispatch, no per-call guard). Safe here:
         # one thread publishes, and the publishers live as long as the node.
-        publishers = [
+        self._bag_publishers = [
             self.create_publisher(
                 topic.message_class, topic.name, qos_for(topic.offered_qos)).handle.publish_raw
             for topic in bag.topics]
-
-        def emit(topics, datas, start, stop):
-            for topic, data in zip(topics[start:stop], datas[start:stop]):
-                publishers[topic](data)
-        self._bag_emit = emit
+        #: Publishes the /clock of a timeline time.
+        self._publish_bag_clock = clock_publisher(self._clock_pub, self._bag_origin_ns)
         self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
 
         for topic in bag.skipped.clock:
@@ -166,24 +163,17 @@ class BagPlayer(ClockServer):
     def _publish_frames(self, frames: range) -> None:
         if not frames:
             return
-        publish_clock = self._publish_clock
-        release = self._bag_cursor.release
-        emit = self._bag_emit
-        start = self._bag.start_ns
-        origin = self._bag_origin_ns
-        published = 0
+        cursor = self._bag_cursor
         try:
-            for time_ns in frames:
-                release(start + time_ns, emit)
-                publish_clock(origin + time_ns)
-                published += 1
+            cursor.play(frames, self._bag.start_ns, self._bag_publishers,
+                        self._publish_bag_clock)
         except READ_ERRORS as error:
             self._bag_read_failed(error)
-            self._bag_cursor.seek(self._bag.end_ns + 1)
+            cursor.seek(self._bag.end_ns + 1)
             # The frames not published yet, without data: time goes on.
-            for time_ns in frames[published:]:
-                publish_clock(origin + time_ns)
-        self._published(origin + frames[-1])
+            for time_ns in frames[cursor.frames_played:]:
+                self._publish_bag_clock(time_ns)
+        self._published(self._clock_ns(frames[-1]))
 
     def _on_tick(self) -> None:
         super()._on_tick()

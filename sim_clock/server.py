@@ -170,9 +170,9 @@ DESCRIPTORS = {
 }
 
 
-def clock_publisher(publisher) -> Callable[[int], None]:
+def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     """
-    Return a function that publishes a /clock time in ns on ``publisher`` (of Clock).
+    Return a function that publishes a time in ns, plus ``offset_ns``, on ``publisher`` (of Clock).
 
     Serialized here, 12 bytes of CDR (encapsulation header, sec, nanosec), and published raw:
     a quarter of the cost of ``Publisher.publish``, which converts the message first. The bytes
@@ -188,13 +188,14 @@ def clock_publisher(publisher) -> Callable[[int], None]:
         publish_raw = publisher.handle.publish_raw
 
         def publish_clock(time_ns: int) -> None:
-            publish_raw(pack(header, *divmod(time_ns, NS_PER_SEC)))
+            sec, nanosec = divmod(time_ns + offset_ns, NS_PER_SEC)
+            publish_raw(pack(header, sec, nanosec))
         return publish_clock
 
     msg = ClockMsg()
 
     def publish_clock_msg(time_ns: int) -> None:
-        msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+        msg.clock.sec, msg.clock.nanosec = divmod(time_ns + offset_ns, NS_PER_SEC)
         publisher.publish(msg)
     return publish_clock_msg
 

@@ -242,14 +242,12 @@ def test_read_ahead_seek_while_the_child_is_ahead(large_bag):
         # A cursor over the read-ahead: seeks and releases hand out exactly what is due.
         cursor = Cursor(reader.batches, times[0])
         out = []
-
-        def emit(topics, datas, start, stop):
-            out.extend(int(data[8:16]) for data in datas[start:stop])
-        assert cursor.release(times[1234], emit) == 1235
+        publishers = [lambda data: out.append(int(data[8:16]))] * len(bag.topics)
+        assert cursor.play([times[1234]], 0, publishers, _ignore) == 1235
         cursor.seek(times[100])
-        assert cursor.release(times[101], emit) == 2
+        assert cursor.play([times[101]], 0, publishers, _ignore) == 2
         cursor.seek(times[1990])
-        assert cursor.release(times[-1] + 1, emit) == 10
+        assert cursor.play([times[-1] + 1], 0, publishers, _ignore) == 10
         assert cursor.exhausted
         assert out == list(range(1235)) + [100, 101] + list(range(1990, 2000))
     finally:
@@ -317,52 +315,86 @@ def _stream(times, sizes=(3,)):
     return open_batches
 
 
+def _ignore(*args):
+    pass
+
+
 def _collect(out):
-    def emit(topics, datas, start, stop):
-        out.extend(int(data) for data in datas[start:stop])
-    return emit
+    """Return the publishers of one topic that put each message's time into ``out``."""
+    return [lambda data: out.append(int(data))]
 
 
-def test_cursor_releases_up_to_and_including_the_time():
-    """Each release hands out the messages stamped up to the time, once, in order."""
+def test_cursor_plays_up_to_and_including_the_time():
+    """Each frame hands out the messages stamped up to its time, once, in order."""
     cursor = Cursor(_stream([0, 10, 20, 20, 35], sizes=(2, 0, 1)), 0)
     out = []
-    assert cursor.release(-1, _collect(out)) == 0
-    assert cursor.release(10, _collect(out)) == 2
-    assert cursor.release(10, _collect(out)) == 0
+    assert cursor.play([-1], 0, _collect(out), _ignore) == 0
+    assert cursor.play([10], 0, _collect(out), _ignore) == 2
+    assert cursor.play([10], 0, _collect(out), _ignore) == 0
     assert cursor.next_time_ns == 20
-    assert cursor.release(34, _collect(out)) == 2
+    assert cursor.play([34], 0, _collect(out), _ignore) == 2
     assert not cursor.exhausted
-    assert cursor.release(100, _collect(out)) == 1
+    assert cursor.play([100], 0, _collect(out), _ignore) == 1
     assert cursor.exhausted and cursor.next_time_ns is None
+    assert cursor.play([200], 0, _collect(out), _ignore) == 0
     assert out == [0, 10, 20, 20, 35]
 
 
 def test_cursor_seek_starts_again():
     """A seek hands out again every message at or after the time."""
     cursor = Cursor(_stream([0, 10, 20, 30]), 0)
-    cursor.release(100, lambda *slice_: None)
+    cursor.play([100], 0, [_ignore], _ignore)
     cursor.seek(15)
     out = []
-    cursor.release(25, _collect(out))
+    cursor.play([25], 0, _collect(out), _ignore)
     assert out == [20]
 
 
 @given(times=st.lists(st.integers(0, 10_000), max_size=50).map(sorted),
        cuts=st.lists(st.integers(-5, 10_005), max_size=20).map(sorted),
-       sizes=st.lists(st.integers(0, 8), min_size=1, max_size=5).filter(any))
-def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, sizes):
-    """However the time is cut into frames and batches, each message comes once, when due."""
+       sizes=st.lists(st.integers(0, 8), min_size=1, max_size=5).filter(any),
+       offset=st.integers(-20_000, 20_000),
+       calls=st.integers(1, 4))
+def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, sizes, offset,
+                                                               calls):
+    """However time is cut into frames, batches and calls, each message comes once, when due."""
     cursor = Cursor(_stream(times, sizes), 0)
-    seen = []
-    previous = None
-    for cut in cuts + [10_005]:
-        batch = []
-        cursor.release(cut, _collect(batch))
-        assert all(t <= cut and (previous is None or t > previous) for t in batch)
-        seen += batch
-        previous = cut
-    assert seen == times
+    frames = [cut - offset for cut in cuts + [10_005]]
+    events = []
+    count = 0
+    for k in range(calls):
+        part = frames[k * len(frames) // calls:(k + 1) * len(frames) // calls]
+        count += cursor.play(part, offset, _collect(events), lambda t: events.append(('frame', t)))
+        assert cursor.frames_played == len(part)
+    assert count == len(times)
+    assert cursor.exhausted
+    # Before each frame is done: exactly the messages stamped after the one before, up to it.
+    expected = []
+    due = iter(times)
+    message = next(due, None)
+    for frame in frames:
+        while message is not None and message <= frame + offset:
+            expected.append(message)
+            message = next(due, None)
+        expected.append(('frame', frame))
+    assert events == expected
+
+
+def test_cursor_read_error_mid_play_is_raised_after_what_came_before():
+    """A read error ends the play after the messages before it; frames_played says where."""
+    def open_batches(start_ns):
+        yield [0, 10], [0, 0], ['0', '10']
+        yield [20], [0], ['20']
+        raise OSError('disk gone')
+
+    cursor = Cursor(open_batches, 0)
+    out = []
+    frames = []
+    with pytest.raises(OSError, match='disk gone'):
+        cursor.play([5, 15, 25, 35], 0, _collect(out), frames.append)
+    assert out == [0, 10, 20]
+    assert frames == [5, 15]
+    assert cursor.frames_played == 2
     assert cursor.exhausted
 
 
@@ -426,15 +458,17 @@ def test_timeline_seek_refuses_bad_times_unchanged(time_ns):
 # -- QoS and the recording summary -------------------------------------------------------------
 
 @pytest.mark.parametrize('time_ns', [0, 1, NS_PER_SEC - 1, NS_PER_SEC, START_NS, MAX_TIME_NS])
-def test_clock_publisher_sends_what_rclpy_serializes(time_ns):
+@pytest.mark.parametrize('offset_ns', [0, 1, START_NS])
+def test_clock_publisher_sends_what_rclpy_serializes(time_ns, offset_ns):
     """The raw /clock of each frame is byte for byte rclpy's serialization of the message."""
     from rclpy.serialization import serialize_message
     from rosgraph_msgs.msg import Clock
+    time_ns = min(time_ns, MAX_TIME_NS - offset_ns)
     sent = []
     publisher = SimpleNamespace(handle=SimpleNamespace(publish_raw=sent.append))
-    clock_publisher(publisher)(time_ns)
+    clock_publisher(publisher, offset_ns)(time_ns)
     msg = Clock()
-    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns + offset_ns, NS_PER_SEC)
     assert sent == [serialize_message(msg)]
 
 
