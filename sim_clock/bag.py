@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from dataclasses import field
 import fcntl
 import importlib
+from itertools import accumulate
 import json
 import marshal
 from multiprocessing.connection import Connection
@@ -43,7 +44,6 @@ from typing import Iterable
 from typing import Iterator
 from typing import List
 from typing import Optional
-from typing import Sequence
 from typing import Tuple
 
 import apsw
@@ -77,10 +77,15 @@ class BagReadError(Exception):
 #: Anything else is a bug and propagates.
 READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError, BagReadError)
 
-#: A batch of messages in time order, as three sequences of one length: the times in ns (an
-#: ``array('q')``), the indices in :attr:`Bag.topics` (an ``array('I')``) and the serialized data
-#: (a list of bytes).
-Batch = Tuple[Sequence[int], Sequence[int], List[bytes]]
+#: A batch of messages in time order, as three lists of one length: the times in ns, the
+#: indices in :attr:`Bag.topics` and the serialized data.
+Batch = Tuple[List[int], List[int], List[bytes]]
+
+#: A batch as :class:`ReadAhead` hands it out, ready for a publish loop in C
+#: (:mod:`sim_clock._replay`): the times in ns (a list), the topic indices (an ``array('I')``),
+#: the serialized messages one after the other (bytes) and where each starts in them, then
+#: the end of the last (an ``array('Q')``, one longer than the others).
+PackedBatch = Tuple[List[int], array, bytes, array]
 
 
 def get_message(type_name: str):
@@ -241,7 +246,7 @@ class Bag:
     def batches(self, start_ns: int, max_messages: int = BATCH_MESSAGES,
                 max_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
         """
-        Stream the messages of :meth:`messages` from ``start_ns`` on as :data:`Batch` es.
+        Stream the messages of :meth:`messages` from ``start_ns`` on as :data:`Batch` lists.
 
         A batch ends at ``max_messages`` messages or once it holds ``max_bytes`` of data, so
         memory stays bounded whatever the messages' size. No batch is empty.
@@ -263,7 +268,7 @@ class Bag:
                     break
             if not datas:
                 return
-            yield array('q', times), array('I', topics), datas
+            yield times, topics, datas
 
     def read_ahead(self) -> 'ReadAhead':
         """Start a :class:`ReadAhead` of this bag; :meth:`close` ends it too."""
@@ -352,7 +357,7 @@ class ReadAhead:
         self._requests = Connection(requests_write, readable=False)
         self._data = Connection(data_read, writable=False)
 
-    def batches(self, start_ns: int) -> Iterator[Batch]:
+    def batches(self, start_ns: int) -> Iterator[PackedBatch]:
         """Stream the batches of :meth:`Bag.batches` from ``start_ns`` on, read in the child."""
         if self._closed:
             raise BagReadError(f'the read-ahead of {self._bag.path!r} is closed')
@@ -367,7 +372,7 @@ class ReadAhead:
             raise BagReadError(self._ended()) from None
         return self._receive(self._generation)
 
-    def _receive(self, generation: int) -> Iterator[Batch]:
+    def _receive(self, generation: int) -> Iterator[PackedBatch]:
         while generation == self._generation:
             try:
                 received, payload = marshal.loads(self._data.recv_bytes())
@@ -408,18 +413,28 @@ class ReadAhead:
 
 
 def _encode_batch(batch: Batch) -> tuple:
-    """Return a batch as :mod:`marshal` encodes it fast: the two arrays as bytes."""
+    """Return a batch packed, as :mod:`marshal` encodes it fast: four bytes objects."""
     times, topics, datas = batch
-    return times.tobytes(), topics.tobytes(), datas
+    offsets = array('Q', accumulate(map(len, datas), initial=0))
+    return array('q', times).tobytes(), array('I', topics).tobytes(), b''.join(datas), \
+        offsets.tobytes()
 
 
-def _decode_batch(encoded: tuple) -> Batch:
-    """Return the batch of :func:`_encode_batch`."""
-    times_bytes, topics_bytes, datas = encoded
-    times, topics = array('q'), array('I')
+def _decode_batch(encoded: tuple) -> PackedBatch:
+    """Return the :data:`PackedBatch` of :func:`_encode_batch`."""
+    times_bytes, topics_bytes, blob, offsets_bytes = encoded
+    times, topics, offsets = array('q'), array('I'), array('Q')
     times.frombytes(times_bytes)
     topics.frombytes(topics_bytes)
-    return times, topics, datas
+    offsets.frombytes(offsets_bytes)
+    # The times as a list: the cursor reads them one by one (an array makes an int each time).
+    return times.tolist(), topics, blob, offsets
+
+
+def unpack(batch: PackedBatch) -> Batch:
+    """Return a packed batch as a :data:`Batch` (times, topic indices, list of data)."""
+    times, topics, blob, offsets = batch
+    return times, topics.tolist(), [blob[a:b] for a, b in zip(offsets, offsets[1:])]
 
 
 def read_ahead_main(config: dict) -> int:
@@ -488,12 +503,14 @@ class Cursor:
     """
     Messages handed out in time order, frame by frame, from a restartable stream of batches.
 
-    ``open_batches(start_ns)`` returns an iterator of :data:`Batch` es (times in ns, topic
-    indices, data) whose times run in order from ``start_ns`` on, batch after batch.
-    Each message is handed out once between two :meth:`seek` calls.
+    ``open_batches(start_ns)`` returns an iterator of batches whose times run in order from
+    ``start_ns`` on, batch after batch. A batch is a tuple whose first item is the list of its
+    messages' times in ns (a :data:`Batch` or a :data:`PackedBatch`); the cursor hands out runs
+    of a batch's messages by their indices. Each message is handed out once between two
+    :meth:`seek` calls.
     """
 
-    def __init__(self, open_batches: Callable[[int], Iterator[Batch]], start_ns: int):
+    def __init__(self, open_batches: Callable[[int], Iterator[tuple]], start_ns: int):
         self._open_batches = open_batches
         #: Frames done by the last :meth:`play`.
         self.frames_played = 0
@@ -524,14 +541,15 @@ class Cursor:
         return None if self._batch is None else self._batch[0][self._index]
 
     def play(self, frames: Iterable[int], offset_ns: int,
-             publishers: Sequence[Callable[[bytes], object]],
+             emit: Callable[[tuple, int, int], object],
              frame_done: Callable[[int], object]) -> int:
         """
         Play ``frames`` in turn; return how many messages were handed out.
 
         For each time ``t`` of ``frames``: every message stamped up to ``offset_ns + t`` not
-        handed out yet, in order, as ``publishers[topic](data)``; then ``frame_done(t)``.
-        The frame's loop is the replay's hot path, so it is written out here in one piece.
+        handed out yet, in order, by ``emit(batch, start, stop)`` for the messages ``start`` to
+        ``stop`` (excluded) of a batch; then ``frame_done(t)``. The frame loop is the replay's
+        hot path, so it is written out here in one piece.
 
         What the stream of batches raises (a read error) propagates once the messages before it
         are out, with the frame unfinished; :attr:`frames_played` counts the frames done
@@ -544,14 +562,13 @@ class Cursor:
             for t in frames:
                 up_to_ns = offset_ns + t
                 while batch is not None:
-                    times, topics, datas = batch
+                    times = batch[0]
                     if times[index] > up_to_ns:
                         break
                     size = len(times)
                     stop = (size if times[-1] <= up_to_ns
                             else bisect_right(times, up_to_ns, index + 1, size))
-                    for topic, data in zip(topics[index:stop], datas[index:stop]):
-                        publishers[topic](data)
+                    emit(batch, index, stop)
                     count += stop - index
                     if stop < size:
                         index = stop

@@ -22,10 +22,12 @@ mode a ``~/step`` therefore answers only after all data up to the new time is ou
 timeline's time counts from the bag's first timestamp, so every reset (``~/reset``, a mode or
 sync change) rewinds the bag to its start, ``~/seek`` is a reset to a given time, and ``loop``
 is a reset at the end. The bag is read ahead in a child process (:class:`sim_clock.bag.ReadAhead`)
-while this one publishes, so reading and publishing use two cores.
+while this one publishes, so reading and publishing use two cores, and the messages of a frame
+are published by a loop in C (:mod:`sim_clock._replay`).
 """
 
 import argparse
+from array import array
 import itertools
 import sys
 from typing import List
@@ -40,6 +42,7 @@ from rclpy.qos import ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
+from sim_clock import _replay
 from sim_clock.bag import Bag
 from sim_clock.bag import BagError
 from sim_clock.bag import Cursor
@@ -108,13 +111,21 @@ class BagPlayer(ClockServer):
         self.create_service(Seek, '~/seek', self._on_seek, qos_profile=self.SERVICE_QOS)
 
         logger = self.get_logger()
-        # By index in bag.topics, as batches name topics: the raw publish of the rcl handle,
-        # half the cost of Publisher.publish (no type dispatch, no per-call guard). Safe here:
-        # one thread publishes, and the publishers live as long as the node.
+        # By index in bag.topics, as batches name topics. The read-ahead's batches are packed
+        # (one bytes object of data and offsets), and the messages of each run that a frame
+        # releases are published in C (sim_clock._replay): rcl_publish_serialized_message(),
+        # what Publisher.handle.publish_raw() calls, without a Python call and a bytes object
+        # per message. Safe here: one thread publishes, and the publishers live as long as the
+        # node, which keeps them.
         self._bag_publishers = [
-            self.create_publisher(
-                topic.message_class, topic.name, qos_for(topic.offered_qos)).handle.publish_raw
+            self.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
             for topic in bag.topics]
+        pointers = array('Q', [publisher.handle.pointer for publisher in self._bag_publishers])
+        publish = _replay.publish
+
+        def emit(batch, start, stop):
+            publish(pointers, batch[1], batch[2], batch[3], start, stop)
+        self._bag_emit = emit
         #: Publishes the /clock of a timeline time.
         self._publish_bag_clock = clock_publisher(self._clock_pub, self._bag_origin_ns)
         self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
@@ -165,8 +176,7 @@ class BagPlayer(ClockServer):
             return
         cursor = self._bag_cursor
         try:
-            cursor.play(frames, self._bag.start_ns, self._bag_publishers,
-                        self._publish_bag_clock)
+            cursor.play(frames, self._bag.start_ns, self._bag_emit, self._publish_bag_clock)
         except READ_ERRORS as error:
             self._bag_read_failed(error)
             cursor.seek(self._bag.end_ns + 1)

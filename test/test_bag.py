@@ -40,6 +40,7 @@ from sim_clock.bag import BagReadError
 from sim_clock.bag import Cursor
 from sim_clock.bag import get_message
 from sim_clock.bag import RecordingSummary
+from sim_clock.bag import unpack
 from sim_clock.bag_player import MIN_VOLATILE_DEPTH
 from sim_clock.bag_player import qos_for
 from sim_clock.server import clock_publisher
@@ -156,9 +157,13 @@ def test_bag_without_messages_is_refused(tmp_path):
 # -- batches and the read-ahead -----------------------------------------------------------------
 
 def _flatten(batches):
-    """Return [(time, topic index, data)] of batches, checking that each is consistent."""
+    """Return [(time, topic index, data)] of batches (packed or not), checking each."""
     out = []
-    for times, topics, datas in batches:
+    for batch in batches:
+        if len(batch) == 4:
+            assert len(batch[3]) == len(batch[0]) + 1 and batch[3][-1] == len(batch[2])
+            batch = unpack(batch)
+        times, topics, datas = batch
         assert len(times) == len(topics) == len(datas) > 0
         out += zip(times, topics, datas)
     return out
@@ -242,12 +247,14 @@ def test_read_ahead_seek_while_the_child_is_ahead(large_bag):
         # A cursor over the read-ahead: seeks and releases hand out exactly what is due.
         cursor = Cursor(reader.batches, times[0])
         out = []
-        publishers = [lambda data: out.append(int(data[8:16]))] * len(bag.topics)
-        assert cursor.play([times[1234]], 0, publishers, _ignore) == 1235
+
+        def emit(batch, start, stop):
+            out.extend(int(data[8:16]) for data in unpack(batch)[2][start:stop])
+        assert cursor.play([times[1234]], 0, emit, _ignore) == 1235
         cursor.seek(times[100])
-        assert cursor.play([times[101]], 0, publishers, _ignore) == 2
+        assert cursor.play([times[101]], 0, emit, _ignore) == 2
         cursor.seek(times[1990])
-        assert cursor.play([times[-1] + 1], 0, publishers, _ignore) == 10
+        assert cursor.play([times[-1] + 1], 0, emit, _ignore) == 10
         assert cursor.exhausted
         assert out == list(range(1235)) + [100, 101] + list(range(1990, 2000))
     finally:
@@ -320,8 +327,10 @@ def _ignore(*args):
 
 
 def _collect(out):
-    """Return the publishers of one topic that put each message's time into ``out``."""
-    return [lambda data: out.append(int(data))]
+    """Return an emit that puts the time of each message handed out into ``out``."""
+    def emit(batch, start, stop):
+        out.extend(int(data) for data in batch[2][start:stop])
+    return emit
 
 
 def test_cursor_plays_up_to_and_including_the_time():
@@ -343,7 +352,7 @@ def test_cursor_plays_up_to_and_including_the_time():
 def test_cursor_seek_starts_again():
     """A seek hands out again every message at or after the time."""
     cursor = Cursor(_stream([0, 10, 20, 30]), 0)
-    cursor.play([100], 0, [_ignore], _ignore)
+    cursor.play([100], 0, _ignore, _ignore)
     cursor.seek(15)
     out = []
     cursor.play([25], 0, _collect(out), _ignore)

@@ -31,13 +31,19 @@ def test_replay_benchmark_prints_figures(tmp_path):
     """Both bag sizes get a raw read rate, a replay rate, a ratio and peak RSS figures."""
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'benchmarks', 'replay.py'), '--messages', '200',
-         '--storage', 'mcap'],
+         '--storage', 'mcap', '--repetitions', '2'],
         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    _, *lines, verdict = result.stdout.splitlines()
+    rows = [line.split() for line in lines]
     assert [row[:3] for row in rows] == [['mcap', 'x1', '200'], ['mcap', 'x10', '2000']]
     for row in rows:
+        assert len(row) == 15, row  # bag (2 words), messages and 12 figures
         assert all(re.fullmatch(r'[\d,.]+', figure) for figure in row[3:]), row
+        ratio, lowest, highest = map(float, row[5:8])
+        assert lowest <= highest and ratio > 0
+    assert re.fullmatch(r'target: replay at least 0\.5 of the raw read rate for every bag: '
+                        r'(met|NOT met) \(lowest ratio of median rates [\d.]+; .*\)', verdict)
 
 
 @pytest.mark.slow
