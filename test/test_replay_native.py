@@ -1,0 +1,132 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""sim_clock._replay: the C publish loop, through real rcl publishers and DDS subscribers."""
+
+from array import array
+from itertools import accumulate
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.serialization import serialize_message
+from sim_clock import _replay
+from std_msgs.msg import String
+
+QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+TIMEOUT = 10.0
+
+
+class Pair:
+    """Two publishers and, in another node of the same context, raw subscribers to both."""
+
+    def __init__(self, domain_id: int):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node('replay_publisher', context=self.context)
+        self.listener = rclpy.create_node('replay_listener', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.listener)
+        self.publishers = [self.node.create_publisher(String, name, QOS) for name in ('/a', '/b')]
+        self.pointers = array('Q', [p.handle.pointer for p in self.publishers])
+        self.received = []  # (topic, raw bytes), in arrival order
+        for name in ('/a', '/b'):
+            self.listener.create_subscription(
+                String, name, lambda data, name=name: self.received.append((name, data)), QOS,
+                raw=True)
+        self.spin_until(lambda: all(p.get_subscription_count() == 1 for p in self.publishers),
+                        'the subscriptions to match')
+
+    def spin_until(self, condition, what: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not condition():
+            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.listener.destroy_node()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def pair(domain_id):
+    pair = Pair(domain_id)
+    yield pair
+    pair.close()
+
+
+def _pack(datas):
+    return b''.join(datas), array('Q', accumulate(map(len, datas), initial=0))
+
+
+def _messages(count):
+    return [serialize_message(String(data=f'message {k}' + 'x' * k)) for k in range(count)]
+
+
+def test_publish_sends_the_run_of_messages_each_on_its_topic(pair):
+    """Messages start to stop go out, byte for byte, each on its topic, in order."""
+    datas = _messages(7)
+    topics = array('I', [0, 1, 1, 0, 1, 0, 0])
+    blob, offsets = _pack(datas)
+    assert _replay.publish(pair.pointers, topics, blob, offsets, 1, 6) is None
+    expected = [('/a' if topics[k] == 0 else '/b', datas[k]) for k in range(1, 6)]
+    pair.spin_until(lambda: len(pair.received) >= len(expected), 'five messages')
+    for name in ('/a', '/b'):
+        assert [d for n, d in pair.received if n == name] == [
+            d for n, d in expected if n == name]
+    # An empty run publishes nothing.
+    _replay.publish(pair.pointers, topics, blob, offsets, 3, 3)
+    _replay.publish(pair.pointers, array('I', [0]), datas[6], array('Q', [0, len(datas[6])]),
+                    0, 1)
+    pair.spin_until(lambda: len(pair.received) == 6, 'the last message')
+    assert pair.received[-1] == ('/a', datas[6])
+
+
+def _bad_calls(pointers, datas):
+    blob, offsets = _pack(datas)
+    topics = array('I', [0, 1, 0])
+    shuffled = array('Q', offsets)
+    shuffled[1], shuffled[2] = shuffled[2], shuffled[1]
+    return [
+        ((pointers, topics, blob, offsets, 0), TypeError, 'takes 6 arguments'),
+        ((pointers, topics, blob, offsets[:-1], 0, 3), ValueError, '3 topics need 4 offsets'),
+        ((pointers, topics, blob, offsets, 2, 1), ValueError, 'not within 0 to 3'),
+        ((pointers, topics, blob, offsets, -1, 2), ValueError, 'not within 0 to 3'),
+        ((pointers, topics, blob, offsets, 0, 4), ValueError, 'not within 0 to 3'),
+        ((pointers, array('I', [0, 2, 0]), blob, offsets, 0, 3), ValueError, 'topic 2 of 2'),
+        ((pointers, topics, blob[:-1], offsets, 0, 3), ValueError, 'message 2'),
+        ((pointers, topics, blob, shuffled, 0, 3), ValueError, 'message 1'),
+        ((pointers, [0, 1, 0], blob, offsets, 0, 3), TypeError, 'topics must support'),
+        ((pointers, topics, blob, offsets, 0, '3'), TypeError, ''),
+    ]
+
+
+def test_publish_refuses_bad_arguments_and_publishes_nothing(pair):
+    """Every bad argument is named; not one message of the run goes out."""
+    datas = _messages(3)
+    for args, error, text in _bad_calls(pair.pointers, datas):
+        with pytest.raises(error, match=text):
+            _replay.publish(*args)
+    # Then a good call on each topic: on each (a reliable writer, in order) only it arrives,
+    # so none of the bad calls published.
+    marker = serialize_message(String(data='after the refusals'))
+    blob, offsets = _pack([marker, marker])
+    _replay.publish(pair.pointers, array('I', [1, 0]), blob, offsets, 0, 2)
+    pair.spin_until(lambda: len(pair.received) >= 2, 'the messages after the refusals')
+    assert sorted(pair.received) == [('/a', marker), ('/b', marker)]
