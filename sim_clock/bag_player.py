@@ -50,6 +50,7 @@ from sim_clock.bag import READ_ERRORS
 from sim_clock.server import clock_publisher
 from sim_clock.server import ClockServer
 from sim_clock.server import NODE_NAME
+from sim_clock.server import publisher_destroyed
 from sim_clock.server import spin_until_stopped
 from sim_clock.srv import Seek
 from sim_clock.timeline import NS_PER_SEC
@@ -162,8 +163,9 @@ class BagPlayer(ClockServer):
             f'reading the bag failed: {error}; no more data plays until a seek or reset')
 
     def destroy_node(self) -> None:
-        """End the read-ahead process, then destroy the node."""
+        """End the read-ahead process, then destroy the node (nothing publishes after)."""
         self._bag_reader.close()
+        self._bag_emit = self._publish_bag_clock = publisher_destroyed
         super().destroy_node()
 
     # -- frames: the bag's messages up to each frame, then /clock -------------------------------

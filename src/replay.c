@@ -12,7 +12,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// sim_clock._replay: the bag player's publish loop, in C.
+// sim_clock._replay: the publish loops of the bag player and of /clock, in C.
 //
 // publish(publishers, topics, blob, offsets, start, stop) publishes the messages start to stop
 // (excluded) of a packed batch, in order, each raw on the rcl publisher of its topic:
@@ -123,15 +123,75 @@ done:
   return result;
 }
 
+// publish_clock(publisher, offset_ns, time_ns): publish rosgraph_msgs/Clock at
+// offset_ns + time_ns on the rcl publisher at address `publisher`, serialized here: the CDR
+// little-endian encapsulation header, then sec (int32) and nanosec (uint32), little-endian.
+// The caller checks once that rclpy serializes a Clock so (sim_clock.server.clock_publisher).
+static PyObject *
+replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
+{
+  (void)module;
+  if (nargs != 3) {
+    PyErr_Format(
+      PyExc_TypeError, "publish_clock() takes 3 arguments (publisher, offset_ns, time_ns), "
+      "got %zd", nargs);
+    return NULL;
+  }
+  uint64_t publisher = PyLong_AsUnsignedLongLong(args[0]);
+  if (publisher == (uint64_t)-1 && PyErr_Occurred()) {
+    return NULL;
+  }
+  long long offset_ns = PyLong_AsLongLong(args[1]);
+  if (offset_ns == -1 && PyErr_Occurred()) {
+    return NULL;
+  }
+  long long time_ns = PyLong_AsLongLong(args[2]);
+  if (time_ns == -1 && PyErr_Occurred()) {
+    return NULL;
+  }
+  long long total;
+  if (publisher == 0 || __builtin_add_overflow(offset_ns, time_ns, &total) || total < 0 ||
+    total / 1000000000LL > INT32_MAX)
+  {
+    PyErr_Format(
+      PyExc_ValueError, "publish_clock(): %lld + %lld ns is not a time of Clock "
+      "(0 to %d s), or the publisher is null", offset_ns, time_ns, INT32_MAX);
+    return NULL;
+  }
+  uint32_t sec = (uint32_t)(total / 1000000000LL);
+  uint32_t nanosec = (uint32_t)(total % 1000000000LL);
+  uint8_t buffer[12] = {
+    0x00, 0x01, 0x00, 0x00,
+    (uint8_t)sec, (uint8_t)(sec >> 8), (uint8_t)(sec >> 16), (uint8_t)(sec >> 24),
+    (uint8_t)nanosec, (uint8_t)(nanosec >> 8), (uint8_t)(nanosec >> 16),
+    (uint8_t)(nanosec >> 24)};
+  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
+  message.buffer = buffer;
+  message.buffer_length = sizeof(buffer);
+  message.buffer_capacity = sizeof(buffer);
+  rcl_ret_t ret = rcl_publish_serialized_message(
+    (const rcl_publisher_t *)(uintptr_t)publisher, &message, NULL);
+  if (ret != RCL_RET_OK) {
+    PyErr_Format(PyExc_RuntimeError, "failed to publish /clock: %s", rcl_get_error_string().str);
+    rcl_reset_error();
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef replay_methods[] = {
   {"publish", (PyCFunction)(void (*)(void))replay_publish, METH_FASTCALL,
     "publish(publishers, topics, blob, offsets, start, stop): publish messages start to stop "
     "of a packed batch, raw, each on the rcl publisher of its topic."},
+  {"publish_clock", (PyCFunction)(void (*)(void))replay_publish_clock, METH_FASTCALL,
+    "publish_clock(publisher, offset_ns, time_ns): publish a Clock at offset_ns + time_ns, "
+    "serialized here, on the rcl publisher at that address."},
   {NULL, NULL, 0, NULL}
 };
 
 static struct PyModuleDef replay_module = {
-  PyModuleDef_HEAD_INIT, "_replay", "The bag player's publish loop, in C.", -1, replay_methods,
+  PyModuleDef_HEAD_INIT, "_replay", "The publish loops of the bag player and of /clock, in C.",
+  -1, replay_methods,
   NULL, NULL, NULL, NULL
 };
 

@@ -12,9 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""sim_clock._replay: the C publish loop, through real rcl publishers and DDS subscribers."""
+"""sim_clock._replay: the C publish loops, through real rcl publishers and DDS subscribers."""
 
 from array import array
+import functools
 from itertools import accumulate
 import time
 
@@ -24,7 +25,12 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock
 from sim_clock import _replay
+from sim_clock.server import clock_publisher
+from sim_clock.server import ClockServer
+from sim_clock.timeline import MAX_TIME_NS
+from sim_clock.timeline import NS_PER_SEC
 from std_msgs.msg import String
 
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -130,3 +136,56 @@ def test_publish_refuses_bad_arguments_and_publishes_nothing(pair):
     _replay.publish(pair.pointers, array('I', [1, 0]), blob, offsets, 0, 2)
     pair.spin_until(lambda: len(pair.received) >= 2, 'the messages after the refusals')
     assert sorted(pair.received) == [('/a', marker), ('/b', marker)]
+
+
+def test_clock_publisher_in_c_sends_what_rclpy_serializes(domain_id):
+    """Every /clock from the C path is byte for byte rclpy's serialization, offset added."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        node = rclpy.create_node('clock_c', context=context)
+        publisher = node.create_publisher(Clock, '/clock', QOS)
+        received = []
+        node.create_subscription(Clock, '/clock', received.append, QOS, raw=True)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + TIMEOUT
+        while publisher.get_subscription_count() < 1:
+            assert time.monotonic() < deadline, 'timed out waiting for the subscription'
+            executor.spin_once(timeout_sec=0.05)
+        offset = 1_700_000_000 * NS_PER_SEC
+        publish = clock_publisher(publisher, offset)
+        assert isinstance(publish, functools.partial)  # the C function, not the fallback
+        times = [0, 1, NS_PER_SEC - 1, NS_PER_SEC, MAX_TIME_NS - offset]
+        for time_ns in times:
+            publish(time_ns)
+        with pytest.raises(ValueError, match='is not a time of Clock'):
+            publish(MAX_TIME_NS - offset + NS_PER_SEC)
+        with pytest.raises(ValueError, match='is not a time of Clock'):
+            publish(-offset - 1)
+        while len(received) < len(times):
+            assert time.monotonic() < deadline, f'timed out: {len(received)} of {len(times)}'
+            executor.spin_once(timeout_sec=0.05)
+        expected = []
+        for time_ns in times:
+            msg = Clock()
+            msg.clock.sec, msg.clock.nanosec = divmod(time_ns + offset, NS_PER_SEC)
+            expected.append(serialize_message(msg))
+        assert received == expected
+        executor.shutdown()
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def test_destroyed_server_refuses_to_publish(domain_id):
+    """Once the node is destroyed, a publish raises instead of using the freed publisher."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        server = ClockServer(context=context)
+        server._publish(0)
+        server.destroy_node()
+        with pytest.raises(RuntimeError, match='the node is destroyed'):
+            server._publish(1)
+    finally:
+        rclpy.try_shutdown(context=context)
