@@ -25,11 +25,16 @@ medians reaches the target, :data:`TARGET_RATIO`:
 - ``replay``: a :class:`sim_clock.bag_player.BagPlayer` in sync mode stepping through the whole
   bag as fast as it can: every message published raw on its topic, and a /clock per 10 ms
   frame, through the same code a ``~/step`` call runs. The player reads the bag ahead in a
-  child process; its peak RSS and CPU time are given apart from the player's.
+  child process; its peak RSS and CPU time are given apart from the player's;
+- two ceilings, in the player's process after the replay: as many publishes of one of the
+  bag's messages with nothing else to do, one at a time through rclpy
+  (``Publisher.handle.publish_raw``), and in one run of the player's C loop
+  (``sim_clock._replay.publish``).
 
 Besides the rates (wall clock), the CPU time per message of each process: on a machine shared
 with other work the rates vary with the load (printed to stderr before and after the table),
-the CPU times much less. Two busy processes need two free cores to overlap.
+the CPU times much less. Two busy processes need two free cores to overlap: the share of a
+CPU that the hypervisor took from this machine during the runs (steal time) is printed too.
 
 The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF``): nothing
 leaves the process, nobody subscribes, and no DDS domain is shared with anyone. Run with the
@@ -126,19 +131,30 @@ def child_replay(path: str) -> None:
         cpu, reader_cpu = time.process_time() - cpu, _process_cpu_s(reader) - reader_cpu
         reader_rss = _process_peak_rss_mib(reader)
         assert node._bag_cursor.exhausted
-        # The ceiling: publishing as many messages with nothing else to do.
+        # Two ceilings: as many publishes with nothing else to do, one message at a time
+        # through rclpy (publish_raw), and in C by the player's loop in one run.
+        from array import array
+        from sim_clock import _replay
         from std_msgs.msg import String
-        publish = node.create_publisher(String, '/ceiling', 100).handle.publish_raw
+        publisher = node.create_publisher(String, '/ceiling', 100)
+        publish = publisher.handle.publish_raw
         data = next(iter(bag.messages(bag.start_ns)))[2]
         start = time.perf_counter()
         for _ in range(count):
             publish(data)
-        ceiling = time.perf_counter() - start
+        rclpy_s = time.perf_counter() - start
+        pointers = array('Q', [publisher.handle.pointer])
+        topics = array('I', bytes(4 * count))
+        offsets = array('Q', range(0, (count + 1) * len(data), len(data)))
+        blob = data * count
+        start = time.perf_counter()
+        _replay.publish(pointers, topics, blob, offsets, 0, count)
+        c_s = time.perf_counter() - start
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
         bag.close()
-    print(f'{count} {elapsed} {_peak_rss_mib()} {cpu} {ceiling} {reader_cpu} {reader_rss}')
+    print(f'{count} {elapsed} {_peak_rss_mib()} {cpu} {rclpy_s} {c_s} {reader_cpu} {reader_rss}')
 
 
 def _run_child(kind: str, path: str) -> tuple:
@@ -153,17 +169,25 @@ def _load() -> str:
     return 'load average: ' + ', '.join(f'{load:.2f}' for load in os.getloadavg())
 
 
+def _steal_s() -> float:
+    """Return the CPU time stolen from this machine by its hypervisor so far, in seconds."""
+    with open('/proc/stat') as stat:
+        fields = stat.readline().split()
+    return int(fields[8]) / os.sysconf('SC_CLK_TCK') if len(fields) > 8 else 0.0
+
+
 def _measure(path: str, size: int, repetitions: int) -> dict:
     """Read and replay the bag ``repetitions`` times, in turn; return the figures' lists."""
     runs = []
     for _ in range(repetitions):
         count, read_s, read_rss, read_cpu = _run_child('read', path)
-        (played, replay_s, replay_rss, replay_cpu, ceiling_s, reader_cpu,
+        (played, replay_s, replay_rss, replay_cpu, rclpy_s, c_s, reader_cpu,
          reader_rss) = _run_child('replay', path)
         assert count == played == size, (count, played, size)
         runs.append({
             'read': count / read_s, 'replay': played / replay_s,
-            'ratio': (played / replay_s) / (count / read_s), 'bare': played / ceiling_s,
+            'ratio': (played / replay_s) / (count / read_s),
+            'rclpy': played / rclpy_s, 'c': played / c_s,
             'read_rss': read_rss, 'replay_rss': replay_rss, 'reader_rss': reader_rss,
             'read_cpu': read_cpu / count * 1e6, 'player_cpu': replay_cpu / played * 1e6,
             'reader_cpu': reader_cpu / played * 1e6})
@@ -190,8 +214,10 @@ def main() -> int:
         return 0
 
     print(_load(), file=sys.stderr)
+    steal, start = _steal_s(), time.monotonic()
     print(f'{"bag":>12} {"messages":>9} {"raw read msg/s":>15} {"replay msg/s":>13} '
-          f'{"ratio":>6} {"min":>5} {"max":>5} {"bare publish msg/s":>19} '
+          f'{"ratio":>6} {"min":>5} {"max":>5} {"rclpy publish msg/s":>20} '
+          f'{"C publish msg/s":>16} '
           f'{"read RSS MiB":>13} {"replay RSS MiB":>15} {"read-ahead RSS MiB":>19} '
           f'{"read CPU us/msg":>16} {"player CPU us/msg":>18} {"read-ahead CPU us/msg":>22}')
     lowest = None
@@ -207,11 +233,13 @@ def main() -> int:
                 print(f'{storage + " x" + str(size // options.messages):>12} {size:>9} '
                       f'{m["read"]:>15,.0f} {m["replay"]:>13,.0f} {ratio:>6.2f} '
                       f'{min(runs["ratio"]):>5.2f} {max(runs["ratio"]):>5.2f} '
-                      f'{m["bare"]:>19,.0f} {max(runs["read_rss"]):>13.1f} '
+                      f'{m["rclpy"]:>20,.0f} {m["c"]:>16,.0f} {max(runs["read_rss"]):>13.1f} '
                       f'{max(runs["replay_rss"]):>15.1f} {max(runs["reader_rss"]):>19.1f} '
                       f'{m["read_cpu"]:>16.2f} {m["player_cpu"]:>18.2f} '
                       f'{m["reader_cpu"]:>22.2f}', flush=True)
     print(_load(), file=sys.stderr)
+    print(f'steal time: {(_steal_s() - steal) / (time.monotonic() - start):.0%} of a CPU '
+          'over the runs', file=sys.stderr)
     verdict = 'met' if lowest >= TARGET_RATIO else 'NOT met'
     print(f'target: replay at least {TARGET_RATIO} of the raw read rate for every bag: '
           f'{verdict} (lowest ratio of median rates {lowest:.2f}; RSS columns are the '

@@ -38,7 +38,7 @@ def test_replay_benchmark_prints_figures(tmp_path):
     rows = [line.split() for line in lines]
     assert [row[:3] for row in rows] == [['mcap', 'x1', '200'], ['mcap', 'x10', '2000']]
     for row in rows:
-        assert len(row) == 15, row  # bag (2 words), messages and 12 figures
+        assert len(row) == 16, row  # bag (2 words), messages and 13 figures
         assert all(re.fullmatch(r'[\d,.]+', figure) for figure in row[3:]), row
         ratio, lowest, highest = map(float, row[5:8])
         assert lowest <= highest and ratio > 0
