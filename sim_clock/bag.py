@@ -19,8 +19,10 @@ Bags on ``rosbags``, free of any rclpy import: what a replay plays, and when.
 decides which topics play (a topic filter, never ``/clock``, only importable message types)
 and streams their messages in time order from any point, in bounded batches: memory does not
 grow with the bag. :class:`ReadAhead` reads those batches in a child process, so that reading
-the bag and publishing it run on two cores. :class:`Cursor` hands the messages out up to a
-given bag time, frame by frame, and starts again from any time (seek, loop, reset).
+the bag and publishing it run on two cores, and hands them out packed (one bytes object of
+data and its offsets) for the player's publish loop in C. :class:`Cursor` hands the messages
+out frame by frame, each frame up to its bag time, and starts again from any time (seek,
+loop, reset).
 :class:`RecordingSummary` is the recorder's bookkeeping. Message data stays serialized bytes
 throughout.
 """
@@ -442,9 +444,9 @@ def read_ahead_main(config: dict) -> int:
     Run a :class:`ReadAhead`'s child: serve requests for batches until the pipes close.
 
     A request is ``(generation, start_ns)`` (pickled); the answer is ``(generation, batch)``
-    for each batch from that time on, then ``(generation, None)`` at the end, or
-    ``(generation, text)`` if reading fails, each in :mod:`marshal`'s format (a fifth of
-    pickle's cost for a batch; parent and child run one interpreter). A newer request ends the
+    for each batch from that time on (packed by :func:`_encode_batch`), then
+    ``(generation, None)`` at the end, or ``(generation, text)`` if reading fails, each in
+    :mod:`marshal`'s format (parent and child run one interpreter). A newer request ends the
     answer to the one before.
     """
     requests = Connection(config['requests'], writable=False)
