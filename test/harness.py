@@ -192,6 +192,24 @@ class TestClient:
         """Return the server's GetStatus response."""
         return self.call(GetStatus, 'get_status')
 
+    def status_when_ready(self, timeout: float = 60.0, attempt: float = 3.0):
+        """
+        Return the server's GetStatus response, asking again every ``attempt`` s until then.
+
+        For a client that has just started, among others starting: the server may answer
+        before its response writer has matched this client's response reader, and that answer
+        is lost (service_is_ready() only says that the request side matched). get_status
+        changes nothing, so asking again is safe.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.call(GetStatus, 'get_status',
+                                 timeout=max(min(attempt, deadline - time.monotonic()), 0.1))
+            except AssertionError:
+                if time.monotonic() >= deadline:
+                    raise
+
     def step(self, user_id: str = '', steps: int = 1):
         """Call ~/step."""
         return self.call(Step, 'step', Step.Request(user_id=user_id, steps=steps))

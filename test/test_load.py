@@ -48,7 +48,7 @@ from harness import TestClient
 target = int(sys.argv[1])
 client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name=f'poller_{os.getpid()}',
                     subscribe_clock=False)
-client.status()
+client.status_when_ready()
 print('ready', flush=True)
 sys.stdin.readline()
 latencies = []
