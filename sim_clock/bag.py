@@ -46,6 +46,7 @@ from typing import Iterable
 from typing import Iterator
 from typing import List
 from typing import Optional
+from typing import Sequence
 from typing import Tuple
 
 import apsw
@@ -83,11 +84,22 @@ READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError, BagReadError)
 #: indices in :attr:`Bag.topics` and the serialized data.
 Batch = Tuple[List[int], List[int], List[bytes]]
 
-#: A batch as :class:`ReadAhead` hands it out, ready for a publish loop in C
-#: (:mod:`sim_clock._replay`): the times in ns (a list), the topic indices (an ``array('I')``),
-#: the serialized messages one after the other (bytes) and where each starts in them, then
-#: the end of the last (an ``array('Q')``, one longer than the others).
-PackedBatch = Tuple[List[int], array, bytes, array]
+#: A batch as :class:`ReadAhead` hands it out, ready for the replay loop in C
+#: (:mod:`sim_clock._replay`): the times in ns (an ``array('q')``), the topic indices (an
+#: ``array('I')``), the serialized messages one after the other (bytes) and where each starts
+#: in them, then the end of the last (an ``array('Q')``, one longer than the others).
+PackedBatch = Tuple[array, array, bytes, array]
+#: A packed batch without messages.
+EMPTY_BATCH: PackedBatch = (array('q'), array('I'), b'', array('Q', [0]))
+
+#: ``run(batch, index, frames, offset_ns) -> (frames_done, index)``, what :meth:`Cursor.play`
+#: calls: play ``frames`` in turn, each handing out the messages of ``batch`` from ``index`` on
+#: stamped up to ``offset_ns`` plus the frame's time, then finishing the frame; stop at the
+#: first frame that uses the batch up, before finishing it (the next batch may hold more of
+#: its messages). ``batch`` None: no message is left, every frame finishes. Return the frames
+#: finished and the index of the batch's next message. :func:`python_run` is the model; the
+#: bag player's is ``sim_clock._replay.play``.
+Run = Callable[[Optional[tuple], int, Sequence[int], int], Tuple[int, int]]
 
 
 def get_message(type_name: str):
@@ -429,14 +441,13 @@ def _decode_batch(encoded: tuple) -> PackedBatch:
     times.frombytes(times_bytes)
     topics.frombytes(topics_bytes)
     offsets.frombytes(offsets_bytes)
-    # The times as a list: the cursor reads them one by one (an array makes an int each time).
-    return times.tolist(), topics, blob, offsets
+    return times, topics, blob, offsets
 
 
 def unpack(batch: PackedBatch) -> Batch:
     """Return a packed batch as a :data:`Batch` (times, topic indices, list of data)."""
     times, topics, blob, offsets = batch
-    return times, topics.tolist(), [blob[a:b] for a, b in zip(offsets, offsets[1:])]
+    return times.tolist(), topics.tolist(), [blob[a:b] for a, b in zip(offsets, offsets[1:])]
 
 
 def read_ahead_main(config: dict) -> int:
@@ -542,49 +553,54 @@ class Cursor:
         """Return the time of the next message, or None."""
         return None if self._batch is None else self._batch[0][self._index]
 
-    def play(self, frames: Iterable[int], offset_ns: int,
-             emit: Callable[[tuple, int, int], object],
-             frame_done: Callable[[int], object]) -> int:
+    def play(self, frames: Sequence[int], offset_ns: int, run: Run) -> None:
         """
-        Play ``frames`` in turn; return how many messages were handed out.
+        Play ``frames`` in turn, each up to ``offset_ns`` plus its time, by ``run`` (:data:`Run`).
 
-        For each time ``t`` of ``frames``: every message stamped up to ``offset_ns + t`` not
-        handed out yet, in order, by ``emit(batch, start, stop)`` for the messages ``start`` to
-        ``stop`` (excluded) of a batch; then ``frame_done(t)``. The frame loop is the replay's
-        hot path, so it is written out here in one piece.
-
-        What the stream of batches raises (a read error) propagates once the messages before it
-        are out, with the frame unfinished; :attr:`frames_played` counts the frames done
-        before it (all of them otherwise). The cursor is then exhausted until a :meth:`seek`.
+        ``run`` is given each batch in turn from where the last play stopped, and None once no
+        message is left. What the stream of batches raises (a read error) propagates once the
+        messages before it are out, with the frame unfinished; :attr:`frames_played` counts
+        the frames finished before it (all of them otherwise). The cursor is then exhausted
+        until a :meth:`seek`.
         """
-        count = played = 0
-        batch = self._batch
-        index = self._index
+        done = 0
         try:
-            for t in frames:
-                up_to_ns = offset_ns + t
-                while batch is not None:
-                    times = batch[0]
-                    if times[index] > up_to_ns:
-                        break
-                    size = len(times)
-                    stop = (size if times[-1] <= up_to_ns
-                            else bisect_right(times, up_to_ns, index + 1, size))
-                    emit(batch, index, stop)
-                    count += stop - index
-                    if stop < size:
-                        index = stop
-                        break
-                    index = 0
-                    self._next_batch()
-                    batch = self._batch
-                frame_done(t)
-                played += 1
+            while True:
+                batch = self._batch
+                finished, self._index = run(batch, self._index, frames[done:], offset_ns)
+                done += finished
+                if batch is None or done == len(frames):
+                    return
+                self._next_batch()  # the batch is used up within the frame
         finally:
-            self.frames_played = played
-            if batch is not None:
-                self._index = index
-        return count
+            self.frames_played = done
+
+
+def python_run(emit: Callable[[tuple, int, int], object],
+               frame_done: Callable[[int], object]) -> Run:
+    """
+    Return the :data:`Run` that hands out messages by ``emit(batch, start, stop)``.
+
+    For each frame, the messages ``start`` to ``stop`` (excluded) of the batch due by then, if
+    any, in one call; then ``frame_done(t)`` with the frame's time. The model of
+    ``sim_clock._replay.play``, and a run for batches of any kind whose first item is the
+    times.
+    """
+    def run(batch, index, frames, offset_ns):
+        times = () if batch is None else batch[0]
+        size = len(times)
+        for finished, t in enumerate(frames):
+            up_to_ns = offset_ns + t
+            if index < size and times[index] <= up_to_ns:
+                stop = (size if times[-1] <= up_to_ns
+                        else bisect_right(times, up_to_ns, index + 1, size))
+                emit(batch, index, stop)
+                index = stop
+            if index == size and batch is not None:
+                return finished, index
+            frame_done(t)
+        return len(frames), index
+    return run
 
 
 @dataclass

@@ -22,8 +22,8 @@ mode a ``~/step`` therefore answers only after all data up to the new time is ou
 timeline's time counts from the bag's first timestamp, so every reset (``~/reset``, a mode or
 sync change) rewinds the bag to its start, ``~/seek`` is a reset to a given time, and ``loop``
 is a reset at the end. The bag is read ahead in a child process (:class:`sim_clock.bag.ReadAhead`)
-while this one publishes, so reading and publishing use two cores, and the messages of a frame
-are published by a loop in C (:mod:`sim_clock._replay`).
+while this one publishes, so reading and publishing use two cores, and frames are played by a
+loop in C (:mod:`sim_clock._replay`).
 """
 
 import argparse
@@ -46,7 +46,12 @@ from sim_clock import _replay
 from sim_clock.bag import Bag
 from sim_clock.bag import BagError
 from sim_clock.bag import Cursor
+from sim_clock.bag import EMPTY_BATCH
+from sim_clock.bag import python_run
 from sim_clock.bag import READ_ERRORS
+from sim_clock.bag import Run
+from sim_clock.server import CDR_LITTLE_ENDIAN
+from sim_clock.server import clock_header
 from sim_clock.server import clock_publisher
 from sim_clock.server import ClockServer
 from sim_clock.server import NODE_NAME
@@ -89,6 +94,24 @@ def qos_for(offered: tuple) -> QoSProfile:
         durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
 
 
+def native_run(publishers: array, clock_publisher: int, clock_offset_ns: int) -> Run:
+    """
+    Return the :data:`sim_clock.bag.Run` of packed batches in C (``sim_clock._replay.play``).
+
+    ``publishers``: the rcl addresses of the topics' publishers (``array('Q')``, by topic
+    index); ``clock_publisher``: that of /clock, whose times are the frames' plus
+    ``clock_offset_ns``. Frames must be a range. The addresses must outlive the run's use.
+    """
+    play = _replay.play
+
+    def run(batch, index, frames, offset_ns):
+        final = batch is None
+        times, topics, blob, offsets = EMPTY_BATCH if final else batch
+        return play(publishers, topics, blob, offsets, times, index, frames.start, frames.step,
+                    len(frames), offset_ns, clock_publisher, clock_offset_ns, final)
+    return run
+
+
 class BagPlayer(ClockServer):
     """A clock server whose frames publish a bag's messages, then ``/clock``."""
 
@@ -113,22 +136,26 @@ class BagPlayer(ClockServer):
 
         logger = self.get_logger()
         # By index in bag.topics, as batches name topics. The read-ahead's batches are packed
-        # (one bytes object of data and offsets), and the messages of each run that a frame
-        # releases are published in C (sim_clock._replay): rcl_publish_serialized_message(),
-        # what Publisher.handle.publish_raw() calls, without a Python call and a bytes object
-        # per message. Safe here: one thread publishes, and the publishers live as long as the
-        # node, which keeps them.
+        # (one bytes object of data and offsets), and frames are played in C
+        # (sim_clock._replay.play): for each frame, rcl_publish_serialized_message() (what
+        # Publisher.handle.publish_raw() calls) for each of its messages, then for its /clock,
+        # without a Python call per message or per frame. Safe here: one thread publishes,
+        # the node keeps the publishers, and destroy_node() replaces the run first.
         self._bag_publishers = [
             self.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
             for topic in bag.topics]
         pointers = array('Q', [publisher.handle.pointer for publisher in self._bag_publishers])
-        publish = _replay.publish
-
-        def emit(batch, start, stop):
-            publish(pointers, batch[1], batch[2], batch[3], start, stop)
-        self._bag_emit = emit
         #: Publishes the /clock of a timeline time.
         self._publish_bag_clock = clock_publisher(self._clock_pub, self._bag_origin_ns)
+        if clock_header() == CDR_LITTLE_ENDIAN:
+            self._bag_run = native_run(
+                pointers, self._clock_pub.handle.pointer, self._bag_origin_ns)
+        else:
+            publish = _replay.publish
+
+            def emit(batch, start, stop):
+                publish(pointers, batch[1], batch[2], batch[3], start, stop)
+            self._bag_run = python_run(emit, self._publish_bag_clock)
         self._bag_cursor = Cursor(self._read_bag_from, bag.start_ns)
 
         for topic in bag.skipped.clock:
@@ -165,7 +192,7 @@ class BagPlayer(ClockServer):
     def destroy_node(self) -> None:
         """End the read-ahead process, then destroy the node (nothing publishes after)."""
         self._bag_reader.close()
-        self._bag_emit = self._publish_bag_clock = publisher_destroyed
+        self._bag_run = self._publish_bag_clock = publisher_destroyed
         super().destroy_node()
 
     # -- frames: the bag's messages up to each frame, then /clock -------------------------------
@@ -178,7 +205,7 @@ class BagPlayer(ClockServer):
             return
         cursor = self._bag_cursor
         try:
-            cursor.play(frames, self._bag.start_ns, self._bag_emit, self._publish_bag_clock)
+            cursor.play(frames, self._bag.start_ns, self._bag_run)
         except READ_ERRORS as error:
             self._bag_read_failed(error)
             cursor.seek(self._bag.end_ns + 1)

@@ -28,6 +28,7 @@ import struct
 import time
 from typing import Callable
 from typing import List
+from typing import Optional
 
 from rcl_interfaces.msg import FloatingPointRange
 from rcl_interfaces.msg import ParameterDescriptor
@@ -172,8 +173,25 @@ DESCRIPTORS = {
 }
 
 
-#: The encapsulation header of CDR, little-endian: what sim_clock._replay.publish_clock writes.
+#: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
+_CLOCK_LAYOUT = struct.Struct('<4siI')
+
+
+def clock_header() -> Optional[bytes]:
+    """
+    Return the header of rclpy's serialization of a Clock, or None if it is laid out otherwise.
+
+    The layout expected: a 4-byte encapsulation header, sec (int32), nanosec (uint32), both
+    little-endian; checked on a sample against rclpy's own serialization.
+    """
+    sample = ClockMsg()
+    sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
+    expected = serialize_message(sample)
+    header = expected[:4]
+    if _CLOCK_LAYOUT.pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
+        return header
+    return None
 
 
 def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
@@ -182,22 +200,20 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
 
     Serialized as 12 bytes of CDR (encapsulation header, sec, nanosec) and published raw, by
     ``sim_clock._replay.publish_clock`` in C: a tenth of the cost of ``Publisher.publish``,
-    which converts the message first. The bytes are checked against rclpy's serialization
-    once; should they differ, the function converts a message as ``Publisher.publish`` does.
-    A publisher without an rcl address (``handle.pointer``) gets the same bytes through
-    ``handle.publish_raw``. The C function holds the publisher's address: the node replaces
-    the function before it destroys the publisher (:meth:`ClockServer.destroy_node`).
+    which converts the message first. The layout is checked against rclpy's serialization
+    (:func:`clock_header`); should it differ, the function converts a message as
+    ``Publisher.publish`` does. A publisher without an rcl address (``handle.pointer``) gets
+    the same bytes through ``handle.publish_raw``. The C function holds the publisher's
+    address: the node replaces the function before it destroys the publisher
+    (:meth:`ClockServer.destroy_node`).
     """
-    sample = ClockMsg()
-    sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
-    expected = serialize_message(sample)
-    header = expected[:4]
-    pack = struct.Struct('<4siI').pack
-    if pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
+    header = clock_header()
+    if header is not None:
         pointer = getattr(publisher.handle, 'pointer', None)
         if pointer and header == CDR_LITTLE_ENDIAN:
             return functools.partial(_replay.publish_clock, pointer, offset_ns)
         publish_raw = publisher.handle.publish_raw
+        pack = _CLOCK_LAYOUT.pack
 
         def publish_clock(time_ns: int) -> None:
             sec, nanosec = divmod(time_ns + offset_ns, NS_PER_SEC)

@@ -14,18 +14,25 @@
 
 // sim_clock._replay: the publish loops of the bag player and of /clock, in C.
 //
-// publish(publishers, topics, blob, offsets, start, stop) publishes the messages start to stop
-// (excluded) of a packed batch, in order, each raw on the rcl publisher of its topic:
-//   publishers  buffer of uint64: the address of each topic's rcl_publisher_t
-//               (rclpy's Publisher.handle.pointer), by topic index
+// Each function publishes raw, with rcl_publish_serialized_message(): what rclpy's
+// Publisher.handle.publish_raw(data) does for one message, without the cost of a Python call
+// and of a bytes object per message. A publisher is given by the address of its
+// rcl_publisher_t (rclpy's Publisher.handle.pointer); it must stay alive during the call (the
+// bag player's and the server's live as long as their node, one thread publishes, and the
+// node replaces its publish functions before it destroys them).
+//
+// A batch of messages is packed:
+//   publishers  buffer of uint64: the address of each topic's rcl_publisher_t, by topic index
 //   topics      buffer of uint32: the topic index of each message
 //   blob        bytes: the serialized messages, one after the other
 //   offsets     buffer of uint64: where each message starts in blob, then the end of the last
-// It is what a Python loop of Publisher.handle.publish_raw(data) does, without the per-message
-// cost of the Python call and of making a bytes object for each message. Every index and
-// offset is checked against the buffers' sizes first; a bad argument raises ValueError and
-// publishes nothing. The publishers must stay alive during the call (the bag player's live as
-// long as its node, and one thread publishes).
+//   times       buffer of int64: the time of each message in ns, in order (play only)
+// Every index, offset and time order is checked before anything is published; a bad argument
+// raises ValueError or TypeError and publishes nothing.
+//
+// A /clock is rosgraph_msgs/Clock serialized here: the CDR little-endian encapsulation
+// header, then sec (int32) and nanosec (uint32), little-endian. The caller checks once that
+// rclpy serializes a Clock so (sim_clock.server.clock_publisher).
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,24 +43,172 @@
 #include <rcl/publisher.h>
 #include <rmw/serialized_message.h>
 
-static int
-get_buffer(PyObject * object, Py_buffer * view, const char * name)
+#define NS_PER_SEC 1000000000LL
+
+enum {PUBLISHERS, TOPICS, BLOB, OFFSETS, TIMES, BATCH_BUFFERS};
+
+static const char * const buffer_names[BATCH_BUFFERS] = {
+  "publishers", "topics", "blob", "offsets", "times"};
+
+typedef struct
 {
-  if (PyObject_GetBuffer(object, view, PyBUF_SIMPLE) < 0) {
-    PyErr_Format(PyExc_TypeError, "publish(): %s must support the buffer protocol", name);
+  Py_buffer views[BATCH_BUFFERS];
+  int held;
+  const uint64_t * publishers;
+  const uint32_t * topics;
+  const uint8_t * blob;
+  const uint64_t * offsets;
+  const int64_t * times;
+  Py_ssize_t publisher_count;
+  Py_ssize_t count;
+} Batch;
+
+static void
+release_batch(Batch * batch)
+{
+  while (batch->held > 0) {
+    PyBuffer_Release(&batch->views[--batch->held]);
+  }
+}
+
+// Take the buffers of args[0] to args[buffers - 1]; check their sizes against each other.
+static int
+get_batch(Batch * batch, PyObject * const * args, int buffers, const char * function)
+{
+  batch->held = 0;
+  for (; batch->held < buffers; ++batch->held) {
+    if (PyObject_GetBuffer(args[batch->held], &batch->views[batch->held], PyBUF_SIMPLE) < 0) {
+      PyErr_Format(
+        PyExc_TypeError, "%s(): %s must support the buffer protocol", function,
+        buffer_names[batch->held]);
+      release_batch(batch);
+      return -1;
+    }
+  }
+  batch->publishers = (const uint64_t *)batch->views[PUBLISHERS].buf;
+  batch->topics = (const uint32_t *)batch->views[TOPICS].buf;
+  batch->blob = (const uint8_t *)batch->views[BLOB].buf;
+  batch->offsets = (const uint64_t *)batch->views[OFFSETS].buf;
+  batch->times = buffers > TIMES ? (const int64_t *)batch->views[TIMES].buf : NULL;
+  batch->publisher_count = batch->views[PUBLISHERS].len / (Py_ssize_t)sizeof(uint64_t);
+  batch->count = batch->views[TOPICS].len / (Py_ssize_t)sizeof(uint32_t);
+  if (batch->views[OFFSETS].len != (batch->count + 1) * (Py_ssize_t)sizeof(uint64_t)) {
+    PyErr_Format(
+      PyExc_ValueError, "%s(): %zd topics need %zd offsets, got %zd bytes of them", function,
+      batch->count, batch->count + 1, batch->views[OFFSETS].len);
+    release_batch(batch);
+    return -1;
+  }
+  if (batch->times != NULL &&
+    batch->views[TIMES].len != batch->count * (Py_ssize_t)sizeof(int64_t))
+  {
+    PyErr_Format(
+      PyExc_ValueError, "%s(): %zd topics need %zd times, got %zd bytes of them", function,
+      batch->count, batch->count, batch->views[TIMES].len);
+    release_batch(batch);
     return -1;
   }
   return 0;
 }
 
+// Check messages start to stop (excluded): topic, offsets, and times in order.
+static int
+check_messages(const Batch * batch, Py_ssize_t start, Py_ssize_t stop, const char * function)
+{
+  if (start < 0 || start > stop || stop > batch->count) {
+    PyErr_Format(
+      PyExc_ValueError, "%s(): messages %zd to %zd are not within 0 to %zd", function,
+      start, stop, batch->count);
+    return -1;
+  }
+  for (Py_ssize_t i = start; i < stop; ++i) {
+    if (batch->topics[i] >= (uint64_t)batch->publisher_count ||
+      batch->publishers[batch->topics[i]] == 0 ||
+      batch->offsets[i] > batch->offsets[i + 1] ||
+      batch->offsets[i + 1] > (uint64_t)batch->views[BLOB].len ||
+      (batch->times != NULL && i > start && batch->times[i] < batch->times[i - 1]))
+    {
+      PyErr_Format(
+        PyExc_ValueError, "%s(): message %zd has topic %u of %zd, or bytes %llu to %llu of "
+        "%zd, or a time before the one before it", function, i, batch->topics[i],
+        batch->publisher_count, (unsigned long long)batch->offsets[i],
+        (unsigned long long)batch->offsets[i + 1], batch->views[BLOB].len);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int
+publish_message(const Batch * batch, Py_ssize_t i)
+{
+  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
+  message.buffer = (uint8_t *)(batch->blob + batch->offsets[i]);
+  message.buffer_length = (size_t)(batch->offsets[i + 1] - batch->offsets[i]);
+  message.buffer_capacity = message.buffer_length;
+  rcl_ret_t ret = rcl_publish_serialized_message(
+    (const rcl_publisher_t *)(uintptr_t)batch->publishers[batch->topics[i]], &message, NULL);
+  if (ret != RCL_RET_OK) {
+    PyErr_Format(
+      PyExc_RuntimeError, "failed to publish message %zd (topic %u): %s", i,
+      batch->topics[i], rcl_get_error_string().str);
+    rcl_reset_error();
+    return -1;
+  }
+  return 0;
+}
+
+// Whether offset_ns + time_ns is a time of Clock (0 to INT32_MAX s); the sum in *total.
+static int
+clock_time(long long offset_ns, long long time_ns, long long * total)
+{
+  return !__builtin_add_overflow(offset_ns, time_ns, total) && *total >= 0 &&
+         *total / NS_PER_SEC <= INT32_MAX;
+}
+
+static int
+publish_clock_at(uint64_t publisher, long long total)
+{
+  uint32_t sec = (uint32_t)(total / NS_PER_SEC);
+  uint32_t nanosec = (uint32_t)(total % NS_PER_SEC);
+  uint8_t buffer[12] = {
+    0x00, 0x01, 0x00, 0x00,
+    (uint8_t)sec, (uint8_t)(sec >> 8), (uint8_t)(sec >> 16), (uint8_t)(sec >> 24),
+    (uint8_t)nanosec, (uint8_t)(nanosec >> 8), (uint8_t)(nanosec >> 16),
+    (uint8_t)(nanosec >> 24)};
+  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
+  message.buffer = buffer;
+  message.buffer_length = sizeof(buffer);
+  message.buffer_capacity = sizeof(buffer);
+  rcl_ret_t ret = rcl_publish_serialized_message(
+    (const rcl_publisher_t *)(uintptr_t)publisher, &message, NULL);
+  if (ret != RCL_RET_OK) {
+    PyErr_Format(PyExc_RuntimeError, "failed to publish /clock: %s", rcl_get_error_string().str);
+    rcl_reset_error();
+    return -1;
+  }
+  return 0;
+}
+
+static int
+check_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char * usage)
+{
+  if (nargs != expected) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", usage, expected, nargs);
+    return -1;
+  }
+  return 0;
+}
+
+// publish(publishers, topics, blob, offsets, start, stop): publish messages start to stop
+// (excluded) of a packed batch, in order, each on the publisher of its topic.
 static PyObject *
 replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
   (void)module;
-  if (nargs != 6) {
-    PyErr_Format(
-      PyExc_TypeError, "publish() takes 6 arguments (publishers, topics, blob, offsets, "
-      "start, stop), got %zd", nargs);
+  if (check_arguments(
+      nargs, 6, "publish(publishers, topics, blob, offsets, start, stop)") < 0)
+  {
     return NULL;
   }
   Py_ssize_t start = PyLong_AsSsize_t(args[4]);
@@ -61,80 +216,30 @@ replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
   if ((start == -1 || stop == -1) && PyErr_Occurred()) {
     return NULL;
   }
-  Py_buffer views[4];
-  const char * names[4] = {"publishers", "topics", "blob", "offsets"};
-  int held = 0;
+  Batch batch;
+  if (get_batch(&batch, args, TIMES, "publish") < 0) {
+    return NULL;
+  }
   PyObject * result = NULL;
-  for (; held < 4; ++held) {
-    if (get_buffer(args[held], &views[held], names[held]) < 0) {
-      goto done;
+  if (check_messages(&batch, start, stop, "publish") == 0) {
+    Py_ssize_t i = start;
+    while (i < stop && publish_message(&batch, i) == 0) {
+      ++i;
+    }
+    if (i == stop) {
+      result = Py_NewRef(Py_None);
     }
   }
-  const uint64_t * publishers = (const uint64_t *)views[0].buf;
-  const uint32_t * topics = (const uint32_t *)views[1].buf;
-  const uint8_t * blob = (const uint8_t *)views[2].buf;
-  const uint64_t * offsets = (const uint64_t *)views[3].buf;
-  Py_ssize_t publisher_count = views[0].len / (Py_ssize_t)sizeof(uint64_t);
-  Py_ssize_t count = views[1].len / (Py_ssize_t)sizeof(uint32_t);
-  if (views[3].len != (count + 1) * (Py_ssize_t)sizeof(uint64_t)) {
-    PyErr_Format(
-      PyExc_ValueError, "publish(): %zd topics need %zd offsets, got %zd bytes of them",
-      count, count + 1, views[3].len);
-    goto done;
-  }
-  if (start < 0 || start > stop || stop > count) {
-    PyErr_Format(
-      PyExc_ValueError, "publish(): messages %zd to %zd are not within 0 to %zd",
-      start, stop, count);
-    goto done;
-  }
-  for (Py_ssize_t i = start; i < stop; ++i) {
-    if (topics[i] >= (uint64_t)publisher_count || offsets[i] > offsets[i + 1] ||
-      offsets[i + 1] > (uint64_t)views[2].len)
-    {
-      PyErr_Format(
-        PyExc_ValueError, "publish(): message %zd has topic %u of %zd, or bytes %llu to %llu "
-        "of %zd", i, topics[i], publisher_count, (unsigned long long)offsets[i],
-        (unsigned long long)offsets[i + 1], views[2].len);
-      goto done;
-    }
-  }
-  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
-  for (Py_ssize_t i = start; i < stop; ++i) {
-    message.buffer = (uint8_t *)(blob + offsets[i]);
-    message.buffer_length = (size_t)(offsets[i + 1] - offsets[i]);
-    message.buffer_capacity = message.buffer_length;
-    rcl_ret_t ret = rcl_publish_serialized_message(
-      (const rcl_publisher_t *)(uintptr_t)publishers[topics[i]], &message, NULL);
-    if (ret != RCL_RET_OK) {
-      PyErr_Format(
-        PyExc_RuntimeError, "failed to publish message %zd (topic %u): %s", i, topics[i],
-        rcl_get_error_string().str);
-      rcl_reset_error();
-      goto done;
-    }
-  }
-  result = Py_None;
-  Py_INCREF(result);
-done:
-  while (held > 0) {
-    PyBuffer_Release(&views[--held]);
-  }
+  release_batch(&batch);
   return result;
 }
 
-// publish_clock(publisher, offset_ns, time_ns): publish rosgraph_msgs/Clock at
-// offset_ns + time_ns on the rcl publisher at address `publisher`, serialized here: the CDR
-// little-endian encapsulation header, then sec (int32) and nanosec (uint32), little-endian.
-// The caller checks once that rclpy serializes a Clock so (sim_clock.server.clock_publisher).
+// publish_clock(publisher, offset_ns, time_ns): publish a Clock at offset_ns + time_ns.
 static PyObject *
 replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
   (void)module;
-  if (nargs != 3) {
-    PyErr_Format(
-      PyExc_TypeError, "publish_clock() takes 3 arguments (publisher, offset_ns, time_ns), "
-      "got %zd", nargs);
+  if (check_arguments(nargs, 3, "publish_clock(publisher, offset_ns, time_ns)") < 0) {
     return NULL;
   }
   uint64_t publisher = PyLong_AsUnsignedLongLong(args[0]);
@@ -150,33 +255,94 @@ replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t narg
     return NULL;
   }
   long long total;
-  if (publisher == 0 || __builtin_add_overflow(offset_ns, time_ns, &total) || total < 0 ||
-    total / 1000000000LL > INT32_MAX)
-  {
+  if (publisher == 0 || !clock_time(offset_ns, time_ns, &total)) {
     PyErr_Format(
       PyExc_ValueError, "publish_clock(): %lld + %lld ns is not a time of Clock "
       "(0 to %d s), or the publisher is null", offset_ns, time_ns, INT32_MAX);
     return NULL;
   }
-  uint32_t sec = (uint32_t)(total / 1000000000LL);
-  uint32_t nanosec = (uint32_t)(total % 1000000000LL);
-  uint8_t buffer[12] = {
-    0x00, 0x01, 0x00, 0x00,
-    (uint8_t)sec, (uint8_t)(sec >> 8), (uint8_t)(sec >> 16), (uint8_t)(sec >> 24),
-    (uint8_t)nanosec, (uint8_t)(nanosec >> 8), (uint8_t)(nanosec >> 16),
-    (uint8_t)(nanosec >> 24)};
-  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
-  message.buffer = buffer;
-  message.buffer_length = sizeof(buffer);
-  message.buffer_capacity = sizeof(buffer);
-  rcl_ret_t ret = rcl_publish_serialized_message(
-    (const rcl_publisher_t *)(uintptr_t)publisher, &message, NULL);
-  if (ret != RCL_RET_OK) {
-    PyErr_Format(PyExc_RuntimeError, "failed to publish /clock: %s", rcl_get_error_string().str);
-    rcl_reset_error();
+  if (publish_clock_at(publisher, total) < 0) {
     return NULL;
   }
   Py_RETURN_NONE;
+}
+
+// play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, bag_offset_ns,
+//      clock_publisher, clock_offset_ns, final) -> (frames_done, index)
+// The frames first_ns + k * step_ns, k = 0 .. count - 1, in turn: each publishes the messages
+// of the batch from `index` on stamped up to bag_offset_ns plus its time, then its /clock at
+// clock_offset_ns plus its time. Unless `final` (no batch follows this one), play stops at
+// the first frame that uses the batch up, before its /clock: the frame may have messages in
+// the next batch. Return the frames done (their /clock published) and the next index.
+static PyObject *
+replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
+{
+  (void)module;
+  if (check_arguments(
+      nargs, 13, "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, "
+      "count, bag_offset_ns, clock_publisher, clock_offset_ns, final)") < 0)
+  {
+    return NULL;
+  }
+  Py_ssize_t index = PyLong_AsSsize_t(args[5]);
+  long long first_ns = PyLong_AsLongLong(args[6]);
+  long long step_ns = PyLong_AsLongLong(args[7]);
+  Py_ssize_t count = PyLong_AsSsize_t(args[8]);
+  long long bag_offset_ns = PyLong_AsLongLong(args[9]);
+  uint64_t clock_publisher = PyLong_AsUnsignedLongLong(args[10]);
+  long long clock_offset_ns = PyLong_AsLongLong(args[11]);
+  int final = PyObject_IsTrue(args[12]);
+  if (PyErr_Occurred()) {
+    return NULL;
+  }
+  long long last_ns, last_clock, last_bag;
+  if (count < 0 || step_ns <= 0 || clock_publisher == 0 || final < 0 ||
+    (count > 0 &&
+    (__builtin_mul_overflow((long long)(count - 1), step_ns, &last_ns) ||
+    __builtin_add_overflow(first_ns, last_ns, &last_ns) ||
+    !clock_time(clock_offset_ns, first_ns, &last_clock) ||
+    !clock_time(clock_offset_ns, last_ns, &last_clock) ||
+    __builtin_add_overflow(bag_offset_ns, first_ns, &last_bag) ||
+    __builtin_add_overflow(bag_offset_ns, last_ns, &last_bag))))
+  {
+    PyErr_Format(
+      PyExc_ValueError, "play(): %zd frames of %lld ns from %lld ns (bag offset %lld ns, "
+      "clock offset %lld ns) are not all times of Clock, or the clock publisher is null",
+      count, step_ns, first_ns, bag_offset_ns, clock_offset_ns);
+    return NULL;
+  }
+  Batch batch;
+  if (get_batch(&batch, args, BATCH_BUFFERS, "play") < 0) {
+    return NULL;
+  }
+  PyObject * result = NULL;
+  if (check_messages(&batch, index, batch.count, "play") == 0) {
+    Py_ssize_t done = 0;
+    int failed = 0;
+    for (; done < count; ++done) {
+      long long time_ns = first_ns + (long long)done * step_ns;
+      long long up_to_ns = bag_offset_ns + time_ns;
+      while (index < batch.count && batch.times[index] <= up_to_ns) {
+        if (publish_message(&batch, index) < 0) {
+          failed = 1;
+          break;
+        }
+        ++index;
+      }
+      if (failed || (index == batch.count && !final)) {
+        break;
+      }
+      if (publish_clock_at(clock_publisher, clock_offset_ns + time_ns) < 0) {
+        failed = 1;
+        break;
+      }
+    }
+    if (!failed) {
+      result = Py_BuildValue("(nn)", done, index);
+    }
+  }
+  release_batch(&batch);
+  return result;
 }
 
 static PyMethodDef replay_methods[] = {
@@ -186,13 +352,17 @@ static PyMethodDef replay_methods[] = {
   {"publish_clock", (PyCFunction)(void (*)(void))replay_publish_clock, METH_FASTCALL,
     "publish_clock(publisher, offset_ns, time_ns): publish a Clock at offset_ns + time_ns, "
     "serialized here, on the rcl publisher at that address."},
+  {"play", (PyCFunction)(void (*)(void))replay_play, METH_FASTCALL,
+    "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, "
+    "bag_offset_ns, clock_publisher, clock_offset_ns, final) -> (frames_done, index): play "
+    "frames of a packed batch, each its messages then its /clock, until the batch is used "
+    "up (unless final) or the frames are done."},
   {NULL, NULL, 0, NULL}
 };
 
 static struct PyModuleDef replay_module = {
   PyModuleDef_HEAD_INIT, "_replay", "The publish loops of the bag player and of /clock, in C.",
-  -1, replay_methods,
-  NULL, NULL, NULL, NULL
+  -1, replay_methods, NULL, NULL, NULL, NULL
 };
 
 PyMODINIT_FUNC

@@ -27,6 +27,11 @@ from rclpy.qos import ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock
 from sim_clock import _replay
+from sim_clock.bag import _decode_batch
+from sim_clock.bag import _encode_batch
+from sim_clock.bag import Cursor
+from sim_clock.bag import python_run
+from sim_clock.bag_player import native_run
 from sim_clock.server import clock_publisher
 from sim_clock.server import ClockServer
 from sim_clock.timeline import MAX_TIME_NS
@@ -189,3 +194,78 @@ def test_destroyed_server_refuses_to_publish(domain_id):
             server._publish(1)
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def _packed(times, topics, datas, size):
+    """Return the batches of ``size`` messages of these lists, packed as the read-ahead does."""
+    return [_decode_batch(_encode_batch((times[k:k + size], topics[k:k + size],
+                                         datas[k:k + size])))
+            for k in range(0, len(times), size)]
+
+
+PLAYS = [
+    # (message times, batch size, frames, bag offset, clock offset)
+    ([0, 10, 20, 20, 35], 2, range(0, 50, 10), 0, 0),
+    ([0, 10, 20, 20, 35], 1, range(-10, 40, 5), 0, 1_000),
+    ([5, 6, 7, 8, 9, 10, 30], 3, range(0, 100, 10), 0, 0),
+    ([100, 110, 120], 2, range(0, 30, 10), 100, 5 * NS_PER_SEC),
+    ([0, 1, 2, 3], 4, range(0, 1), 0, 0),
+    ([50], 1, range(0, 10, 10), 0, 0),
+    ([], 1, range(0, 30, 10), 0, 0),
+]
+
+
+@pytest.mark.parametrize('times, size, frames, bag_offset, clock_offset', PLAYS)
+def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_offset):
+    """C play and the Python model put out the same messages and /clock in the same order."""
+    datas = _messages(len(times))
+    topics = [0] * len(times)
+    # Data and /clock on one writer, so that the order received is the order published.
+    run = native_run(pair.pointers[:1], pair.pointers[0], clock_offset)
+    cursor = Cursor(lambda start: iter(_packed(times, topics, datas, size)), 0)
+    cursor.play(frames[:len(frames) // 2], bag_offset, run)
+    cursor.play(frames[len(frames) // 2:], bag_offset, run)
+    assert cursor.frames_played == len(frames) - len(frames) // 2
+    expected = []
+
+    def clock(t):
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = divmod(t + clock_offset, NS_PER_SEC)
+        expected.append(serialize_message(msg))
+    model = Cursor(lambda start: iter([(times, topics, datas)] if times else []), 0)
+    model.play(frames, bag_offset, python_run(
+        lambda batch, start, stop: expected.extend(batch[2][start:stop]), clock))
+    pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
+    assert [data for _, data in pair.received] == expected
+
+
+def test_play_refuses_bad_arguments(pair):
+    """Bad frames, clock times, indices or times out of order are named; nothing goes out."""
+    (times, topics, blob, offsets), = _packed([0, 10], [0, 0], _messages(2), 2)
+    good = [pair.pointers, topics, blob, offsets, times, 0, 0, 10, 3, 0, pair.pointers[0], 0,
+            False]
+
+    def call(position=None, value=None):
+        args = list(good)
+        if position is not None:
+            args[position] = value
+        return _replay.play(*args)
+    unordered = array('q', [10, 0])
+    for position, value, error, text in [
+            (8, -1, ValueError, 'not all times of Clock'),
+            (7, 0, ValueError, 'not all times of Clock'),
+            (6, -1, ValueError, 'not all times of Clock'),
+            (10, 0, ValueError, 'clock publisher is null'),
+            (11, MAX_TIME_NS, ValueError, 'not all times of Clock'),
+            (5, 3, ValueError, 'not within 0 to 2'),
+            (4, unordered, ValueError, 'a time before the one before it'),
+            (4, array('q', [0]), ValueError, '2 topics need 2 times'),
+            (0, array('Q', [0]), ValueError, 'message 0 has topic 0 of 1'),
+    ]:
+        with pytest.raises(error, match=text):
+            call(position, value)
+    with pytest.raises(TypeError, match='takes 13 arguments'):
+        _replay.play(*good[:12])
+    assert call() == (1, 2)  # the batch is used up by the second frame, before its /clock
+    pair.spin_until(lambda: len(pair.received) >= 3, 'the good call')
+    assert len(pair.received) == 3  # the two messages and one /clock: the bad calls sent none
