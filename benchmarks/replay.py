@@ -24,8 +24,9 @@ medians reaches the target, :data:`TARGET_RATIO`:
 - ``read``: rosbags iterating every message of the bag (the raw read rate);
 - ``replay``: a :class:`sim_clock.bag_player.BagPlayer` in sync mode stepping through the whole
   bag as fast as it can: every message published raw on its topic, and a /clock per 10 ms
-  frame, through the same code a ``~/step`` call runs. The player reads the bag ahead in a
-  child process; its peak RSS and CPU time are given apart from the player's;
+  frame (``--time-step-ms``), through the same code a ``~/step`` call runs. The player reads
+  the bag ahead in a child process; its peak RSS and CPU time are given apart from the
+  player's;
 - two ceilings, in the player's process after the replay: as many publishes of one of the
   bag's messages with nothing else to do, one at a time through rclpy
   (``Publisher.handle.publish_raw``), and by the player's C loop, a thousand at a time
@@ -106,7 +107,7 @@ def child_read(path: str) -> None:
     print(f'{count} {elapsed} {_peak_rss_mib()} {cpu}')
 
 
-def child_replay(path: str) -> None:
+def child_replay(path: str, step_ms: int) -> None:
     """Print the replay rate of the bag player over the bag and this process's peak RSS."""
     import rclpy
     from rclpy.parameter import Parameter
@@ -115,9 +116,9 @@ def child_replay(path: str) -> None:
     rclpy.init()
     bag = Bag(path)
     node = BagPlayer(bag, parameter_overrides=[
-        Parameter('sync', value=True), Parameter('time_step', value=0.01)])
+        Parameter('sync', value=True), Parameter('time_step', value=step_ms / 1000)])
     try:
-        frames = bag.duration_ns // (10 * MS) + 1
+        frames = bag.duration_ns // (step_ms * MS) + 1
         count = sum(topic.message_count for topic in bag.topics)
         reader = node._bag_reader.pid
         start = time.perf_counter()
@@ -160,10 +161,11 @@ def child_replay(path: str) -> None:
     print(f'{count} {elapsed} {replay_rss} {cpu} {rclpy_s} {c_s} {reader_cpu} {reader_rss}')
 
 
-def _run_child(kind: str, path: str) -> tuple:
+def _run_child(kind: str, path: str, step_ms: int) -> tuple:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='OFF')
-    out = subprocess.run([sys.executable, __file__, f'--child-{kind}', path], env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, f'--child-{kind}', path, '--time-step-ms', str(step_ms)],
+        env=env, check=True, capture_output=True, text=True).stdout
     count, *figures = out.splitlines()[-1].split()
     return (int(count), *map(float, figures))
 
@@ -179,13 +181,13 @@ def _steal_s() -> float:
     return int(fields[8]) / os.sysconf('SC_CLK_TCK') if len(fields) > 8 else 0.0
 
 
-def _measure(path: str, size: int, repetitions: int) -> dict:
+def _measure(path: str, size: int, repetitions: int, step_ms: int) -> dict:
     """Read and replay the bag ``repetitions`` times, in turn; return the figures' lists."""
     runs = []
     for _ in range(repetitions):
-        count, read_s, read_rss, read_cpu = _run_child('read', path)
+        count, read_s, read_rss, read_cpu = _run_child('read', path, step_ms)
         (played, replay_s, replay_rss, replay_cpu, rclpy_s, c_s, reader_cpu,
-         reader_rss) = _run_child('replay', path)
+         reader_rss) = _run_child('replay', path, step_ms)
         assert count == played == size, (count, played, size)
         runs.append({
             'read': count / read_s, 'replay': played / replay_s,
@@ -206,6 +208,8 @@ def main() -> int:
     parser.add_argument('--repetitions', type=int, default=3,
                         help='read and replay each bag this many times, in turn (default 3); '
                              'the table gives medians, and the ratio of the median rates')
+    parser.add_argument('--time-step-ms', type=int, default=10,
+                        help='the frame of the replay in ms (default 10: ten messages a frame)')
     parser.add_argument('--child-read', metavar='BAG', help=argparse.SUPPRESS)
     parser.add_argument('--child-replay', metavar='BAG', help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -213,7 +217,7 @@ def main() -> int:
         child_read(options.child_read)
         return 0
     if options.child_replay:
-        child_replay(options.child_replay)
+        child_replay(options.child_replay, options.time_step_ms)
         return 0
 
     print(_load(), file=sys.stderr)
@@ -229,7 +233,7 @@ def main() -> int:
             for size in (options.messages, 10 * options.messages):
                 path = os.path.join(folder, f'{storage}_{size}')
                 write_bag(path, storage, size)
-                runs = _measure(path, size, options.repetitions)
+                runs = _measure(path, size, options.repetitions, options.time_step_ms)
                 m = {key: median(values) for key, values in runs.items()}
                 ratio = m['replay'] / m['read']
                 lowest = ratio if lowest is None else min(lowest, ratio)
