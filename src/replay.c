@@ -212,8 +212,11 @@ replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
     return NULL;
   }
   Py_ssize_t start = PyLong_AsSsize_t(args[4]);
+  if (start == -1 && PyErr_Occurred()) {
+    return NULL;
+  }
   Py_ssize_t stop = PyLong_AsSsize_t(args[5]);
-  if ((start == -1 || stop == -1) && PyErr_Occurred()) {
+  if (stop == -1 && PyErr_Occurred()) {
     return NULL;
   }
   Batch batch;
@@ -284,19 +287,25 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
   {
     return NULL;
   }
-  Py_ssize_t index = PyLong_AsSsize_t(args[5]);
-  long long first_ns = PyLong_AsLongLong(args[6]);
-  long long step_ns = PyLong_AsLongLong(args[7]);
-  Py_ssize_t count = PyLong_AsSsize_t(args[8]);
-  long long bag_offset_ns = PyLong_AsLongLong(args[9]);
-  uint64_t clock_publisher = PyLong_AsUnsignedLongLong(args[10]);
-  long long clock_offset_ns = PyLong_AsLongLong(args[11]);
-  int final = PyObject_IsTrue(args[12]);
-  if (PyErr_Occurred()) {
+  // Each conversion is checked before the next: no C API call runs with an error set.
+  Py_ssize_t index, count;
+  long long first_ns, step_ns, bag_offset_ns, clock_offset_ns;
+  uint64_t clock_publisher;
+  int final;
+  if (((index = PyLong_AsSsize_t(args[5])) == -1 && PyErr_Occurred()) ||
+    ((first_ns = PyLong_AsLongLong(args[6])) == -1 && PyErr_Occurred()) ||
+    ((step_ns = PyLong_AsLongLong(args[7])) == -1 && PyErr_Occurred()) ||
+    ((count = PyLong_AsSsize_t(args[8])) == -1 && PyErr_Occurred()) ||
+    ((bag_offset_ns = PyLong_AsLongLong(args[9])) == -1 && PyErr_Occurred()) ||
+    ((clock_publisher = PyLong_AsUnsignedLongLong(args[10])) == (uint64_t)-1 &&
+    PyErr_Occurred()) ||
+    ((clock_offset_ns = PyLong_AsLongLong(args[11])) == -1 && PyErr_Occurred()) ||
+    (final = PyObject_IsTrue(args[12])) < 0)
+  {
     return NULL;
   }
   long long last_ns, last_clock, last_bag;
-  if (count < 0 || step_ns <= 0 || clock_publisher == 0 || final < 0 ||
+  if (count < 0 || step_ns <= 0 || clock_publisher == 0 ||
     (count > 0 &&
     (__builtin_mul_overflow((long long)(count - 1), step_ns, &last_ns) ||
     __builtin_add_overflow(first_ns, last_ns, &last_ns) ||

@@ -261,6 +261,9 @@ def test_play_refuses_bad_arguments(pair):
             (4, unordered, ValueError, 'a time before the one before it'),
             (4, array('q', [0]), ValueError, '2 topics need 2 times'),
             (0, array('Q', [0]), ValueError, 'message 0 has topic 0 of 1'),
+            (5, '0', TypeError, 'integer'),
+            (9, 1.5, TypeError, 'integer'),
+            (10, -1, OverflowError, ''),
     ]:
         with pytest.raises(error, match=text):
             call(position, value)
