@@ -33,6 +33,7 @@ import os
 import platform
 import queue
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -412,10 +413,13 @@ def machine() -> str:
                          if line.startswith('model name'))
     except (OSError, StopIteration):
         pass
-    import rclpy  # noqa: F401 (only its version is read)
-    from importlib.metadata import version
+    from importlib.metadata import distributions
+    # The wheel of the ROS distribution's rclpy: ros-jazzy-rclpy, ros-kilted-rclpy, ...
+    rclpy = ', '.join(sorted(
+        f'{dist.metadata["Name"]} {dist.version}' for dist in distributions()
+        if re.fullmatch(r'ros-[a-z]+-rclpy', dist.metadata['Name'] or ''))) or 'unknown'
     return (f'{os.cpu_count()} CPUs ({model}), Linux {platform.release()}, '
-            f'Python {platform.python_version()}, rclpy {version("ros-jazzy-rclpy")}, '
+            f'Python {platform.python_version()}, {rclpy}, '
             f"RMW {os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp (default)')}")
 
 
