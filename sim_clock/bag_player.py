@@ -50,8 +50,7 @@ from sim_clock.bag import EMPTY_BATCH
 from sim_clock.bag import python_run
 from sim_clock.bag import READ_ERRORS
 from sim_clock.bag import Run
-from sim_clock.server import CDR_LITTLE_ENDIAN
-from sim_clock.server import clock_header
+from sim_clock.server import clock_in_c
 from sim_clock.server import clock_publisher
 from sim_clock.server import ClockServer
 from sim_clock.server import NODE_NAME
@@ -147,7 +146,7 @@ class BagPlayer(ClockServer):
         pointers = array('Q', [publisher.handle.pointer for publisher in self._bag_publishers])
         #: Publishes the /clock of a timeline time.
         self._publish_bag_clock = clock_publisher(self._clock_pub, self._bag_origin_ns)
-        if clock_header() == CDR_LITTLE_ENDIAN:
+        if clock_in_c():
             self._bag_run = native_run(
                 pointers, self._clock_pub.handle.pointer, self._bag_origin_ns)
         else:

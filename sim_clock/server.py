@@ -178,12 +178,13 @@ CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
 _CLOCK_LAYOUT = struct.Struct('<4siI')
 
 
+@functools.lru_cache(maxsize=None)
 def clock_header() -> Optional[bytes]:
     """
     Return the header of rclpy's serialization of a Clock, or None if it is laid out otherwise.
 
     The layout expected: a 4-byte encapsulation header, sec (int32), nanosec (uint32), both
-    little-endian; checked on a sample against rclpy's own serialization.
+    little-endian; checked once, on a sample, against rclpy's own serialization.
     """
     sample = ClockMsg()
     sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
@@ -192,6 +193,11 @@ def clock_header() -> Optional[bytes]:
     if _CLOCK_LAYOUT.pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
         return header
     return None
+
+
+def clock_in_c() -> bool:
+    """Whether rclpy serializes a Clock as sim_clock._replay does (little-endian CDR)."""
+    return clock_header() == CDR_LITTLE_ENDIAN
 
 
 def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
@@ -210,7 +216,7 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     header = clock_header()
     if header is not None:
         pointer = getattr(publisher.handle, 'pointer', None)
-        if pointer and header == CDR_LITTLE_ENDIAN:
+        if pointer and clock_in_c():
             return functools.partial(_replay.publish_clock, pointer, offset_ns)
         publish_raw = publisher.handle.publish_raw
         pack = _CLOCK_LAYOUT.pack
