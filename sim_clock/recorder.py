@@ -59,6 +59,7 @@ from rosbags.typesys import TypesysError
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.bag import get_message
 from sim_clock.bag import RecordingSummary
+from sim_clock.server import avoid_shared_memory
 from sim_clock.server import CLOCK_QOS
 from sim_clock.server import CLOCK_TOPIC
 from sim_clock.timeline import NS_PER_SEC
@@ -298,11 +299,14 @@ def main(args=None) -> int:
         rclpy.logging.get_logger(NODE_NAME).fatal(
             f'cannot create {options.output!r}: {error}')
         return 1
+    transports = avoid_shared_memory()
     rclpy.init(args=argv)
     node = None
     executor = SingleThreadedExecutor()
     try:
         node = Recorder(writer, options.topics, until_ns)
+        if transports is not None:
+            node.get_logger().info(transports)
         executor.add_node(node)
         while not node.done:
             executor.spin_once(timeout_sec=0.1)

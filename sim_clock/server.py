@@ -23,6 +23,7 @@ waits on its own clock.
 """
 
 import functools
+import os
 import signal
 import struct
 import time
@@ -644,6 +645,43 @@ class ClockServer(Node):
                 'sync stays on with no holder')
 
 
+#: The variable by which Fast DDS (2.13 and later) takes its transports, and our choice.
+TRANSPORTS_VARIABLE = 'FASTDDS_BUILTIN_TRANSPORTS'
+SAFE_TRANSPORTS = 'UDPv4'
+
+
+def avoid_shared_memory(environ=os.environ) -> Optional[str]:
+    """
+    Make this process's Fast DDS participant use UDPv4 only where it can; return a log line.
+
+    Call before ``rclpy.init``. Fast DDS 2.14 (Jazzy) can freeze a writer for good when a
+    subscriber on the same host dies while taking a sample over shared memory: the writer's
+    next send to that process regenerates its port and waits forever on a lock in the shared
+    segment (eProsima/Fast-DDS#6485, fix proposed in #6497). Seen here: a clock server stuck
+    in the middle of a step, deaf to SIGINT, after a client that received /clock was SIGKILLed
+    (a gdb backtrace of the main thread ends in ``SharedMemManager::Port::regenerate_port``).
+    Over UDP a dead reader costs unanswered sends only.
+
+    Nothing is changed when ``FASTDDS_BUILTIN_TRANSPORTS`` is set already (``DEFAULT`` puts
+    shared memory back), for another middleware, or with
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``: there rmw_fastrtps installs shared memory
+    and UDP itself, whatever the variable says. Return None when Fast DDS is not in use.
+    """
+    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    if TRANSPORTS_VARIABLE in environ:
+        return f'Fast DDS transports as set: {TRANSPORTS_VARIABLE}={environ[TRANSPORTS_VARIABLE]}'
+    if (environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE') == 'LOCALHOST'
+            or environ.get('ROS_LOCALHOST_ONLY') == '1'):
+        return ('Fast DDS shared memory on (rmw_fastrtps adds it for a LOCALHOST discovery '
+                'range): a subscriber killed while taking a sample can freeze this process '
+                '(eProsima/Fast-DDS#6485)')
+    environ[TRANSPORTS_VARIABLE] = SAFE_TRANSPORTS
+    return (f'Fast DDS over {SAFE_TRANSPORTS} only ({TRANSPORTS_VARIABLE}={SAFE_TRANSPORTS}): '
+            'a subscriber that dies cannot freeze this process through shared memory '
+            '(eProsima/Fast-DDS#6485); set the variable (DEFAULT) to choose otherwise')
+
+
 def make_executor():
     """
     Return rclpy's EventsExecutor where it exists, else a SingleThreadedExecutor.
@@ -671,6 +709,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
     interrupted = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
     node = None
+    transports = avoid_shared_memory()
     try:
         rclpy.init(args=args)
         if interrupted:
@@ -680,6 +719,8 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None) -> int:
         except (Refused, ParameterException) as error:
             rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid configuration: {error}')
             return 1
+        if transports is not None:
+            node.get_logger().info(transports)
         executor = make_executor()
         executor.add_node(node)
         node.drive_full_speed()

@@ -19,6 +19,7 @@ A holder killed mid-run, the server killed and restarted, a client gone in the m
 long step, a client that starts before the server.
 """
 
+import os
 import signal
 import time
 
@@ -48,19 +49,36 @@ while True:
 
 # Takes sync mode as 'ghost', steps once (the request path is matched both ways), sends one
 # step(10000) and SIGKILLs itself as soon as it sees a frame of that step on /clock, that is
-# while the server is still publishing the others.
+# while the server is still publishing the others. It prints the Fast DDS shared memory it has
+# mapped first: none is expected under GHOST_ENV.
 GHOST = """
 import os
 import signal
 from harness import TestClient
 from sim_clock.srv import Step
 client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name='ghost')
+with open('/proc/self/maps') as maps:
+    print('mapped', sorted({line.split()[-1] for line in maps if '/dev/shm/fastrtps' in line}),
+          flush=True)
 assert client.sync_mode_cmd('ghost', True, 0).result
 assert client.step('ghost', 1).success
 client._clients['/sim_clock/step'].call_async(Step.Request(user_id='ghost', steps=10000))
 client.wait_for_clock(lambda t: t > 1_000_000, 'a frame of the step')
 os.kill(os.getpid(), signal.SIGKILL)
 """
+
+
+# The ghost talks UDP on 127.0.0.1 only. Over Fast DDS shared memory (what rmw_fastrtps installs
+# for a LOCALHOST discovery range, whatever the server asks) a process SIGKILLed while it takes
+# a sample can freeze the server's next send to it for good, a Fast DDS 2.14 bug
+# (eProsima/Fast-DDS#6485; README, Transports). With the ghost on shared memory this test hit
+# it once in eight runs under load: the server stuck in the step, deaf to SIGINT. The server
+# cannot avoid that under LOCALHOST; this test is about everything else.
+GHOST_ENV = {
+    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
+    'FASTRTPS_DEFAULT_PROFILES_FILE': os.path.join(os.path.dirname(__file__),
+                                                   'loopback_udp_only.xml'),
+}
 
 
 # A client that starts before any server: waits for get_status with a timeout, then reports.
@@ -151,8 +169,9 @@ def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path)
     start_server({'time_step': 0.001, 'owner_timeout': 2.0})
     # Our /clock subscription is matched before the ghost's first frame is published.
     client.wait_for_clock(lambda t: True, 'the idle /clock')
-    ghost = ChildProcess(domain_id, GHOST, str(tmp_path))
+    ghost = ChildProcess(domain_id, GHOST, str(tmp_path), env=GHOST_ENV)
     try:
+        assert ghost.expect('mapped', timeout=60) == '[]'
         assert ghost.process.wait(60) == -signal.SIGKILL, ghost.finish()
     finally:
         ghost.kill()
