@@ -115,14 +115,17 @@ class TestClient:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.clocks = []  # (monotonic ns at reception, simulated ns), in arrival order
+        #: per message of ``clocks``, the publisher's wall time (ns) when it published it
+        self.clock_sources = []
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100_000,
                          reliability=ReliabilityPolicy.RELIABLE)
         if subscribe_clock:
             self.node.create_subscription(Clock, '/clock', self._on_clock, qos)
         self._clients = {}
 
-    def _on_clock(self, msg) -> None:
+    def _on_clock(self, msg, info) -> None:
         self.clocks.append((time.monotonic_ns(), msg.clock.sec * NS + msg.clock.nanosec))
+        self.clock_sources.append(info['source_timestamp'])
 
     def close(self) -> None:
         """Destroy the node and shut the context down."""

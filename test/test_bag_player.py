@@ -174,6 +174,7 @@ def test_two_lockstep_replays_are_identical(start_server, bag_client, sqlite_bag
         bag_client.wait_matched(['/chatter', '/pose'])
         bag_client.data.clear()
         bag_client.clocks.clear()
+        bag_client.clock_sources.clear()
         runs.append(_step_through(bag_client, records, steps_per_call=(1, 3, 7, 2)))
         assert server.stop() == 0
         bag_client.matched.clear()

@@ -17,6 +17,7 @@
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 
@@ -54,18 +55,28 @@ def test_clock_in_sync_mode_is_republished_unchanged(start_server, client):
     assert set(client.times()) == {0}
 
 
-def _pace(client, wall_ns=1.5 * NS) -> float:
-    """Return simulated over wall time of /clock as received over ``wall_ns``."""
+def _pace(client, wall_ns=3 * NS) -> float:
+    """
+    Return the pace of /clock, simulated over wall time, fitted over ``wall_ns`` of publishing.
+
+    Wall time is the DDS source timestamp (the server's clock at each publish), not the time
+    of reception, which a busy test process takes in bursts. The pace is the least-squares
+    slope over every frame of the window, not the ratio of its two ends: a server that was
+    starved for a moment publishes its late frames at once, to stay on pace, and a window
+    that starts on such a late frame measured 2.6 for a pace of 2 (its end-to-end ratio).
+    """
     client.wait_for_clock(lambda t: t > 0, 'a first /clock')
     start = len(client.clocks) - 1
-    client.spin_until(lambda: client.clocks[-1][0] - client.clocks[start][0] > wall_ns,
+    sources = client.clock_sources
+    client.spin_until(lambda: sources[-1] - sources[start] > wall_ns,
                       f'{wall_ns / NS} s of /clock')
-    wall = client.clocks[-1][0] - client.clocks[start][0]
-    return (client.clocks[-1][1] - client.clocks[start][1]) / wall
+    walls = [source - sources[start] for source in sources[start:]]
+    sims = [sim for _, sim in client.clocks[start:start + len(walls)]]
+    return statistics.linear_regression(walls, sims).slope
 
 
 def test_real_time_pace(start_server, client):
-    """Real-time mode follows the wall clock within 10% over a second and a half."""
+    """Real-time mode follows the wall clock within 10%, fitted over three seconds."""
     start_server({'mode': 'real_time', 'publish_rate': 200.0})
     assert _pace(client) == pytest.approx(1.0, abs=0.1)
 
