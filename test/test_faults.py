@@ -31,6 +31,19 @@ from sim_clock.srv import GetStatus
 
 MS = 1_000_000
 
+# The processes that get SIGKILLed here talk UDP on 127.0.0.1 only. Over Fast DDS shared
+# memory (what rmw_fastrtps installs for a LOCALHOST discovery range, whatever the server asks)
+# a process SIGKILLed while it takes a sample can freeze the server's next send to it for good,
+# a Fast DDS 2.14 bug (eProsima/Fast-DDS#6485; README, Transports). With the ghost below on
+# shared memory its test hit it once in eight runs under load: the server stuck in the step,
+# deaf to SIGINT. The server cannot avoid that under LOCALHOST; these tests are about the rest.
+UDP_LOOPBACK_ENV = {
+    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
+    'FASTRTPS_DEFAULT_PROFILES_FILE': os.path.join(os.path.dirname(__file__),
+                                                   'loopback_udp_only.xml'),
+}
+
+
 # Takes sync mode as argv[1], then steps one frame at a time until it is killed.
 STEPPING_HOLDER = """
 import os
@@ -50,7 +63,7 @@ while True:
 # Takes sync mode as 'ghost', steps once (the request path is matched both ways), sends one
 # step(10000) and SIGKILLs itself as soon as it sees a frame of that step on /clock, that is
 # while the server is still publishing the others. It prints the Fast DDS shared memory it has
-# mapped first: none is expected under GHOST_ENV.
+# mapped first: none is expected under UDP_LOOPBACK_ENV.
 GHOST = """
 import os
 import signal
@@ -66,19 +79,6 @@ client._clients['/sim_clock/step'].call_async(Step.Request(user_id='ghost', step
 client.wait_for_clock(lambda t: t > 1_000_000, 'a frame of the step')
 os.kill(os.getpid(), signal.SIGKILL)
 """
-
-
-# The ghost talks UDP on 127.0.0.1 only. Over Fast DDS shared memory (what rmw_fastrtps installs
-# for a LOCALHOST discovery range, whatever the server asks) a process SIGKILLed while it takes
-# a sample can freeze the server's next send to it for good, a Fast DDS 2.14 bug
-# (eProsima/Fast-DDS#6485; README, Transports). With the ghost on shared memory this test hit
-# it once in eight runs under load: the server stuck in the step, deaf to SIGINT. The server
-# cannot avoid that under LOCALHOST; this test is about everything else.
-GHOST_ENV = {
-    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
-    'FASTRTPS_DEFAULT_PROFILES_FILE': os.path.join(os.path.dirname(__file__),
-                                                   'loopback_udp_only.xml'),
-}
 
 
 # A client that starts before any server: waits for get_status with a timeout, then reports.
@@ -106,7 +106,8 @@ def test_holder_killed_mid_run_both_ways_out(start_server, client, domain_id, tm
     for way_out in ('set_sync false', 'owner_timeout'):
         if way_out == 'owner_timeout':
             assert client.set_parameter('owner_timeout', 1.0).successful
-        holder = ChildProcess(domain_id, STEPPING_HOLDER, str(tmp_path), args=('doomed',))
+        holder = ChildProcess(domain_id, STEPPING_HOLDER, str(tmp_path), args=('doomed',),
+                              env=UDP_LOOPBACK_ENV)
         try:
             holder.expect('stepping', timeout=60)
         finally:
@@ -169,7 +170,7 @@ def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path)
     start_server({'time_step': 0.001, 'owner_timeout': 2.0})
     # Our /clock subscription is matched before the ghost's first frame is published.
     client.wait_for_clock(lambda t: True, 'the idle /clock')
-    ghost = ChildProcess(domain_id, GHOST, str(tmp_path), env=GHOST_ENV)
+    ghost = ChildProcess(domain_id, GHOST, str(tmp_path), env=UDP_LOOPBACK_ENV)
     try:
         assert ghost.expect('mapped', timeout=60) == '[]'
         assert ghost.process.wait(60) == -signal.SIGKILL, ghost.finish()
