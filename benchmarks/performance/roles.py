@@ -297,7 +297,8 @@ def status(args) -> None:
     Poll get_status at 100 Hz; say ``mark N`` when the frame passes each mark.
 
     The result: the latency of every call made from the first mark to the last (with no
-    marks: of ``calls`` calls), and the frame rate between the first and the last mark.
+    marks: of ``calls`` calls), and the frame rate between the answer that passed the first mark
+    and the one that passed the last (the next answer, when a single one passed them all).
     """
     role = Role('status_probe', args.executor)
     client = role.node.create_client(
@@ -314,10 +315,14 @@ def status(args) -> None:
         now = time.perf_counter()
         if state['seen'] or not args.marks:
             state['latencies'].append(latency)
+        passed = bool(marks) and response.frame >= marks[0]
         while marks and response.frame >= marks[0]:
             say('mark', marks.pop(0))
+        if passed or state['seen']:
             state['seen'].append((now, response.frame))
-        state['done'] = (not marks if args.marks else len(state['latencies']) >= args.calls)
+        # The rate needs two answers: when one answer passed every mark, wait for the next.
+        state['done'] = (not marks and len(state['seen']) > 1 if args.marks
+                         else len(state['latencies']) >= args.calls)
 
     def poll():
         if state['pending'] is None:
@@ -331,7 +336,8 @@ def status(args) -> None:
     fps = 0.0
     if len(state['seen']) > 1:
         (t0, f0), (t1, f1) = state['seen'][0], state['seen'][-1]
-        fps = (f1 - f0) / (t1 - t0)
+        if t1 > t0:
+            fps = (f1 - f0) / (t1 - t0)
     latencies = state['latencies'] or [0]
     result(fps=fps, p50_us=percentile(latencies, 0.50) / 1e3,
            p99_us=percentile(latencies, 0.99) / 1e3, calls=len(state['latencies']))
