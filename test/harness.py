@@ -192,8 +192,8 @@ class TestClient:
         return future.result()
 
     def status(self):
-        """Return the server's GetStatus response."""
-        return self.call(GetStatus, 'get_status')
+        """Return the server's GetStatus response (asked again if an answer is lost)."""
+        return self.status_when_ready(timeout=TIMEOUT)
 
     def status_when_ready(self, timeout: float = 60.0, attempt: float = 3.0):
         """
