@@ -22,7 +22,7 @@ highest ratio of a read and the replay after it, and the last line says whether 
 medians reaches the target, :data:`TARGET_RATIO`:
 
 - ``read``: rosbags iterating every message of the bag (the raw read rate);
-- ``replay``: a :class:`sim_clock.bag_player.BagPlayer` in sync mode stepping through the whole
+- ``replay``: a :class:`sim_clock.bag.player.BagPlayer` in sync mode stepping through the whole
   bag as fast as it can: every message published raw on its topic, and a /clock per 10 ms
   frame (``--time-step-ms``), through the same code a ``~/step`` call runs. The player reads
   the bag ahead in a child process; its peak RSS and CPU time are given apart from the
@@ -111,28 +111,29 @@ def child_replay(path: str, step_ms: int) -> None:
     """Print the replay rate of the bag player over the bag and this process's peak RSS."""
     import rclpy
     from rclpy.parameter import Parameter
-    from sim_clock.bag import Bag
-    from sim_clock.bag_player import BagPlayer
+    from sim_clock.bag.player import BagPlayer
+    from sim_clock.bag.reader import Bag
     rclpy.init()
     bag = Bag(path)
-    node = BagPlayer(bag, parameter_overrides=[
+    player = BagPlayer(bag, parameter_overrides=[
         Parameter('sync', value=True), Parameter('time_step', value=step_ms / 1000)])
+    node = player.node
     try:
         frames = bag.duration_ns // (step_ms * MS) + 1
         count = sum(topic.message_count for topic in bag.topics)
-        reader = node._bag_reader.pid
+        reader = player.reader.pid
         start = time.perf_counter()
         cpu, reader_cpu = time.process_time(), _process_cpu_s(reader)
         while frames > 0:
             steps = min(frames, 100_000)
-            success, message = node.step_frames('', steps)
-            assert success, message
+            outcome = node.step('', steps)
+            assert outcome.success, outcome.message
             frames -= steps
         elapsed = time.perf_counter() - start
         cpu, reader_cpu = time.process_time() - cpu, _process_cpu_s(reader) - reader_cpu
         reader_rss = _process_peak_rss_mib(reader)
         replay_rss = _peak_rss_mib()  # before the ceilings, which are not the player's
-        assert node._bag_cursor.exhausted
+        assert player.frames.cursor.exhausted
         # Two ceilings: as many publishes with nothing else to do, one message at a time
         # through rclpy (publish_raw), and in C by the player's loop in one run.
         from array import array

@@ -57,4 +57,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     || { cat "$build/configure.log" >&2; rm -f "$build/CMakeCache.txt"; exit 1; }
 fi
 cmake --build "$build" -j 2 > "$build/build.log" 2>&1 || { cat "$build/build.log" >&2; exit 1; }
+# A module moved or removed in the source must not linger in the install: the Python package
+# is installed afresh each time (with the interfaces generated into it).
+rm -rf "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sim_clock"
 cmake --install "$build" > "$build/install.log" 2>&1 || { cat "$build/install.log" >&2; exit 1; }

@@ -32,7 +32,7 @@
 //
 // A /clock is rosgraph_msgs/Clock serialized here: the CDR little-endian encapsulation
 // header, then sec (int32) and nanosec (uint32), little-endian. The caller checks once that
-// rclpy serializes a Clock so (sim_clock.server.clock_publisher).
+// rclpy serializes a Clock so (sim_clock.node.publishing.clock_publisher).
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -20,7 +20,6 @@ server), and writes logs and temporary files under a folder of its own.
 """
 
 import os
-import random
 import sys
 import tempfile
 
@@ -37,30 +36,17 @@ def pytest_configure(config):
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_STATIC_PEERS', None)
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
-    # A run picks a random first domain; each test that needs one takes the next.
-    os.environ['ROS_DOMAIN_ID'] = str(_domains.first)
-
-
-class _Domains:
-    """Hand out DDS domain ids 1..100, starting at a random one per run."""
-
-    def __init__(self):
-        self.first = random.SystemRandom().randrange(1, 101)
-        self._next = self.first
-
-    def take(self) -> int:
-        domain = self._next
-        self._next = self._next % 100 + 1
-        return domain
-
-
-_domains = _Domains()
+    # The run's own domain; each test that needs one takes the next (sim_clock's allocator,
+    # which the sim_clock fixture's harnesses share). Imported once the run is isolated.
+    from sim_clock.client.domains import DOMAINS
+    os.environ['ROS_DOMAIN_ID'] = str(DOMAINS.take())
 
 
 @pytest.fixture
 def domain_id() -> int:
     """Return a DDS domain id that no other test of this run uses at the same time."""
-    return _domains.take()
+    from sim_clock.client.domains import DOMAINS
+    return DOMAINS.take()
 
 
 @pytest.fixture

@@ -53,6 +53,9 @@ NS = 1_000_000_000
 SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                          reliability=ReliabilityPolicy.RELIABLE)
 SERVER = '/sim_clock'
+#: The test folder (harness, bag writers, profiles) and the repository.
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TEST_DIR)
 TIMEOUT = 15.0
 
 
@@ -280,7 +283,7 @@ class ChildProcess:
     def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None,
                  prefix=()):
         full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
-                        PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+                        PYTHONPATH=TEST_DIR)
         full_env.update(env or {})
         self.process = subprocess.Popen(
             [*prefix, sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,

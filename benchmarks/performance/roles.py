@@ -52,8 +52,8 @@ from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sim_clock.server import CLOCK_QOS
-from sim_clock.server import SERVICE_QOS
+from sim_clock.names import CLOCK_QOS
+from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd

@@ -1,0 +1,296 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The bag player: a clock server whose timeline is a bag's, by composition.
+
+:class:`BagPlayer` makes a :class:`~sim_clock.node.server.ClockServer` (same node name,
+parameters, services and clock modes) with a clock offset (the bag's first stamp) and a frame
+sink, :class:`BagFrames`, that publishes each frame's messages, raw, before its ``/clock``. A
+step therefore answers once all data up to the new time is out. Every reset rewinds the bag
+to the timeline's new time (``~/seek`` is a reset to a given time, ``loop`` a reset at the end).
+"""
+
+import argparse
+from array import array
+from dataclasses import dataclass
+import itertools
+import sys
+from typing import List
+
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from rosbags.interfaces import QosDurability
+from rosbags.interfaces import QosReliability
+from sim_clock import _replay
+from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.read_ahead import ReadAhead
+from sim_clock.bag.reader import Bag
+from sim_clock.bag.reader import BagError
+from sim_clock.bag.reader import READ_ERRORS
+from sim_clock.bag.replay import native_run
+from sim_clock.bag.replay import python_run
+from sim_clock.core.timeline import Change
+from sim_clock.core.units import join_ns
+from sim_clock.names import NODE_NAME
+from sim_clock.names import SERVICE_QOS
+from sim_clock.node.publishing import clock_in_c
+from sim_clock.node.publishing import clock_publisher
+from sim_clock.node.publishing import publisher_destroyed
+from sim_clock.node.runtime import spin_until_stopped
+from sim_clock.node.server import Answer
+from sim_clock.node.server import ClockServer
+from sim_clock.node.services import fill
+from sim_clock.srv import Seek
+
+#: History depth of a volatile topic's publisher, at least: a step may release a burst of
+#: messages on one topic, and a reliable writer repairs losses only within its history.
+MIN_VOLATILE_DEPTH = 100
+#: Where a bag has no QoS for a topic: what most publishers offer.
+DEFAULT_TOPIC_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=MIN_VOLATILE_DEPTH,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+LOOP_DESCRIPTOR = ParameterDescriptor(
+    description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '
+                'Off: free run and real-time mode pause at the end; sync mode steps on, '
+                'without data.')
+
+
+def qos_for(offered: tuple) -> QoSProfile:
+    """
+    Return the publisher QoS for a topic recorded with the ``offered`` profiles.
+
+    As rosbag2's player adapts to recorded offers: reliable only if every recorded publisher
+    was, transient local only if every one was. A transient-local topic keeps its recorded
+    depth (what a late joiner gets); a volatile one at least :data:`MIN_VOLATILE_DEPTH`.
+    """
+    if not offered:
+        return DEFAULT_TOPIC_QOS
+    reliable = all(q.reliability is not QosReliability.BEST_EFFORT for q in offered)
+    transient = all(q.durability is QosDurability.TRANSIENT_LOCAL for q in offered)
+    depth = max(max(q.depth for q in offered), 1)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth if transient else max(depth, MIN_VOLATILE_DEPTH),
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
+
+
+@dataclass
+class SeekOutcome(Answer):
+    """The outcome of ``~/seek``: where time is after the call."""
+
+    clock_ns: int
+    epoch: int
+
+
+class BagFrames:
+    """
+    The player's frame sink: each frame's bag messages, then its /clock; loop or pause at the end.
+
+    Messages are published by ``sim_clock._replay.play`` in C where rclpy lays a Clock out as
+    it does (one thread publishes, and :meth:`close` replaces the run before the node destroys
+    the publishers); by the Python model otherwise.
+    """
+
+    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead):
+        self._server = server
+        self._bag = bag
+        self._reader = reader
+        self.end_ns = bag.end_ns - bag.start_ns
+        self.loop = False
+        self._ended = False
+        self._publishers = [
+            server.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
+            for topic in bag.topics]
+        pointers = array('Q', [publisher.handle.pointer for publisher in self._publishers])
+        offset_ns = server.clock_offset_ns
+        self._publish_clock = clock_publisher(server.clock_publisher, offset_ns)
+        if clock_in_c():
+            self._run = native_run(pointers, server.clock_publisher.handle.pointer, offset_ns)
+        else:
+            publish = _replay.publish
+
+            def emit(batch, start, stop):
+                publish(pointers, batch[1], batch[2], batch[3], start, stop)
+            self._run = python_run(emit, self._publish_clock)
+        self.cursor = Cursor(self._read_from, bag.start_ns)
+        server.add_change_listener(self._on_change)
+
+    def publish_frames(self, frames: range) -> None:
+        """Publish each frame's messages, then its /clock; then loop or pause at the end."""
+        cursor = self.cursor
+        try:
+            cursor.play(frames, self._bag.start_ns, self._run)
+        except READ_ERRORS as error:
+            self._read_failed(error)
+            cursor.seek(self._bag.end_ns + 1)
+            # The frames not published yet, without data: time goes on.
+            for time_ns in frames[cursor.frames_played:]:
+                self._publish_clock(time_ns)
+        self._check_end()
+
+    def publish_time(self, time_ns: int) -> None:
+        """Publish /clock at ``time_ns`` (timeline time)."""
+        self._publish_clock(time_ns)
+
+    def close(self) -> None:
+        """End the read-ahead process; from now on a publish raises."""
+        self._reader.close()
+        self._run = self._publish_clock = publisher_destroyed
+
+    def _on_change(self, change: Change) -> None:
+        if change.reset:
+            # Every reset moves the bag to the timeline's new time (zero: the bag's start).
+            self.cursor.seek(self._bag.start_ns + change.time_after_ns)
+            self._ended = False
+
+    def _read_from(self, start_ns: int):
+        """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""
+        try:
+            batches = self._reader.batches(start_ns)
+            # The first batch now: a read error surfaces here, not in the next frame.
+            first = next(batches, None)
+        except READ_ERRORS as error:
+            self._read_failed(error)
+            return iter(())
+        return batches if first is None else itertools.chain([first], batches)
+
+    def _read_failed(self, error: Exception) -> None:
+        self._server.get_logger().error(
+            f'reading the bag failed: {error}; no more data plays until a seek or reset')
+
+    def _check_end(self) -> None:
+        server = self._server
+        timeline = server.timeline
+        if not self.cursor.exhausted or timeline.time_ns < self.end_ns:
+            self._ended = False
+            return
+        if self.loop:
+            server.apply_change(lambda: timeline.seek(0, 'loop: end of the bag reached'))
+        elif timeline.free_running:
+            server.apply_change(lambda: timeline.set_paused(True))
+            server.get_logger().info(
+                f'end of the bag: paused at {server.clock_ns(timeline.time_ns)} ns '
+                '(~/seek or ~/reset and ~/resume to play again, or set loop)')
+        elif not self._ended:
+            server.get_logger().info('end of the bag: time steps on without data')
+        self._ended = True
+
+
+class BagPlayer:
+    """
+    Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
+
+    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek`` and ``loop`` added.
+    ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
+    """
+
+    def __init__(self, bag: Bag, *, start_at_zero: bool = False, **kwargs):
+        self.bag = bag
+        #: /clock at the bag's first timestamp (the timeline's zero).
+        origin_ns = 0 if start_at_zero else bag.start_ns
+        # Started first: the child imports and opens the bag while the node comes up.
+        self.reader = ReadAhead(bag)
+        self.frames = None
+        try:
+            self.node = ClockServer(sink=self._make_frames, clock_offset_ns=origin_ns, **kwargs)
+        except BaseException:
+            self.reader.close()
+            raise
+        node = self.node
+        self.frames.loop = node.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
+        node.add_post_set_parameters_callback(self._apply_loop)
+        node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
+        self._log_start()
+
+    def _make_frames(self, server: ClockServer) -> BagFrames:
+        self.frames = BagFrames(server, self.bag, self.reader)
+        return self.frames
+
+    def _log_start(self) -> None:
+        bag, logger, node = self.bag, self.node.get_logger(), self.node
+        for topic in bag.skipped.clock:
+            logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
+        for type_name, (topics, reason) in bag.skipped.unknown_types.items():
+            logger.warning(f'skipping {", ".join(topics)}: {reason}')  # one per type
+        if bag.missing_topics:
+            logger.warning(f'not in the bag: {", ".join(bag.missing_topics)}')
+        playing = sum(topic.message_count for topic in bag.topics)
+        logger.info(
+            f'playing {bag.path}: {len(bag.topics)} topics, {playing} messages, bag time '
+            f'{bag.start_ns} to {bag.end_ns} ns as /clock {node.clock_ns(0)} to '
+            f'{node.clock_ns(self.frames.end_ns)} ns')
+
+    def seek(self, target_ns: int) -> SeekOutcome:
+        """Go to /clock time ``target_ns`` within the bag (a reset); refuse outside it."""
+        node = self.node
+        timeline = node.timeline
+        elapsed = target_ns - node.clock_offset_ns
+        if not 0 <= elapsed <= self.frames.end_ns:
+            success, message = False, (
+                f'seek time {target_ns} ns is outside the bag: /clock runs from '
+                f'{node.clock_ns(0)} to {node.clock_ns(self.frames.end_ns)} ns')
+        else:
+            node.apply_change(lambda: timeline.seek(elapsed, f'~/seek to {target_ns} ns'))
+            success, message = True, f'at {target_ns} ns (epoch {timeline.epoch})'
+        return SeekOutcome(success, message, node.clock_ns(timeline.time_ns), timeline.epoch)
+
+    def _on_seek(self, request, response):
+        return fill(response, self.seek(join_ns(request.time)))
+
+    def _apply_loop(self, parameters: List[Parameter]) -> None:
+        for parameter in parameters:
+            if parameter.name == 'loop':
+                self.frames.loop = bool(parameter.value)
+
+
+def parse_arguments(argv: List[str]) -> argparse.Namespace:
+    """Parse the command line (without ROS arguments)."""
+    parser = argparse.ArgumentParser(
+        prog='bag_player',
+        description="Replay a rosbag2 bag (sqlite3 or MCAP) as the clock server: the bag's "
+                    'time is /clock, in every clock mode. Parameters as for clock_server, '
+                    'plus loop; e.g. --ros-args -p sync:=true -p time_step:=0.001')
+    parser.add_argument('bag', help='rosbag2 directory, or a .mcap or .db3 file')
+    parser.add_argument('--topics', nargs='+', metavar='TOPIC',
+                        help='play only these topics (default: all but /clock)')
+    parser.add_argument('--start-at-zero', action='store_true',
+                        help="/clock starts at zero instead of the bag's first timestamp")
+    return parser.parse_args(argv)
+
+
+def main(args=None) -> int:
+    """Open the bag, then play it until Ctrl-C or SIGTERM; return the exit code."""
+    argv = sys.argv if args is None else args
+    options = parse_arguments(remove_ros_args(argv)[1:])
+    # The bag is opened (and its first message read) before any ROS entity exists.
+    try:
+        bag = Bag(options.bag, options.topics)
+    except BagError as error:
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
+        return 1
+    try:
+        return spin_until_stopped(
+            lambda: BagPlayer(bag, start_at_zero=options.start_at_zero).node, argv,
+            logger_name=NODE_NAME)
+    finally:
+        bag.close()

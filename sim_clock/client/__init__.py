@@ -1,0 +1,32 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The client side: drive a clock server from Python, the command line or pytest.
+
+Imports nothing of the node or the bags: ``import sim_clock.client`` loads rclpy and the
+service types only.
+"""
+
+from sim_clock.client.api import SimClockClient
+from sim_clock.client.api import SimClockError
+from sim_clock.client.api import SimClockRefused
+from sim_clock.client.api import SimClockTimeout
+from sim_clock.client.api import Status
+from sim_clock.client.api import StepResult
+
+__all__ = [
+    'SimClockClient', 'SimClockError', 'SimClockRefused', 'SimClockTimeout', 'Status',
+    'StepResult',
+]

@@ -1,0 +1,296 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A synchronous Python client for the sim_clock services.
+
+    from sim_clock.client import SimClockClient
+
+    with SimClockClient(node) as clock:        # takes sync mode, gives it back on exit
+        for _ in range(100):
+            result = clock.step()              # returns once the new time is published
+            print(result.frame, result.time_ns)
+
+Every call blocks its caller until the answer comes or the timeout passes, and never
+deadlocks: the client's service clients live on a private node of their own, spun by a private
+executor during the call only. So a call works from the main thread, from inside a callback of
+a busy executor (even a single-threaded one), and from a node that uses ``use_sim_time``: waits
+are measured on the steady clock, never on ROS time. Per-call cost stays flat over any number of
+calls (it does not use ``spin_until_future_complete``, whose cost grows in Jazzy: rclpy#1374).
+"""
+
+from dataclasses import dataclass
+import itertools
+import math
+import time
+from typing import Optional
+
+from rcl_interfaces.srv import SetParameters
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sim_clock.core.rules import MAX_STEPS_PER_CALL
+from sim_clock.core.units import join_ns
+from sim_clock.core.units import NS_PER_MS
+from sim_clock.core.units import NS_PER_SEC
+from sim_clock.names import DEFAULT_SERVER
+from sim_clock.names import SERVICE_QOS
+from sim_clock.srv import GetStatus
+from sim_clock.srv import Step
+from sim_clock.srv import SyncModeCmd
+from std_srvs.srv import SetBool
+from std_srvs.srv import Trigger
+
+DEFAULT_TIMEOUT = 10.0
+
+_instances = itertools.count()
+
+
+class SimClockError(RuntimeError):
+    """A sim_clock call did not do what was asked."""
+
+
+class SimClockRefused(SimClockError):
+    """The server refused a request; ``reason`` says why, ``holder`` who holds sync mode."""
+
+    def __init__(self, server: str, what: str, reason: str, holder: str = ''):
+        super().__init__(f'{server} refused {what}: {reason}')
+        self.reason = reason
+        self.holder = holder
+
+
+class SimClockTimeout(SimClockError, TimeoutError):
+    """No answer within the timeout; the message names the server and what was waited for."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Where a step left time: the frame counter, the time in ns and the epoch (resets)."""
+
+    frame: int
+    time_ns: int
+    epoch: int
+
+    @property
+    def time_sec(self) -> float:
+        """Return the time in seconds, for display."""
+        return self.time_ns / NS_PER_SEC
+
+
+@dataclass(frozen=True)
+class Status:
+    """The server's state, as ``~/get_status`` reports it."""
+
+    mode: str
+    sync: bool
+    paused: bool
+    frame: int
+    time_ns: int
+    epoch: int
+    owner: str
+    real_time_factor: float
+    time_step_ns: int
+    publish_rate: float
+
+
+class SimClockClient:
+    """
+    Drive a sim_clock server: take sync mode, step, read status, give sync mode back.
+
+    :param node: a node whose context (and name, for the private node's name) is used; None
+        makes a private node in ``context``.
+    :param server: the server node's full name, ``/sim_clock`` unless namespaced or renamed.
+    :param user_id: the id to hold sync mode under; empty: the server assigns one.
+    :param timeout: seconds each call waits for the service and for its answer.
+    :param context: the rclpy context when no node is given; None: the default context
+        (``rclpy.init()`` must have been called).
+    :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
+    """
+
+    def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
+                 user_id: str = '', timeout: float = DEFAULT_TIMEOUT,
+                 context: Optional[Context] = None, time_step: Optional[float] = None):
+        self.server = server.rstrip('/')
+        self._time_step = time_step
+        self.user_id = user_id
+        self.timeout = timeout
+        if node is not None:
+            context = node.context
+        base = node.get_name() if node is not None else 'sim_clock_client'
+        # A private node on a private executor: calls never depend on the caller's executor.
+        self._node = rclpy.create_node(
+            f'{base}_sim_clock_client_{next(_instances)}', context=context,
+            start_parameter_services=False)
+        self._executor = SingleThreadedExecutor(context=self._node.context)
+        self._executor.add_node(self._node)
+        self._clients = {}
+        self._held = False
+
+    # -- sync mode ----------------------------------------------------------------------------
+
+    def acquire(self, time_step: Optional[float] = None) -> str:
+        """
+        Take sync mode (switching to simulation with sync on if needed); return the user_id.
+
+        :param time_step: frame length in seconds, a whole number of ms; None keeps the
+            server's.
+        :raises SimClockRefused: another user_id holds sync mode (``holder`` names it).
+        """
+        step_ms = 0
+        if time_step is not None:
+            step_ns = round(time_step * NS_PER_SEC)
+            if (not math.isfinite(time_step) or step_ns <= 0 or step_ns % NS_PER_MS
+                    or step_ns // NS_PER_MS > 2**32 - 1):
+                raise ValueError(
+                    f'time_step must be a positive whole number of milliseconds (in seconds), '
+                    f'got {time_step!r}; set the time_step parameter for other values')
+            step_ms = step_ns // NS_PER_MS
+        response = self._call(SyncModeCmd, 'sync_mode_cmd', SyncModeCmd.Request(
+            user_id=self.user_id, start_sync_mode=True, time_step=step_ms))
+        if not response.result:
+            raise SimClockRefused(self.server, 'sync mode', response.message, response.user_id)
+        self.user_id = response.user_id
+        self._held = True
+        return self.user_id
+
+    def release(self) -> None:
+        """Give sync mode back (time resets and free-runs again)."""
+        response = self._call(SyncModeCmd, 'sync_mode_cmd', SyncModeCmd.Request(
+            user_id=self.user_id, start_sync_mode=False, time_step=0))
+        self._held = False
+        if not response.result:
+            raise SimClockRefused(
+                self.server, 'the release of sync mode', response.message, response.user_id)
+
+    def __enter__(self) -> 'SimClockClient':
+        """Take sync mode (with the constructor's time_step)."""
+        self.acquire(self._time_step)
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        """Give sync mode back, also when the block raised; never hide the block's exception."""
+        try:
+            if self._held:
+                self.release()
+        except SimClockError:
+            if exc_type is None:
+                raise
+        finally:
+            self.close()
+        return False
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def step(self, n: int = 1) -> StepResult:
+        """
+        Advance ``n`` frames; return once the last new time is published.
+
+        :raises SimClockRefused: not in sync mode, another user holds it, or ``n`` is invalid.
+        """
+        response = self._call(Step, 'step', Step.Request(user_id=self.user_id, steps=n))
+        if not response.success:
+            raise SimClockRefused(self.server, f'a step of {n}', response.message)
+        return StepResult(response.frame, join_ns(response.clock), response.epoch)
+
+    def step_until(self, time_ns: int) -> StepResult:
+        """Step whole frames until time reaches ``time_ns`` (integer ns) or just passes it."""
+        status = self.status()
+        remaining = -(-(time_ns - status.time_ns) // status.time_step_ns)
+        result = StepResult(status.frame, status.time_ns, status.epoch)
+        while remaining > 0:
+            chunk = min(remaining, MAX_STEPS_PER_CALL)
+            result = self.step(chunk)
+            remaining -= chunk
+        return result
+
+    def status(self) -> Status:
+        """Return the server's state."""
+        r = self._call(GetStatus, 'get_status', GetStatus.Request())
+        return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
+                      r.real_time_factor, r.time_step_ns, r.publish_rate)
+
+    def pause(self) -> str:
+        """Freeze real-time and free-run time."""
+        return self._trigger('pause')
+
+    def resume(self) -> str:
+        """Unfreeze time."""
+        return self._trigger('resume')
+
+    def reset(self) -> str:
+        """Set time and frame to zero (epoch + 1); mode, sync and holder stay."""
+        return self._trigger('reset')
+
+    def set_sync(self, on: bool) -> str:
+        """Operator switch: sync on with no holder, or off releasing any holder."""
+        response = self._call(SetBool, 'set_sync', SetBool.Request(data=on))
+        if not response.success:
+            raise SimClockRefused(self.server, f'set_sync {on}', response.message)
+        return response.message
+
+    def set_parameter(self, name: str, value) -> None:
+        """Set one server parameter, as ``ros2 param set`` does."""
+        request = SetParameters.Request(
+            parameters=[Parameter(name, value=value).to_parameter_msg()])
+        result = self._call(SetParameters, 'set_parameters', request).results[0]
+        if not result.successful:
+            raise SimClockRefused(self.server, f'{name} = {value!r}', result.reason)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy the private node; the client cannot be used afterwards."""
+        if self._node is not None:
+            self._executor.remove_node(self._node)
+            self._executor.shutdown(timeout_sec=0)
+            self._node.destroy_node()
+            self._node = None
+
+    def _trigger(self, name: str) -> str:
+        response = self._call(Trigger, name, Trigger.Request())
+        if not response.success:
+            raise SimClockRefused(self.server, name, response.message)
+        return response.message
+
+    def _call(self, srv_type, name: str, request):
+        if self._node is None:
+            raise SimClockError('this SimClockClient was closed')
+        full_name = f'{self.server}/{name}'
+        client = self._clients.get(name)
+        if client is None:
+            # As deep as the server's services: an answer is not lost while the caller is busy.
+            client = self._node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
+            self._clients[name] = client
+        deadline = time.monotonic() + self.timeout
+        if not client.service_is_ready():
+            self._spin_until(client.service_is_ready, deadline, (
+                f'service {full_name} did not appear within {self.timeout} s: is the clock '
+                f'server running, on this ROS_DOMAIN_ID, under that name?'))
+        future = client.call_async(request)
+        try:
+            self._spin_until(future.done, deadline, (
+                f'no answer from {full_name} within {self.timeout} s'))
+        except SimClockTimeout:
+            client.remove_pending_request(future)
+            raise
+        return future.result()
+
+    def _spin_until(self, condition, deadline: float, message: str) -> None:
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SimClockTimeout(message)
+            self._executor.spin_once(timeout_sec=min(remaining, 0.1))

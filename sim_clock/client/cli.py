@@ -1,0 +1,141 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The ``simclock`` command line: ``ros2 run sim_clock simclock <command>`` or ``ros2 simclock``.
+
+Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage, 3 no answer
+(the server is not running on this ROS_DOMAIN_ID, or did not answer in time).
+"""
+
+import argparse
+import sys
+
+from sim_clock.core.units import format_seconds
+from sim_clock.names import DEFAULT_SERVER
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_NO_ANSWER = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the simclock options and commands to ``parser``."""
+    parser.add_argument(
+        '--server', default=DEFAULT_SERVER,
+        help='full name of the clock server node (default: %(default)s)')
+    parser.add_argument(
+        '--timeout', type=float, default=5.0,
+        help='seconds to wait for the server (default: %(default)s)')
+    parser.add_argument(
+        '--user-id', default='',
+        help="user_id to step as (the sync holder's, if one holds sync mode)")
+    commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    commands.add_parser('status', help='print the clock server state')
+    step = commands.add_parser('step', help='advance N frames (sync mode, or while paused)')
+    step.add_argument('frames', nargs='?', type=int, default=1, metavar='N')
+    commands.add_parser('pause', help='freeze real-time and free-run time')
+    commands.add_parser('resume', help='unfreeze time')
+    commands.add_parser('reset', help='time and frame to 0 (epoch + 1)')
+    sync = commands.add_parser('sync', help='turn sync mode on (no holder) or off (releases)')
+    sync.add_argument('state', choices=('on', 'off'))
+    rate = commands.add_parser('rate', help='set real_time_factor (0: as fast as possible)')
+    rate.add_argument('factor', type=float)
+    mode = commands.add_parser('mode', help='switch mode (resets time)')
+    mode.add_argument('mode', choices=('real_time', 'simulation'))
+
+
+def format_time(time_ns: int) -> str:
+    """Format integer nanoseconds as seconds with every digit."""
+    return format_seconds(time_ns) + ' s'
+
+
+def format_status(status) -> str:
+    """Return a human-readable status block."""
+    if status.mode == 'real_time':
+        mode = 'real_time'
+    else:
+        mode = 'simulation, sync ' + ('on' if status.sync else 'off')
+    pace = 'as fast as possible' if status.real_time_factor == 0 else (
+        f'{status.real_time_factor:g}x')
+    return '\n'.join([
+        f'mode:      {mode}' + (' (paused)' if status.paused else ''),
+        f'time:      {format_time(status.time_ns)}',
+        f'frame:     {status.frame}',
+        f'epoch:     {status.epoch}',
+        f'holder:    {status.owner or "(none)"}',
+        f'time_step: {status.time_step_ns} ns',
+        f'rate:      {pace}',
+        f'publish:   {status.publish_rate:g} Hz',
+    ])
+
+
+def run(args) -> int:
+    """Carry out a parsed command; print the result or the reason; return the exit code."""
+    import rclpy
+    from sim_clock.client.api import SimClockClient
+    from sim_clock.client.api import SimClockRefused
+    from sim_clock.client.api import SimClockTimeout
+
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    client = SimClockClient(
+        server=args.server, user_id=args.user_id, timeout=args.timeout, context=context)
+    try:
+        print(_carry_out(client, args))
+        return 0
+    except SimClockRefused as refused:
+        print(f'refused: {refused.reason}', file=sys.stderr)
+        return EXIT_REFUSED
+    except SimClockTimeout as timeout:
+        print(f'no answer: {timeout}', file=sys.stderr)
+        return EXIT_NO_ANSWER
+    finally:
+        client.close()
+        rclpy.try_shutdown(context=context)
+
+
+def _carry_out(client, args) -> str:
+    command = args.command
+    if command == 'status':
+        return format_status(client.status())
+    if command == 'step':
+        result = client.step(args.frames)
+        return f'frame {result.frame}, time {format_time(result.time_ns)} (epoch {result.epoch})'
+    if command in ('pause', 'resume', 'reset'):
+        return getattr(client, command)()
+    if command == 'sync':
+        return client.set_sync(args.state == 'on')
+    if command == 'rate':
+        client.set_parameter('real_time_factor', args.factor)
+        return f'real_time_factor set to {args.factor:g}'
+    client.set_parameter('mode', args.mode)
+    return f'mode set to {args.mode}'
+
+
+def main(argv=None) -> int:
+    """Run ``simclock``; return the exit code."""
+    parser = argparse.ArgumentParser(
+        prog='simclock', description='Drive the sim_clock clock server.')
+    add_arguments(parser)
+    args = parser.parse_args(_strip_ros_args(sys.argv[1:] if argv is None else argv))
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _strip_ros_args(argv: list) -> list:
+    # `ros2 run` may append --ros-args ...; the command line has no use for them.
+    return argv[:argv.index('--ros-args')] if '--ros-args' in argv else argv

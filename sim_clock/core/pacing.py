@@ -1,0 +1,61 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""How often the node wakes up and publishes: the tick period and the idle republish."""
+
+from fractions import Fraction
+from typing import Optional
+
+#: Free run is paced by a steady timer; frames due faster than this are published in batches.
+MIN_TICK_NS = 1_000_000
+#: The most frames one timer callback publishes: services are still answered between batches.
+FRAMES_PER_TICK = 100
+#: Free run at real_time_factor 0 publishes frames in batches of FULL_SPEED_BATCH_NS (checking
+#: the time every FULL_SPEED_CHUNK frames), one batch between two events of the spin loop, or
+#: one per FULL_SPEED_TICK_NS tick when no loop drives it.
+FULL_SPEED_BATCH_NS = 200_000
+FULL_SPEED_CHUNK = 10
+FULL_SPEED_TICK_NS = 1_000_000
+
+
+class Pacing:
+    """The /clock republish period, and the tick period that fits a frame period."""
+
+    def __init__(self, publish_period_ns: int):
+        self.publish_period_ns = publish_period_ns
+        self._last_publish_ns: Optional[int] = None
+
+    def tick_period_ns(self, frame_period_ns: Optional[Fraction], driven: bool) -> int:
+        """
+        Return the timer period for a frame period (:meth:`Timeline.frame_period_ns`).
+
+        No frames by themselves: the republish period. As fast as possible: the republish
+        period when a spin loop drives the batches (``driven``), else one batch a
+        :data:`FULL_SPEED_TICK_NS`. Paced: the frame period, within
+        [:data:`MIN_TICK_NS`, republish period].
+        """
+        if frame_period_ns is None:
+            return self.publish_period_ns
+        if frame_period_ns == 0:
+            return self.publish_period_ns if driven else FULL_SPEED_TICK_NS
+        return int(min(max(frame_period_ns, MIN_TICK_NS), self.publish_period_ns))
+
+    def published(self, now_ns: int) -> None:
+        """Note a publish at steady time ``now_ns``: the next republish waits a period."""
+        self._last_publish_ns = now_ns
+
+    def republish_due(self, now_ns: int) -> bool:
+        """Whether a period has passed since the last publish."""
+        return (self._last_publish_ns is None
+                or now_ns - self._last_publish_ns >= self.publish_period_ns)

@@ -1,0 +1,169 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The clock server's parameters as one table, and how a set of new values reaches the core.
+
+Each :class:`Setting` has its name, default, description, range and parser; the node turns the
+table into ROS parameters with descriptors (``sim_clock.node.parameters``). The coupling of
+``mode`` and ``sync`` is said here once: :func:`complete` and :func:`parse`.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+from typing import Dict
+from typing import Mapping
+from typing import Optional
+
+from sim_clock.core.pacing import Pacing
+from sim_clock.core.rules import check_mode_sync
+from sim_clock.core.rules import MAX_PUBLISH_RATE
+from sim_clock.core.rules import MAX_REAL_TIME_FACTOR
+from sim_clock.core.rules import MAX_TIME_STEP_NS
+from sim_clock.core.rules import MIN_PUBLISH_RATE
+from sim_clock.core.rules import Mode
+from sim_clock.core.rules import MODE_NAMES
+from sim_clock.core.rules import owner_timeout_from_seconds
+from sim_clock.core.rules import parse_bool
+from sim_clock.core.rules import parse_mode
+from sim_clock.core.rules import publish_period_from_rate
+from sim_clock.core.rules import real_time_factor_from_float
+from sim_clock.core.rules import time_step_from_seconds
+from sim_clock.core.timeline import Timeline
+from sim_clock.core.units import NS_PER_SEC
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One parameter: its default (which gives its type), what it means, and its parser."""
+
+    name: str
+    default: object
+    description: str
+    parse: Callable[[object], object]
+    constraints: str = ''
+    #: The closed range of a double parameter, as ROS enforces it; None: no range.
+    low: Optional[float] = None
+    high: Optional[float] = None
+
+
+SETTINGS = (
+    Setting(
+        'mode', Mode.SIMULATION.value,
+        'How time advances: real_time follows the wall clock; simulation advances in frames '
+        'of time_step (free run, or only by steps when sync is on). A change resets time to 0.',
+        parse_mode, constraints='one of: ' + ', '.join(MODE_NAMES)),
+    Setting(
+        'sync', False,
+        'Simulation mode: time advances only by ~/step calls. A change resets time to 0. '
+        'Setting it true in real_time mode switches to simulation.',
+        parse_bool('sync'), constraints='true needs mode simulation (switched to if needed)'),
+    Setting(
+        'time_step', 0.01,
+        'Length of one simulation frame, in seconds (converted once to integer ns).',
+        time_step_from_seconds, constraints='s, > 0',
+        low=1e-9, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
+    Setting(
+        'real_time_factor', 1.0,
+        'Free-run pace: simulated seconds per wall second. 1.0 wall pace, 2.0 twice as fast, '
+        '0 as fast as possible.',
+        real_time_factor_from_float, constraints='0 = as fast as possible',
+        low=0.0, high=float(MAX_REAL_TIME_FACTOR)),
+    Setting(
+        'publish_rate', 100.0,
+        '/clock rate in real_time mode and while time does not advance (paused, sync idle), '
+        'in Hz.',
+        publish_period_from_rate, constraints='Hz', low=MIN_PUBLISH_RATE, high=MAX_PUBLISH_RATE),
+    Setting(
+        'paused', False,
+        'Freeze real-time and free-run time (/clock keeps being published, unchanged).',
+        parse_bool('paused')),
+    Setting(
+        'owner_timeout', 0.0,
+        'Seconds without a call from the sync holder after which its hold lapses (sync stays '
+        'on, anyone may step or take it). 0: a hold never lapses.',
+        owner_timeout_from_seconds, constraints='s, 0 = never',
+        low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
+)
+
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+#: name -> default, as config/sim_clock.yaml holds them.
+DEFAULTS = {setting.name: setting.default for setting in SETTINGS}
+
+
+def complete(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
+    """
+    Return the values to set for ``values``, keeping mode and sync consistent.
+
+    Leaving simulation turns sync off; sync on from real-time mode (``mode`` now) switches to
+    simulation, as ``~/sync_mode_cmd`` does. Integers given for double parameters become
+    doubles.
+    """
+    completed = {
+        name: float(value) if isinstance(BY_NAME.get(name, _ANY).default, float)
+        and isinstance(value, int) and not isinstance(value, bool) else value
+        for name, value in values.items()}
+    if 'sync' not in values and values.get('mode') == Mode.REAL_TIME.value:
+        completed['sync'] = False
+    if 'mode' not in values and values.get('sync') is True and mode is Mode.REAL_TIME:
+        completed['mode'] = Mode.SIMULATION.value
+    return completed
+
+
+def parse(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
+    """Parse the values of our settings in ``values`` (others are ignored); refuse if invalid."""
+    parsed = {name: BY_NAME[name].parse(value) for name, value in values.items()
+              if name in BY_NAME}
+    if 'sync' in parsed:
+        check_mode_sync(parsed.get('mode', mode), parsed['sync'])
+    return parsed
+
+
+def apply(parsed: Mapping[str, object], timeline: Timeline, pacing: Pacing) -> None:
+    """Apply parsed values; a mode or sync change is one reset."""
+    if 'mode' in parsed or 'sync' in parsed:
+        status = timeline.status()
+        timeline.set_mode_sync(parsed.get('mode', status.mode), parsed.get('sync', status.sync))
+    if 'time_step' in parsed:
+        timeline.set_time_step_ns(parsed['time_step'])
+    if 'real_time_factor' in parsed:
+        timeline.set_real_time_factor(parsed['real_time_factor'])
+    if 'owner_timeout' in parsed:
+        timeline.set_holder_timeout_ns(parsed['owner_timeout'])
+    if 'paused' in parsed:
+        timeline.set_paused(parsed['paused'])
+    if 'publish_rate' in parsed:
+        pacing.publish_period_ns = parsed['publish_rate']
+
+
+def initial(values: Mapping[str, object], **timeline_options) -> tuple:
+    """Return the (Timeline, Pacing) that start with ``values`` (every setting, parsed)."""
+    parsed = parse(values, parse_mode(values['mode']))
+    timeline = Timeline(
+        mode=parsed['mode'], sync=parsed['sync'], paused=parsed['paused'],
+        time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
+        holder_timeout_ns=parsed['owner_timeout'], **timeline_options)
+    return timeline, Pacing(parsed['publish_rate'])
+
+
+def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:
+    """Return the values that show the timeline's state (after a change by a service call)."""
+    status = timeline.status()
+    values = {'mode': status.mode.value, 'sync': status.sync, 'paused': status.paused}
+    if time_step_from_seconds(time_step_now) != status.time_step_ns:
+        values['time_step'] = status.time_step_ns / NS_PER_SEC
+    return values
+
+
+_ANY = Setting('', None, '', lambda value: value)

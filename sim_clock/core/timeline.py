@@ -1,0 +1,398 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The state of a clock server and every rule that changes it, as integer nanoseconds.
+
+The steady clock is injected (``now_ns``), as rosbag2's ``TimeControllerClock`` takes
+``now_fn``; pacing follows its reference-point model (doc/design.md, "The time core").
+Every refusal raises :class:`Refused` before any state has changed, and every change is
+reported as a :class:`Change` record (:meth:`Timeline.take_changes`).
+"""
+
+from fractions import Fraction
+import time
+from typing import Callable
+from typing import List
+from typing import Optional
+import uuid
+
+from sim_clock.core.rules import check_mode_sync
+from sim_clock.core.rules import check_owner_timeout_ns
+from sim_clock.core.rules import check_real_time_factor
+from sim_clock.core.rules import check_steps
+from sim_clock.core.rules import check_time_step_ns
+from sim_clock.core.rules import check_user_id
+from sim_clock.core.rules import check_whole_steps
+from sim_clock.core.rules import Mode
+from sim_clock.core.rules import Refused
+from sim_clock.core.rules import runs_by_itself
+from sim_clock.core.rules import time_step_from_ms
+from sim_clock.core.state import Change
+from sim_clock.core.state import ChangeKind
+from sim_clock.core.state import ClockState
+from sim_clock.core.state import describe
+from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.core.units import NS_PER_MS
+
+
+def _default_user_id() -> str:
+    return 'user-' + uuid.uuid4().hex[:12]
+
+
+class Timeline:
+    """The state of a clock server and every rule that changes it."""
+
+    def __init__(
+        self,
+        now_ns: Callable[[], int] = time.monotonic_ns,
+        *,
+        mode: Mode = Mode.SIMULATION,
+        sync: bool = False,
+        paused: bool = False,
+        time_step_ns: int = 10 * NS_PER_MS,
+        real_time_factor: Fraction = Fraction(1),
+        holder_timeout_ns: int = 0,
+        new_user_id: Callable[[], str] = _default_user_id,
+    ):
+        check_mode_sync(mode, sync)
+        check_time_step_ns(time_step_ns)
+        check_real_time_factor(Fraction(real_time_factor))
+        self._now_ns = now_ns
+        self._new_user_id = new_user_id
+        self._mode = mode
+        self._sync = sync
+        self._paused = paused
+        self._time_step_ns = time_step_ns
+        self._rtf = Fraction(real_time_factor)
+        self._holder_timeout_ns = check_owner_timeout_ns(holder_timeout_ns)
+        self._holder = ''
+        self._holder_seen_ns = 0
+        self._frame = 0
+        self._time_ns = 0
+        self._epoch = 0
+        self._changes: List[Change] = []
+        self._snapshot()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def status(self) -> ClockState:
+        """Return a snapshot of the whole state."""
+        return ClockState(
+            mode=self._mode, sync=self._sync, paused=self._paused, frame=self._frame,
+            time_ns=self._time_ns, epoch=self._epoch, holder=self._holder,
+            time_step_ns=self._time_step_ns, real_time_factor=self._rtf,
+            holder_timeout_ns=self._holder_timeout_ns)
+
+    @property
+    def time_ns(self) -> int:
+        """Return the current simulated time in nanoseconds."""
+        return self._time_ns
+
+    @property
+    def frame(self) -> int:
+        """Return the frames since the last reset."""
+        return self._frame
+
+    @property
+    def epoch(self) -> int:
+        """Return the number of resets so far."""
+        return self._epoch
+
+    @property
+    def time_step_ns(self) -> int:
+        """Return the length of one frame in nanoseconds."""
+        return self._time_step_ns
+
+    @property
+    def holder(self) -> str:
+        """Return the user_id that holds sync mode, or ''."""
+        return self._holder
+
+    @property
+    def free_running(self) -> bool:
+        """Whether time advances by itself (real-time or free run, not paused)."""
+        return runs_by_itself(self._mode, self._sync, self._paused)
+
+    def frame_period_ns(self) -> Optional[Fraction]:
+        """
+        Return the wall time between free-run frames, in ns.
+
+        None when frames are not paced by the wall clock (real-time mode, sync, paused) and
+        0 when they come as fast as possible.
+        """
+        if self._mode is Mode.REAL_TIME or not self.free_running:
+            return None
+        if self._rtf == 0:
+            return Fraction(0)
+        return self._time_step_ns / self._rtf
+
+    def take_changes(self) -> List[Change]:
+        """Return the changes since the last call, oldest first, and forget them."""
+        changes, self._changes = self._changes, []
+        return changes
+
+    # -- advancing -----------------------------------------------------------------------------
+
+    def poll(self, limit: int) -> range:
+        """
+        Advance to what the steady clock says is due now; return the times of the new frames.
+
+        Real-time mode yields at most one new frame (the wall-derived time, if it moved). Free
+        run yields every frame due by now, at most ``limit`` (the rest stay due for the next
+        call); with a real-time factor of 0, exactly ``limit``. Sync mode and pause yield none.
+        Time stops short of :data:`MAX_TIME_NS` rather than overflow.
+        """
+        if not self.free_running or limit <= 0:
+            return range(0)
+        if self._mode is Mode.REAL_TIME:
+            target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
+            if target <= self._time_ns:
+                return range(0)
+            self._time_ns = target
+            self._frame += 1
+            return range(target, target + 1)
+        if self._rtf == 0:
+            count = limit
+        else:
+            elapsed = self._now_ns() - self._ref_steady_ns
+            rtf = self._rtf
+            due = (elapsed * rtf.numerator) // (rtf.denominator * self._time_step_ns)
+            count = min(self._ref_frame + due - self._frame, limit)
+        count = min(count, (MAX_TIME_NS - self._time_ns) // self._time_step_ns)
+        return self._advance(max(count, 0))
+
+    def step(self, user_id: str, steps: int) -> range:
+        """
+        Advance ``steps`` frames for ``user_id``; return the times of the new frames.
+
+        Allowed in simulation mode with sync on (only for the holder, if one holds it) or while
+        paused. Refused otherwise, with nothing changed.
+        """
+        check_user_id(user_id)
+        self.release_lapsed_holder()
+        check_whole_steps(steps)
+        if self._mode is Mode.REAL_TIME:
+            raise Refused(
+                'cannot step in real_time mode (time follows the wall clock); switch to '
+                'simulation with sync on (~/sync_mode_cmd or ~/set_sync) or pause first')
+        if not (self._sync or self._paused):
+            raise Refused(
+                'cannot step while time free-runs; turn sync mode on (~/sync_mode_cmd or '
+                '~/set_sync) or pause first')
+        if self._holder and user_id != self._holder:
+            raise Refused(
+                f'sync mode is held by {self._holder!r}; only that user_id may step',
+                holder=self._holder)
+        check_steps(steps, self._time_ns, self._time_step_ns)
+        if self._holder:
+            self._holder_seen_ns = self._now_ns()
+        frames = self._advance(steps)
+        self._snapshot()
+        return frames
+
+    # -- control -------------------------------------------------------------------------------
+
+    def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> tuple:
+        """
+        Take or give up sync mode with MORAI's semantics; return (user_id, message).
+
+        Start: an empty ``user_id`` gets one assigned. From real-time mode or free run, this
+        switches to simulation with sync on (one reset); if sync is already on without a
+        holder, the caller takes the hold without a reset. Stop: only the holder (or anyone,
+        when nobody holds it) turns sync off, back to free run (one reset). ``time_step_ms`` (0
+        keeps the current step) applies in both cases. Another user's request is refused with
+        :attr:`Refused.holder` set.
+        """
+        self.release_lapsed_holder()
+        try:
+            check_user_id(user_id)
+            new_step_ns = (time_step_from_ms(time_step_ms) if time_step_ms
+                           else self._time_step_ns)
+        except Refused as refused:
+            # Every refusal names the holder, as MORAI's response does.
+            raise Refused(refused.reason, holder=self._holder) from None
+        if self._holder and user_id != self._holder:
+            verb = 'start' if start else 'stop'
+            raise Refused(
+                f'sync mode is held by {self._holder!r}; another user_id cannot {verb} it '
+                f'(the holder releases it, or an operator calls ~/set_sync false)',
+                holder=self._holder)
+        sync_on = self._mode is Mode.SIMULATION and self._sync
+        if start or sync_on:
+            # A stop while sync is already off changes nothing, time_step included.
+            self._set_time_step_ns(new_step_ns)
+        if start:
+            user_id = user_id or self._new_user_id()
+            if sync_on:
+                message = ('sync mode held' if self._holder == user_id
+                           else 'sync mode taken (no reset: it was already on)')
+                self._set_holder(user_id, ChangeKind.HOLDER, f'sync mode taken by {user_id}')
+            else:
+                self._holder = user_id
+                self._switch(Mode.SIMULATION, True, 'sync mode turned on by ' + user_id)
+                message = f'sync mode on; time reset to 0 (epoch {self._epoch})'
+            self._holder_seen_ns = self._now_ns()
+            return user_id, message
+        if not sync_on:
+            return user_id, 'sync mode was already off; nothing changed'
+        self._holder = ''
+        self._switch(Mode.SIMULATION, False, 'sync mode turned off by ' + (user_id or 'a user'))
+        return user_id, f'sync mode off, free run; time reset to 0 (epoch {self._epoch})'
+
+    def set_sync(self, sync: bool, *, switch_mode: bool = False) -> bool:
+        """
+        Turn sync on or off as an operator (no holder); return whether the state changed.
+
+        Turning it off releases any holder (the operator's override). In real-time mode, sync
+        is refused unless ``switch_mode`` is set (then it switches to simulation, one reset).
+        """
+        if not sync:
+            released = bool(self._holder)
+            changed = self.set_mode_sync(self._mode, False)
+            if released and not changed:
+                self._set_holder('', ChangeKind.HOLDER, 'sync hold released by an operator')
+            return changed or released
+        if not switch_mode:
+            check_mode_sync(self._mode, sync)
+        return self.set_mode_sync(Mode.SIMULATION, True)
+
+    def set_mode_sync(self, mode: Mode, sync: bool) -> bool:
+        """
+        Move to a (mode, sync) pair with at most one reset; return whether it changed.
+
+        Any change drops the holder; no change keeps it.
+        """
+        check_mode_sync(mode, sync)
+        if mode is self._mode and sync == self._sync:
+            return False
+        before = describe(self._mode, self._sync)
+        self._holder = ''
+        self._switch(mode, sync, f'{before} -> {describe(mode, sync)}')
+        return True
+
+    def set_paused(self, paused: bool) -> bool:
+        """Pause or resume; return whether the state changed. Time does not jump either way."""
+        if paused == self._paused:
+            return False
+        self._catch_up_real_time()
+        self._paused = paused
+        self._snapshot()
+        self._record(ChangeKind.PAUSE if paused else ChangeKind.RESUME,
+                     ('paused' if paused else 'resumed') + f' at {self._time_ns} ns')
+        return True
+
+    def set_time_step_ns(self, time_step_ns: int) -> bool:
+        """Change the frame length from the next frame on (no reset)."""
+        return self._set_time_step_ns(check_time_step_ns(time_step_ns))
+
+    def set_real_time_factor(self, factor: Fraction) -> bool:
+        """Change the free-run pace from now on (no reset, no jump)."""
+        factor = check_real_time_factor(Fraction(factor))
+        if factor == self._rtf:
+            return False
+        self._catch_up_real_time()
+        self._rtf = factor
+        self._snapshot()
+        self._record(ChangeKind.REAL_TIME_FACTOR, f'real_time_factor {float(factor):g}')
+        return True
+
+    def set_holder_timeout_ns(self, timeout_ns: int) -> None:
+        """Let a hold lapse after ``timeout_ns`` without a call from the holder (0: never)."""
+        self._holder_timeout_ns = check_owner_timeout_ns(timeout_ns)
+        self._holder_seen_ns = self._now_ns()
+
+    def reset(self, reason: str = 'reset requested') -> None:
+        """Set time and frame to zero and bump the epoch; mode, sync and holder stay."""
+        self._reset(reason)
+
+    def seek(self, time_ns: int, reason: str = 'seek requested') -> None:
+        """
+        Reset to ``time_ns`` instead of zero: frame 0, epoch + 1; mode, sync and holder stay.
+
+        A seek is a reset (announced like one): a bag player's time jumps, either way.
+        """
+        if isinstance(time_ns, bool) or not isinstance(time_ns, int) or not (
+                0 <= time_ns <= MAX_TIME_NS):
+            raise Refused(f'seek time must be between 0 and {MAX_TIME_NS} ns, got {time_ns!r}')
+        self._reset(reason, time_ns)
+
+    def release_lapsed_holder(self) -> str:
+        """Drop a holder silent for at least the holder timeout; return its id or ''."""
+        if not self._holder or not self._holder_timeout_ns:
+            return ''
+        if self._now_ns() - self._holder_seen_ns < self._holder_timeout_ns:
+            return ''
+        lapsed = self._holder
+        self._set_holder('', ChangeKind.LAPSE,
+                         f'sync hold of {lapsed!r} lapsed after owner_timeout without a call; '
+                         'sync stays on with no holder')
+        return lapsed
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _advance(self, count: int) -> range:
+        first = self._time_ns + self._time_step_ns
+        self._time_ns += count * self._time_step_ns
+        self._frame += count
+        return range(first, self._time_ns + 1, self._time_step_ns)
+
+    def _snapshot(self) -> None:
+        self._ref_steady_ns = self._now_ns()
+        self._ref_time_ns = self._time_ns
+        self._ref_frame = self._frame
+
+    def _catch_up_real_time(self) -> None:
+        # Real-time mode: fold the time elapsed since the last poll into the state before a
+        # new reference point is taken, so a pause or resume never loses or repeats time.
+        if self._mode is Mode.REAL_TIME and not self._paused:
+            target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
+            if target > self._time_ns:
+                self._time_ns = target
+                self._frame += 1
+
+    def _set_time_step_ns(self, time_step_ns: int) -> bool:
+        if time_step_ns == self._time_step_ns:
+            return False
+        self._catch_up_real_time()
+        self._time_step_ns = time_step_ns
+        self._snapshot()
+        self._record(ChangeKind.TIME_STEP, f'time_step {time_step_ns} ns')
+        return True
+
+    def _set_holder(self, holder: str, kind: 'ChangeKind', cause: str) -> None:
+        if holder != self._holder:
+            self._holder = holder
+            self._record(kind, cause)
+
+    def _switch(self, mode: Mode, sync: bool, reason: str) -> None:
+        self._mode = mode
+        self._sync = sync
+        self._reset(reason)
+
+    def _reset(self, reason: str, time_ns: int = 0) -> None:
+        before = self._time_ns
+        self._time_ns = time_ns
+        self._frame = 0
+        self._epoch += 1
+        self._snapshot()
+        self._record(ChangeKind.RESET, reason, time_before_ns=before)
+
+    def _record(self, kind: ChangeKind, cause: str,
+                time_before_ns: Optional[int] = None) -> None:
+        self._changes.append(Change(
+            kind=kind, cause=cause, epoch=self._epoch,
+            time_before_ns=self._time_ns if time_before_ns is None else time_before_ns,
+            time_after_ns=self._time_ns, mode=self._mode, sync=self._sync,
+            paused=self._paused, holder=self._holder))

@@ -1,0 +1,54 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The names and QoS profiles that the server, the client, the recorder and the tests share.
+
+``/clock`` is the only global name; everything else lives under the node's name. Why each
+profile is what it is: doc/transports.md.
+"""
+
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+
+#: The clock server's default node name: its services are ``/sim_clock/...``.
+NODE_NAME = 'sim_clock'
+#: The full name of the default server, as clients address it.
+DEFAULT_SERVER = '/' + NODE_NAME
+#: The recorder's node name.
+RECORDER_NODE_NAME = 'sim_clock_recorder'
+CLOCK_TOPIC = '/clock'
+DIAGNOSTICS_TOPIC = '/diagnostics'
+#: The std_srvs services act as this user: they may step only while nobody holds sync mode.
+ANONYMOUS_USER = ''
+
+#: /clock: reliable (matches reliable subscribers and the best-effort time sources alike),
+#: volatile, and deep enough to repair a long step's burst (doc/transports.md, "/clock QoS").
+CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10_000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+
+#: Every service of ours, client and server side: reliable, keep last 1000, as rclpy's
+#: parameter services, so answers survive a busy client (doc/transports.md, "Services").
+SERVICE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)

@@ -1,0 +1,127 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Frames to messages: /clock serialized once and published raw, in C where rclpy lays it out so.
+
+A :class:`FrameSink` is what the server tells each frame to publish; :class:`ClockSink`
+publishes /clock only, and the bag player's sink publishes the bag's messages before each
+frame's /clock (``sim_clock.bag.player``).
+"""
+
+import functools
+import struct
+from typing import Callable
+from typing import Optional
+from typing import Protocol
+
+from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock import _replay
+from sim_clock.core.units import split_ns
+
+#: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
+CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
+_CLOCK_LAYOUT = struct.Struct('<4siI')
+
+
+class FrameSink(Protocol):
+    """Where the server's frames go: told each new frame, and the current time when idle."""
+
+    def publish_frames(self, frames: range) -> None:
+        """Publish each new frame in turn (its data, then its /clock)."""
+
+    def publish_time(self, time_ns: int) -> None:
+        """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""
+
+    def close(self) -> None:
+        """Stop publishing: the node destroys its publishers next."""
+
+
+@functools.lru_cache(maxsize=None)
+def clock_header() -> Optional[bytes]:
+    """
+    Return the header of rclpy's serialization of a Clock, or None if it is laid out otherwise.
+
+    The layout expected: a 4-byte encapsulation header, sec (int32), nanosec (uint32), both
+    little-endian; checked once, on a sample, against rclpy's own serialization.
+    """
+    sample = ClockMsg()
+    sample.clock.sec, sample.clock.nanosec = 1_234_567_890, 987_654_321
+    expected = serialize_message(sample)
+    header = expected[:4]
+    if _CLOCK_LAYOUT.pack(header, sample.clock.sec, sample.clock.nanosec) == expected:
+        return header
+    return None
+
+
+def clock_in_c() -> bool:
+    """Whether rclpy serializes a Clock as sim_clock._replay does (little-endian CDR)."""
+    return clock_header() == CDR_LITTLE_ENDIAN
+
+
+def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
+    """
+    Return a function that publishes a time in ns, plus ``offset_ns``, on ``publisher`` (of Clock).
+
+    12 bytes of CDR published raw by ``sim_clock._replay.publish_clock`` in C (a tenth of the
+    cost of ``Publisher.publish``); ``handle.publish_raw`` with the same bytes for a publisher
+    without an rcl address; a message as ``Publisher.publish`` sends it if rclpy lays a Clock
+    out otherwise. The C function holds the publisher's address: replace the function (with
+    :func:`publisher_destroyed`) before the publisher is destroyed.
+    """
+    header = clock_header()
+    if header is not None:
+        pointer = getattr(publisher.handle, 'pointer', None)
+        if pointer and clock_in_c():
+            return functools.partial(_replay.publish_clock, pointer, offset_ns)
+        publish_raw = publisher.handle.publish_raw
+        pack = _CLOCK_LAYOUT.pack
+
+        def publish_clock(time_ns: int) -> None:
+            publish_raw(pack(header, *split_ns(time_ns + offset_ns)))
+        return publish_clock
+
+    msg = ClockMsg()
+
+    def publish_clock_msg(time_ns: int) -> None:
+        msg.clock.sec, msg.clock.nanosec = split_ns(time_ns + offset_ns)
+        publisher.publish(msg)
+    return publish_clock_msg
+
+
+def publisher_destroyed(*args) -> None:
+    """Stand in for a publish function whose publisher is destroyed: raise RuntimeError."""
+    raise RuntimeError('the node is destroyed; its publishers are gone')
+
+
+class ClockSink:
+    """Publish each frame's /clock, ``offset_ns`` after the timeline's time."""
+
+    def __init__(self, publisher, offset_ns: int = 0):
+        self._publish_clock = clock_publisher(publisher, offset_ns)
+
+    def publish_frames(self, frames: range) -> None:
+        """Publish each frame's /clock: the hot path of free run and steps."""
+        publish_clock = self._publish_clock
+        for time_ns in frames:
+            publish_clock(time_ns)
+
+    def publish_time(self, time_ns: int) -> None:
+        """Publish /clock at ``time_ns``."""
+        self._publish_clock(time_ns)
+
+    def close(self) -> None:
+        """From now on a publish raises instead of using a freed publisher."""
+        self._publish_clock = publisher_destroyed

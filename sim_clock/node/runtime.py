@@ -1,0 +1,157 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One spin loop for the executables, and the one place for rclpy and Fast DDS workarounds.
+
+Each workaround is a function with a one-line reason and a link to doc/design.md, where its
+history and figures are; ``test/node/test_runtime.py`` fails when rclpy changes under one.
+"""
+
+import os
+import signal
+from typing import Callable
+from typing import Iterable
+from typing import Optional
+
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sim_clock.core.rules import Refused
+
+try:
+    from rclpy.experimental import EventsExecutor
+except ImportError:  # an rclpy without it
+    EventsExecutor = None
+
+#: The variable by which Fast DDS (2.13 and later) takes its transports, and our choice.
+TRANSPORTS_VARIABLE = 'FASTDDS_BUILTIN_TRANSPORTS'
+SAFE_TRANSPORTS = 'UDPv4'
+
+
+def avoid_shared_memory(environ=os.environ) -> Optional[str]:
+    """
+    Make this process's Fast DDS use UDPv4 only where it can; return a line to log.
+
+    Call before ``rclpy.init``. Why: a subscriber killed while taking a sample can freeze a
+    Fast DDS 2.14 writer on shared memory (doc/design.md, "Fast DDS shared memory").
+    Nothing changes when the variable is set already, for another middleware, or with a
+    LOCALHOST discovery range (rmw_fastrtps then adds shared memory itself). None: not Fast DDS.
+    """
+    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    if TRANSPORTS_VARIABLE in environ:
+        return f'Fast DDS transports as set: {TRANSPORTS_VARIABLE}={environ[TRANSPORTS_VARIABLE]}'
+    if (environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE') == 'LOCALHOST'
+            or environ.get('ROS_LOCALHOST_ONLY') == '1'):
+        return ('Fast DDS shared memory on (rmw_fastrtps adds it for a LOCALHOST discovery '
+                'range): a subscriber killed while taking a sample can freeze this process '
+                '(eProsima/Fast-DDS#6485)')
+    environ[TRANSPORTS_VARIABLE] = SAFE_TRANSPORTS
+    return (f'Fast DDS over {SAFE_TRANSPORTS} only ({TRANSPORTS_VARIABLE}={SAFE_TRANSPORTS}): '
+            'a subscriber that dies cannot freeze this process through shared memory '
+            '(eProsima/Fast-DDS#6485); set the variable (DEFAULT) to choose otherwise')
+
+
+def make_executor():
+    """
+    Return rclpy's EventsExecutor where it exists, else a SingleThreadedExecutor.
+
+    It halves a step's latency and a third of the publish CPU (doc/performance.md); callers
+    use ``spin_once``, since its ``spin()`` busy-loops (doc/design.md, "Executors").
+    """
+    if EventsExecutor is not None:
+        return EventsExecutor()
+    return SingleThreadedExecutor()
+
+
+def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
+    """
+    Let ``-p name:=2`` start a double parameter as 2.0, as a run-time set does.
+
+    rclpy private API (``Node._parameter_overrides``): declaring a double parameter over an
+    integer override raises, and rclpy has no public way to see overrides before declaring.
+    """
+    overrides = getattr(node, '_parameter_overrides', {})
+    for name in names:
+        if name in overrides and overrides[name].type_ == Parameter.Type.INTEGER:
+            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(overrides[name].value))
+
+
+def detach_time_source(node: Node):
+    """
+    Keep a clock server off /clock; return its time source (to set its ROS clock by hand).
+
+    rclpy private API (``Node._time_source``): with use_sim_time the time source subscribes the
+    node to /clock, which would queue one event per frame the server itself publishes
+    (doc/design.md, "Own /clock"). Detached, it still switches the node's clock to ROS time.
+    """
+    time_source = getattr(node, '_time_source', None)
+    if time_source is not None:
+        time_source.detach_node()
+    return time_source
+
+
+def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,
+                       executor_factory: Callable[[], object] = make_executor) -> int:
+    """
+    Init rclpy, make the node and spin it until it is done, Ctrl-C or SIGTERM; return 0 or 1.
+
+    The node may define ``spin_once(executor)`` (one round of its loop; default: wait up to
+    1 s for an event), ``done`` (end the loop) and ``finish(executor)`` (run once the loop
+    ended, whatever ended it, before the node is destroyed). An invalid configuration (a
+    refused parameter) ends it at once with a FATAL line and 1.
+    """
+    # rclpy's SIGINT handler (installed by init, chained to this one) shuts the context down,
+    # which ends the loop; this one only takes note, so Python never raises KeyboardInterrupt
+    # at a random point (doc/design.md, "Ctrl-C").
+    interrupted = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    node = executor = None
+    transports = avoid_shared_memory()
+    try:
+        rclpy.init(args=args)
+        if interrupted:
+            return 0
+        try:
+            node = make_node()
+        except (Refused, ParameterException) as error:
+            rclpy.logging.get_logger(logger_name).fatal(f'invalid configuration: {error}')
+            return 1
+        if transports is not None:
+            node.get_logger().info(transports)
+        executor = executor_factory()
+        executor.add_node(node)
+        spin_once = getattr(node, 'spin_once', None) or (
+            lambda executor: executor.spin_once(timeout_sec=1.0))
+        while rclpy.ok() and not getattr(node, 'done', False):
+            spin_once(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError:
+        # SIGINT or SIGTERM shut the context down while a callback was publishing.
+        if rclpy.ok():
+            raise
+    finally:
+        if node is not None:
+            finish = getattr(node, 'finish', None)
+            if finish is not None:
+                finish(executor)
+            node.destroy_node()
+        rclpy.try_shutdown()
+        signal.signal(signal.SIGINT, previous)
+    return 0

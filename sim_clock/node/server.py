@@ -1,0 +1,356 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The clock server node: publishes ``/clock`` from a :class:`Timeline` and serves its control.
+
+Thin by design: parameters (:mod:`.parameters`) and services (:mod:`.services`) become calls
+on the public methods here, which call the time core; frames go to a :class:`FrameSink`.
+Timers are steady (wall) timers only, so the server works with ``use_sim_time`` true or false
+and never waits on its own clock.
+"""
+
+from dataclasses import dataclass
+import time
+from typing import Callable
+from typing import Optional
+
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.core import settings
+from sim_clock.core.pacing import FRAMES_PER_TICK
+from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
+from sim_clock.core.pacing import FULL_SPEED_CHUNK
+from sim_clock.core.rules import Refused
+from sim_clock.core.timeline import Change
+from sim_clock.core.timeline import ChangeKind
+from sim_clock.core.timeline import Timeline
+from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.core.units import NS_PER_MS
+from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.units import split_ns
+from sim_clock.names import CLOCK_QOS
+from sim_clock.names import CLOCK_TOPIC
+from sim_clock.names import NODE_NAME
+from sim_clock.node import parameters
+from sim_clock.node import simulation_interfaces
+from sim_clock.node.diagnostics import ClockDiagnostics
+from sim_clock.node.publishing import ClockSink
+from sim_clock.node.publishing import FrameSink
+from sim_clock.node.runtime import detach_time_source
+from sim_clock.node.runtime import spin_until_stopped
+from sim_clock.node.services import ControlServices
+
+
+@dataclass
+class Answer:
+    """The outcome of a request that only succeeds or not: the std_srvs services."""
+
+    success: bool
+    message: str
+
+
+@dataclass
+class StepOutcome(Answer):
+    """Where a step left time (``~/step``)."""
+
+    frame: int
+    clock_ns: int
+    epoch: int
+
+
+@dataclass
+class SyncOutcome:
+    """The outcome of ``~/sync_mode_cmd``, field for field."""
+
+    result: bool
+    user_id: str
+    message: str
+    frame: int
+    time_step: int
+
+
+@dataclass
+class ServerStatus:
+    """``~/get_status``, field for field; ``owner`` is the sync holder."""
+
+    mode: str
+    sync: bool
+    paused: bool
+    frame: int
+    clock_ns: int
+    epoch: int
+    owner: str
+    real_time_factor: float
+    time_step_ns: int
+    publish_rate: float
+
+
+class ClockServer(Node):
+    """
+    Publish /clock from a :class:`Timeline` and serve its control.
+
+    :param sink: makes the :class:`FrameSink` from this node (default: /clock only).
+    :param clock_offset_ns: /clock is the timeline's time plus this (a bag's first stamp).
+    """
+
+    def __init__(self, *, sink: Optional[Callable[['ClockServer'], FrameSink]] = None,
+                 clock_offset_ns: int = 0, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        self.clock_offset_ns = clock_offset_ns
+        # With use_sim_time this node's ROS clock follows the frames it publishes.
+        self._own_time_source = detach_time_source(self)
+        self._own_time_msg = ClockMsg()
+        values = parameters.declare(self)
+        self._timeline, self._pacing = settings.initial(values, now_ns=time.monotonic_ns)
+        self._parameter_bridge = parameters.ParameterBridge(
+            self, lambda: self._timeline.status().mode, self._apply_settings)
+        self._listeners = []
+        #: The /clock publisher; the sink publishes on it.
+        self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
+        self.sink = (sink or (lambda node: ClockSink(node.clock_publisher, clock_offset_ns)))(
+            self)
+        # One single-threaded executor runs every callback: the timeline needs no lock.
+        ControlServices(self)
+        self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        self._tick_timer = self._tick_period_ns = None
+        self._full_speed = self._driven = False
+        self._retime()
+        self._republish()
+        self._diagnostics = ClockDiagnostics(self, self._timeline, self._steady_clock)
+        if simulation_interfaces.AVAILABLE:
+            self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
+        status = self._timeline.status()
+        self.get_logger().info(
+            f'publishing {CLOCK_TOPIC}: mode={status.mode.value} sync={status.sync} '
+            f'time_step={status.time_step_ns} ns real_time_factor='
+            f'{float(status.real_time_factor)} paused={status.paused}')
+
+    @property
+    def timeline(self) -> Timeline:
+        """Return the timeline this node publishes."""
+        return self._timeline
+
+    def clock_ns(self, time_ns: int) -> int:
+        """Return the /clock value of a timeline time."""
+        return self.clock_offset_ns + time_ns
+
+    def add_change_listener(self, listener: Callable[[Change], None]) -> None:
+        """Call ``listener`` with every change of the timeline, after the server's own."""
+        self._listeners.append(listener)
+
+    def destroy_node(self) -> None:
+        """Destroy the node; from now on a publish raises instead of using a freed publisher."""
+        self.sink.close()
+        super().destroy_node()
+
+    # -- the public methods that services call -------------------------------------------------
+
+    def step(self, user_id: str, steps: int) -> StepOutcome:
+        """Advance ``steps`` frames for ``user_id`` and publish each; answer where time is."""
+        try:
+            frames = self.apply_change(lambda: self._timeline.step(user_id, steps))
+        except Refused as refused:
+            self.get_logger().warning(
+                f'step refused: {refused.reason}', throttle_duration_sec=1.0)
+            return self._step_outcome(False, refused.reason)
+        # Every frame is on the wire before the answer.
+        self._emit(frames)
+        timeline = self._timeline
+        return self._step_outcome(
+            True, f'frame {timeline.frame}, time {self.clock_ns(timeline.time_ns)} ns')
+
+    def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
+        """Take or give up sync mode, MORAI's way."""
+        try:
+            user_id, message = self.apply_change(
+                lambda: self._timeline.sync_mode_cmd(user_id, start, time_step_ms))
+            result = True
+            self.get_logger().info(f'sync_mode_cmd from {user_id!r}: {message}')
+        except Refused as refused:
+            result, user_id, message = False, refused.holder, refused.reason
+            self.get_logger().warning(f'sync_mode_cmd refused: {message}')
+        status = self._timeline.status()
+        return SyncOutcome(result, user_id, message, status.frame,
+                           status.time_step_ns // NS_PER_MS)
+
+    def set_sync(self, on: bool) -> Answer:
+        """Sync on with no holder, or off releasing any holder (the operator's override)."""
+        holder = self._timeline.holder
+        changed = self.apply_change(lambda: self._timeline.set_sync(on, switch_mode=True))
+        state = 'on' if on else 'off'
+        message = f'sync {state}' if changed else f'sync was already {state}'
+        if holder and not on:
+            message += f'; hold of {holder!r} released'
+            self.get_logger().info(f'sync turned off by an operator; {holder!r} released')
+        return Answer(True, message)
+
+    def pause(self) -> Answer:
+        """Freeze real-time and free-run time."""
+        changed = self.apply_change(lambda: self._timeline.set_paused(True))
+        return Answer(True, f'paused at {self._clock_now()} ns' if changed else 'already paused')
+
+    def resume(self) -> Answer:
+        """Unfreeze time."""
+        changed = self.apply_change(lambda: self._timeline.set_paused(False))
+        return Answer(True, f'resumed at {self._clock_now()} ns' if changed else 'not paused')
+
+    def reset(self) -> Answer:
+        """Time and frame back to the start, epoch + 1; mode, sync and holder stay."""
+        self.apply_change(lambda: self._timeline.reset('~/reset called'))
+        return Answer(True, f'time reset to {self._clock_now()} ns '
+                            f'(epoch {self._timeline.epoch})')
+
+    def status(self) -> ServerStatus:
+        """Return the state as ``~/get_status`` answers it."""
+        s = self._timeline.status()
+        return ServerStatus(
+            s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
+            float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns)
+
+    def apply_change(self, change: Callable):
+        """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
+        try:
+            return change()
+        finally:
+            self._dispatch()
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def _apply_settings(self, parsed: dict) -> None:
+        self.apply_change(lambda: settings.apply(parsed, self._timeline, self._pacing))
+
+    def _dispatch(self) -> None:
+        changes = self._timeline.take_changes()
+        for change in changes:
+            self._log(change)
+            for listener in self._listeners:
+                listener(change)
+        if any(change.reset for change in changes):
+            self._republish()  # the new time at once
+        self._retime()
+        if changes:
+            self._parameter_bridge.mirror(settings.mirrored(
+                self._timeline, self.get_parameter('time_step').value))
+
+    def _log(self, change: Change) -> None:
+        logger = self.get_logger()
+        at = self.clock_ns(change.time_after_ns)
+        if change.reset:
+            logger.info(f'time reset to {at} ns (epoch {change.epoch}): {change.cause}')
+        elif change.kind in (ChangeKind.PAUSE, ChangeKind.RESUME):
+            logger.info(f'time {change.kind.value}d at {at} ns')
+        elif change.kind is ChangeKind.LAPSE:
+            logger.warning(change.cause)
+        else:
+            logger.debug(change.cause)
+
+    def _step_outcome(self, success: bool, message: str) -> StepOutcome:
+        timeline = self._timeline
+        return StepOutcome(success, message, timeline.frame, self._clock_now(), timeline.epoch)
+
+    def _clock_now(self) -> int:
+        return self.clock_ns(self._timeline.time_ns)
+
+    # -- frames --------------------------------------------------------------------------------
+
+    def _emit(self, frames: range) -> None:
+        if frames:
+            self.sink.publish_frames(frames)
+            self._published()
+
+    def _republish(self) -> None:
+        """Publish the current time again (not a new frame), for nodes that start late."""
+        self.sink.publish_time(self._timeline.time_ns)
+        self._published()
+
+    def _published(self) -> None:
+        self._pacing.published(time.monotonic_ns())
+        time_source = self._own_time_source
+        if time_source is not None and time_source.ros_time_is_active:
+            stamp = self._own_time_msg.clock
+            stamp.sec, stamp.nanosec = split_ns(self._clock_now())
+            time_source.clock_callback(self._own_time_msg)
+
+    def _on_tick(self) -> None:
+        timeline = self._timeline
+        if timeline.release_lapsed_holder():
+            self._dispatch()
+        frames = self._full_speed_batch() if self._full_speed else timeline.poll(FRAMES_PER_TICK)
+        if frames:
+            self._emit(frames)
+            if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
+                self.get_logger().error(
+                    'simulated time reached the latest representable value; reset to go on',
+                    throttle_duration_sec=10.0)
+        elif self._pacing.republish_due(time.monotonic_ns()):
+            self._republish()
+
+    def _full_speed_batch(self) -> range:
+        """
+        Free run as fast as possible: publish frames for FULL_SPEED_BATCH_NS; return the last.
+
+        Short batches keep the services answering between them.
+        """
+        deadline = time.monotonic_ns() + FULL_SPEED_BATCH_NS
+        poll = self._timeline.poll
+        frames = poll(FULL_SPEED_CHUNK)
+        while frames and time.monotonic_ns() < deadline:
+            self._emit(frames)
+            frames = poll(FULL_SPEED_CHUNK)
+        return frames
+
+    @property
+    def full_speed(self) -> bool:
+        """Whether time free-runs as fast as possible (real_time_factor 0)."""
+        return self._full_speed
+
+    def drive_full_speed(self) -> None:
+        """Leave full-speed free run to the caller's loop, which calls :meth:`advance`."""
+        self._driven = True
+        self._retime()
+
+    def advance(self) -> None:
+        """Publish what is due now, as one tick of the timer does."""
+        self._on_tick()
+
+    def spin_once(self, executor) -> None:
+        """One round of the spin loop: an event, and at full speed a batch of frames."""
+        if not self._driven:
+            self.drive_full_speed()
+        if self._full_speed:
+            executor.spin_once(timeout_sec=0)
+            self.advance()
+        else:
+            executor.spin_once(timeout_sec=1.0)
+
+    def _retime(self) -> None:
+        """Make the tick timer's period fit the current state."""
+        period = self._timeline.frame_period_ns()
+        self._full_speed = period == 0
+        tick_ns = self._pacing.tick_period_ns(period, self._driven)
+        if tick_ns == self._tick_period_ns:
+            return
+        if self._tick_timer is not None:
+            self.destroy_timer(self._tick_timer)
+        self._tick_period_ns = tick_ns
+        self._tick_timer = self.create_timer(
+            tick_ns / NS_PER_SEC, self._on_tick, clock=self._steady_clock)
+
+
+def main(args=None) -> int:
+    """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
+    return spin_until_stopped(ClockServer, args, logger_name=NODE_NAME)

@@ -1,0 +1,81 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The control services: each callback is one call on a public :class:`ClockServer` method.
+
+As rclpy's ``ParameterService``, a plain class handed the node; the answers are filled from
+the outcomes the server returns. Expected failures are in the response, never raised.
+"""
+
+from sim_clock.core.units import split_ns
+from sim_clock.names import ANONYMOUS_USER
+from sim_clock.names import SERVICE_QOS
+from sim_clock.srv import GetStatus
+from sim_clock.srv import Step
+from sim_clock.srv import SyncModeCmd
+from std_srvs.srv import SetBool
+from std_srvs.srv import Trigger
+
+
+def fill(response, outcome):
+    """Copy the fields of an outcome (a dataclass) into ``response``; ``clock_ns`` to ``clock``."""
+    for name, value in vars(outcome).items():
+        if name == 'clock_ns':
+            response.clock.sec, response.clock.nanosec = split_ns(value)
+        elif hasattr(response, name):
+            setattr(response, name, value)
+    return response
+
+
+class ControlServices:
+    """``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services."""
+
+    def __init__(self, server):
+        self._server = server
+        for srv_type, name, callback in (
+                (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
+                (Step, '~/step', self._on_step),
+                (GetStatus, '~/get_status', self._on_get_status),
+                (Trigger, '~/step_once', self._on_step_once),
+                (Trigger, '~/pause', self._on_pause),
+                (Trigger, '~/resume', self._on_resume),
+                (Trigger, '~/reset', self._on_reset),
+                (SetBool, '~/set_sync', self._on_set_sync)):
+            server.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
+
+    def _on_sync_mode_cmd(self, request, response):
+        return fill(response, self._server.sync_mode_cmd(
+            request.user_id, request.start_sync_mode, request.time_step))
+
+    def _on_step(self, request, response):
+        return fill(response, self._server.step(request.user_id, request.steps))
+
+    def _on_get_status(self, request, response):
+        return fill(response, self._server.status())
+
+    def _on_step_once(self, request, response):
+        return fill(response, self._server.step(ANONYMOUS_USER, 1))
+
+    def _on_pause(self, request, response):
+        return fill(response, self._server.pause())
+
+    def _on_resume(self, request, response):
+        return fill(response, self._server.resume())
+
+    def _on_reset(self, request, response):
+        return fill(response, self._server.reset())
+
+    def _on_set_sync(self, request, response):
+        return fill(response, self._server.set_sync(request.data))

@@ -1,0 +1,449 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The bag logic without ROS I/O: opening, streaming, read-ahead, the cursor, seek, summaries."""
+
+import os
+import re
+import signal
+
+from bags import BEST_EFFORT_QOS
+from bags import MS
+from bags import RELIABLE_QOS
+from bags import START_NS
+from bags import UNKNOWN_TYPE
+from bags import wait_process_ended
+from bags import write_large_bag
+from bags import write_test_bag
+from hypothesis import given
+from hypothesis import strategies as st
+import pytest
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import ReliabilityPolicy
+from rosbags.interfaces import QosDurability
+
+from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.player import MIN_VOLATILE_DEPTH
+from sim_clock.bag.player import qos_for
+from sim_clock.bag.read_ahead import ReadAhead
+from sim_clock.bag.reader import Bag
+from sim_clock.bag.reader import BagError
+from sim_clock.bag.reader import BagReadError
+from sim_clock.bag.reader import get_message
+from sim_clock.bag.recorder import RecordingSummary
+from sim_clock.bag.replay import python_run
+from sim_clock.core.units import NS_PER_SEC
+
+
+@pytest.fixture(params=['sqlite3', 'mcap'])
+def test_bag(request, tmp_path):
+    """Return (path, records) of a test bag in each storage format."""
+    path = str(tmp_path / f'bag_{request.param}')
+    return path, write_test_bag(path, request.param)
+
+
+def test_get_message_imports_known_types():
+    """A message type name gives its Python class, type support loaded."""
+    from std_msgs.msg import String
+    assert get_message('std_msgs/msg/String') is String
+    assert get_message('std_msgs/String') is String
+
+
+@pytest.mark.parametrize('name', [UNKNOWN_TYPE, 'std_msgs/msg/NoSuchType', 'std_msgs/srv/X',
+                                  'String', '', 'a/msg/'])
+def test_get_message_refuses_with_the_type_named(name):
+    """A type that is not importable raises LookupError naming it."""
+    with pytest.raises(LookupError, match=re.escape(repr(name))):
+        get_message(name)
+
+
+def test_bag_selects_topics_and_streams_in_order(test_bag):
+    """/clock and the unknown type do not play; the rest streams in time order, all of it."""
+    path, records = test_bag
+    bag = Bag(path)
+    try:
+        assert [t.name for t in bag.topics] == ['/chatter', '/pose']
+        assert bag.skipped.clock == ['/clock']
+        assert list(bag.skipped.unknown_types) == [UNKNOWN_TYPE]
+        assert bag.skipped.unknown_types[UNKNOWN_TYPE][0] == ['/mystery']
+        assert bag.start_ns == START_NS
+        assert bag.end_ns == START_NS + 1000 * MS
+        streamed = [(t, c.topic) for c, t, _ in bag.messages(bag.start_ns)]
+        assert streamed == [(r.time_ns, r.topic) for r in records]
+        assert sum(t.message_count for t in bag.topics) == len(records)
+        qos = {t.name: t.offered_qos for t in bag.topics}
+        assert qos == {'/chatter': (RELIABLE_QOS,), '/pose': (BEST_EFFORT_QOS,)}
+        # From the middle: the first message at or after the time.
+        middle = records[len(records) // 2].time_ns
+        assert [t for _, t, _ in bag.messages(middle)] == [
+            r.time_ns for r in records if r.time_ns >= middle]
+    finally:
+        bag.close()
+
+
+def test_topic_filter(tmp_path):
+    """Only the topics asked for play; those not in the bag are listed."""
+    path = str(tmp_path / 'bag')
+    records = write_test_bag(path)
+    bag = Bag(path, ['/pose', '/nope'])
+    try:
+        assert [t.name for t in bag.topics] == ['/pose']
+        assert bag.skipped.filtered == ['/chatter', '/mystery']
+        assert bag.missing_topics == ['/nope']
+        assert [t for _, t, _ in bag.messages(0)] == [
+            r.time_ns for r in records if r.topic == '/pose']
+    finally:
+        bag.close()
+
+
+def _truncate(path: str, suffix: str) -> None:
+    [name] = [n for n in os.listdir(path) if n.endswith(suffix)]
+    with open(os.path.join(path, name), 'r+b') as data:
+        data.truncate(300)
+
+
+@pytest.mark.parametrize('damage, match', [
+    ('missing', 'does not exist'),
+    ('empty_directory', 'cannot be read'),
+    ('bad_metadata', 'cannot be read'),
+    ('truncated_sqlite3', 'bag'),
+    ('truncated_mcap', 'bag'),
+])
+def test_damaged_or_missing_bag_is_refused(tmp_path, damage, match):
+    """A bag that cannot play raises BagError with a reason naming the bag."""
+    path = str(tmp_path / 'bag')
+    if damage == 'empty_directory':
+        os.mkdir(path)
+    elif damage == 'bad_metadata':
+        write_test_bag(path)
+        with open(os.path.join(path, 'metadata.yaml'), 'w') as metadata:
+            metadata.write('rosbag2_bagfile_information: [this is not\n')
+    elif damage.startswith('truncated'):
+        storage = damage.split('_')[1]
+        write_test_bag(path, storage)
+        _truncate(path, '.db3' if storage == 'sqlite3' else '.mcap')
+    with pytest.raises(BagError, match=match) as error:
+        Bag(path)
+    assert path in str(error.value)
+
+
+def test_bag_without_messages_is_refused(tmp_path):
+    """A bag that holds no message at all has nothing to play."""
+    from rosbags.rosbag2 import Writer
+    path = str(tmp_path / 'empty')
+    with Writer(path, version=9) as writer:
+        writer.add_connection('/x', 'std_msgs/msg/String', msgdef='string data',
+                              rihs01='RIHS01_' + '0' * 64)
+    with pytest.raises(BagError, match='holds no messages'):
+        Bag(path)
+
+
+# -- batches and the read-ahead -----------------------------------------------------------------
+
+def _datas(batch) -> list:
+    """Return the messages of a packed batch, one bytes object each."""
+    _, _, blob, offsets = batch
+    return [blob[a:b] for a, b in zip(offsets, offsets[1:])]
+
+
+def _flatten(batches):
+    """Return [(time, topic index, data)] of batches (packed or not), checking each."""
+    out = []
+    for batch in batches:
+        if len(batch) == 4:
+            assert len(batch[3]) == len(batch[0]) + 1 and batch[3][-1] == len(batch[2])
+            batch = (batch[0].tolist(), batch[1].tolist(), _datas(batch))
+        times, topics, datas = batch
+        assert len(times) == len(topics) == len(datas) > 0
+        out += zip(times, topics, datas)
+    return out
+
+
+def _messages(bag, start_ns):
+    return [(t, bag.topic_index[c.id], d) for c, t, d in bag.messages(start_ns)]
+
+
+def test_batches_are_the_messages_in_bounded_batches(test_bag):
+    """Batches hold every message in order, never more than the count asked."""
+    path, records = test_bag
+    bag = Bag(path)
+    try:
+        for start in (bag.start_ns, records[len(records) // 3].time_ns, bag.end_ns + 1):
+            batches = list(bag.batches(start, max_messages=7))
+            assert all(len(times) <= 7 for times, _, _ in batches)
+            assert _flatten(batches) == _messages(bag, start)
+        assert [bag.topics[i].name for _, i, _ in _flatten(bag.batches(bag.start_ns))] == [
+            r.topic for r in records]
+    finally:
+        bag.close()
+
+
+def test_batches_are_bounded_in_bytes(tmp_path):
+    """A batch stops once it holds the byte limit: memory does not follow message size."""
+    path = str(tmp_path / 'large')
+    times = write_large_bag(path, count=100, size=10_000)
+    bag = Bag(path)
+    try:
+        batches = list(bag.batches(bag.start_ns, max_bytes=50_000))
+        assert all(sum(map(len, datas)) < 50_000 + 10_100 for _, _, datas in batches)
+        assert len(batches) >= 100 * 10_000 // (50_000 + 10_100)
+        assert [t for t, _, _ in _flatten(batches)] == times
+    finally:
+        bag.close()
+
+
+@pytest.fixture
+def large_bag(tmp_path):
+    """Return (path, times) of a sqlite3 bag of 20 MB: many times the read-ahead's pipe."""
+    path = str(tmp_path / 'large')
+    return path, write_large_bag(path, count=2000, size=10_000)
+
+
+def test_read_ahead_streams_what_the_bag_streams(test_bag):
+    """The child process's batches are the bag's own, from any time; close ends the child."""
+    path, records = test_bag
+    bag = Bag(path)
+    reader = ReadAhead(bag)
+    try:
+        for start in (bag.start_ns, records[len(records) // 2].time_ns, records[-1].time_ns,
+                      bag.start_ns):
+            assert _flatten(reader.batches(start)) == _messages(bag, start)
+        assert list(reader.batches(bag.end_ns + 1)) == []
+        pid = reader.pid
+        assert pid is not None
+    finally:
+        reader.close()
+        bag.close()
+    assert reader.pid is None and wait_process_ended(pid)
+    with pytest.raises(BagReadError, match='closed'):
+        reader.batches(bag.start_ns)
+
+
+def test_read_ahead_seek_while_the_child_is_ahead(large_bag):
+    """A new request drops what the child read for the one before: only the new time's data."""
+    path, times = large_bag
+    bag = Bag(path)
+    reader = ReadAhead(bag)
+    try:
+        old = reader.batches(bag.start_ns)
+        first = next(old)
+        assert first[0][0] == times[0]
+        # The child now fills the pipe and blocks; requests jump back and forth meanwhile.
+        for index in (1500, 10, 1999, 700):
+            batches = reader.batches(times[index])
+            first = next(batches)
+            assert first[0][0] == times[index]
+        assert next(old, None) is None  # superseded
+        assert [t for t, _, _ in _flatten([first, *batches])] == times[700:]
+        # A cursor over the read-ahead: seeks and releases hand out exactly what is due.
+        cursor = Cursor(reader.batches, times[0])
+        out = []
+
+        def emit(batch, start, stop):
+            out.extend(int(data[8:16]) for data in _datas(batch)[start:stop])
+        cursor.play([times[1234]], 0, python_run(emit, _ignore))
+        assert len(out) == 1235
+        cursor.seek(times[100])
+        cursor.play([times[101]], 0, python_run(emit, _ignore))
+        assert len(out) == 1237
+        cursor.seek(times[1990])
+        cursor.play([times[-1] + 1], 0, python_run(emit, _ignore))
+        assert cursor.exhausted
+        assert out == list(range(1235)) + [100, 101] + list(range(1990, 2000))
+    finally:
+        reader.close()
+        bag.close()
+
+
+def _damage(path: str, suffix: str, start: float, length: float) -> None:
+    [name] = [n for n in os.listdir(path) if n.endswith(suffix)]
+    size = os.path.getsize(os.path.join(path, name))
+    with open(os.path.join(path, name), 'r+b') as data:
+        data.seek(int(size * start))
+        data.write(b'\xff' * int(size * length))
+
+
+def test_read_ahead_reports_a_read_error_and_goes_on(large_bag):
+    """A damaged page in the middle: BagReadError naming the cause, then other reads work."""
+    path, times = large_bag
+    bag = Bag(path)
+    reader = ReadAhead(bag)
+    try:
+        assert next(reader.batches(times[0]))[0][0] == times[0]
+        _damage(path, '.db3', 0.75, 0.125)
+        read = []
+        with pytest.raises(BagReadError, match='malformed'):
+            for batch in reader.batches(times[1000]):
+                read += batch[0]
+        assert read == times[1000:1000 + len(read)] and len(read) < 1000
+        assert [t for t, _, _ in _flatten(reader.batches(times[1990]))] == times[1990:]
+    finally:
+        reader.close()
+        bag.close()
+
+
+def test_read_ahead_child_death_is_an_error_then_a_new_child(large_bag):
+    """A child that dies mid-stream raises BagReadError, not a hang; the next read restarts."""
+    path, times = large_bag
+    bag = Bag(path)
+    reader = ReadAhead(bag)
+    try:
+        batches = reader.batches(times[0])
+        next(batches)
+        pid = reader.pid
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(BagReadError, match=r'ended unexpectedly \(exit code -9\)'):
+            for _ in batches:
+                pass
+        assert reader.pid is None
+        assert [t for t, _, _ in _flatten(reader.batches(times[1500]))] == times[1500:]
+        assert reader.pid not in (None, pid)
+    finally:
+        reader.close()
+        bag.close()
+
+
+# -- the cursor --------------------------------------------------------------------------------
+
+def _stream(times, sizes=(3,)):
+    """Open batches of ``times`` (data: the time as text) cut by ``sizes`` in turn (0: empty)."""
+    def open_batches(start_ns):
+        left = [t for t in times if t >= start_ns]
+        k = 0
+        while left:
+            size = sizes[k % len(sizes)]
+            k += 1
+            batch, left = left[:size], left[size:]
+            yield batch, [0] * len(batch), [str(t) for t in batch]
+    return open_batches
+
+
+def _ignore(*args):
+    pass
+
+
+def _collect(out):
+    """Return an emit that puts the time of each message handed out into ``out``."""
+    def emit(batch, start, stop):
+        out.extend(int(data) for data in batch[2][start:stop])
+    return emit
+
+
+def _played(cursor, frames, offset_ns=0):
+    """Play ``frames`` with the model run; return the times of the messages handed out."""
+    out = []
+    cursor.play(frames, offset_ns, python_run(_collect(out), _ignore))
+    return out
+
+
+def test_cursor_plays_up_to_and_including_the_time():
+    """Each frame hands out the messages stamped up to its time, once, in order."""
+    cursor = Cursor(_stream([0, 10, 20, 20, 35], sizes=(2, 0, 1)), 0)
+    assert _played(cursor, [-1]) == []
+    assert _played(cursor, [10]) == [0, 10]
+    assert _played(cursor, [10]) == []
+    assert cursor.next_time_ns == 20
+    assert _played(cursor, [34]) == [20, 20]
+    assert not cursor.exhausted
+    assert _played(cursor, [100]) == [35]
+    assert cursor.exhausted and cursor.next_time_ns is None
+    assert _played(cursor, [200]) == []
+    assert cursor.frames_played == 1
+
+
+def test_cursor_seek_starts_again():
+    """A seek hands out again every message at or after the time."""
+    cursor = Cursor(_stream([0, 10, 20, 30]), 0)
+    _played(cursor, [100])
+    cursor.seek(15)
+    assert _played(cursor, [25]) == [20]
+
+
+@given(times=st.lists(st.integers(0, 10_000), max_size=50).map(sorted),
+       cuts=st.lists(st.integers(-5, 10_005), max_size=20).map(sorted),
+       sizes=st.lists(st.integers(0, 8), min_size=1, max_size=5).filter(any),
+       offset=st.integers(-20_000, 20_000),
+       calls=st.integers(1, 4))
+def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, sizes, offset,
+                                                               calls):
+    """However time is cut into frames, batches and calls, each message comes once, when due."""
+    cursor = Cursor(_stream(times, sizes), 0)
+    frames = [cut - offset for cut in cuts + [10_005]]
+    events = []
+    run = python_run(_collect(events), lambda t: events.append(('frame', t)))
+    for k in range(calls):
+        part = frames[k * len(frames) // calls:(k + 1) * len(frames) // calls]
+        cursor.play(part, offset, run)
+        assert cursor.frames_played == len(part)
+    assert cursor.exhausted
+    # Before each frame is done: exactly the messages stamped after the one before, up to it.
+    expected = []
+    due = iter(times)
+    message = next(due, None)
+    for frame in frames:
+        while message is not None and message <= frame + offset:
+            expected.append(message)
+            message = next(due, None)
+        expected.append(('frame', frame))
+    assert events == expected
+
+
+def test_cursor_read_error_mid_play_is_raised_after_what_came_before():
+    """A read error ends the play after the messages before it; frames_played says where."""
+    def open_batches(start_ns):
+        yield [0, 10], [0, 0], ['0', '10']
+        yield [20], [0], ['20']
+        raise OSError('disk gone')
+
+    cursor = Cursor(open_batches, 0)
+    out = []
+    frames = []
+    with pytest.raises(OSError, match='disk gone'):
+        cursor.play([5, 15, 25, 35], 0, python_run(_collect(out), frames.append))
+    assert out == [0, 10, 20]
+    assert frames == [5, 15]
+    assert cursor.frames_played == 2
+    assert cursor.exhausted
+
+
+# -- QoS and the recording summary -------------------------------------------------------------
+
+def test_qos_follows_the_recorded_offers():
+    """Reliable and transient local only if every recorded publisher was; depths as stated."""
+    assert qos_for(()).reliability == ReliabilityPolicy.RELIABLE
+    best_effort = qos_for((RELIABLE_QOS, BEST_EFFORT_QOS))
+    assert best_effort.reliability == ReliabilityPolicy.BEST_EFFORT
+    assert best_effort.depth == MIN_VOLATILE_DEPTH
+    latched = RELIABLE_QOS._replace(durability=QosDurability.TRANSIENT_LOCAL, depth=1)
+    static = qos_for((latched,))
+    assert (static.durability, static.depth) == (DurabilityPolicy.TRANSIENT_LOCAL, 1)
+    assert qos_for((latched, RELIABLE_QOS)).durability == DurabilityPolicy.VOLATILE
+
+
+def test_recording_summary():
+    """Counts per topic, the simulated time span, messages before /clock and time jumps."""
+    summary = RecordingSummary()
+    summary.add_topic('/a', 'std_msgs/msg/String')
+    summary.add_topic('/never', 'std_msgs/msg/String')
+    summary.before_clock = 2
+    for t in (NS_PER_SEC, 2 * NS_PER_SEC, NS_PER_SEC // 2):
+        summary.clock(t)
+        summary.message('/a', t)
+    assert summary.total == 3
+    assert summary.span() == (NS_PER_SEC // 2, 2 * NS_PER_SEC)
+    text = '\n'.join(summary.lines('out'))
+    assert 'recorded 3 messages into out' in text
+    assert '0.500000000 s to 2.000000000 s (1.500000000 s)' in text
+    assert '/never' in text and '2 messages came before any /clock' in text
+    assert 'went back 1 times' in text

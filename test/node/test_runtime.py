@@ -1,0 +1,45 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The rclpy private API that sim_clock.node.runtime relies on is still there and still works."""
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.time_source import TimeSource
+from sim_clock.node.runtime import coerce_integer_overrides
+from sim_clock.node.runtime import detach_time_source
+
+
+def test_rclpy_still_has_the_private_api_we_use(domain_id):
+    """Node._parameter_overrides maps names to Parameters; Node._time_source is a TimeSource."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        node = rclpy.create_node(
+            'private_api', context=context,
+            parameter_overrides=[Parameter('rate', value=2),
+                                 Parameter('use_sim_time', value=True)])
+        assert isinstance(node._parameter_overrides, dict)
+        assert node._parameter_overrides['rate'].type_ == Parameter.Type.INTEGER
+        assert isinstance(node._time_source, TimeSource)
+        # What the workarounds do with it.
+        coerce_integer_overrides(node, ['rate'])
+        assert node.declare_parameter('rate', 1.0).value == 2.0
+        time_source = detach_time_source(node)
+        assert time_source is node._time_source
+        assert not node.get_subscriptions_info_by_topic('/clock')
+        assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)

@@ -1,0 +1,130 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The package's layout: each part keeps its one rule, and no module outgrows a reader.
+
+Parts (doc/design.md, "Layout"): the time core, the node, the bags, the client side. Checked on
+the sources' imports (every ``import``, at any depth) and, for what loads at run time, in a
+fresh interpreter.
+"""
+
+import ast
+import os
+import subprocess
+import sys
+
+from harness import ROOT
+import pytest
+
+PACKAGE = os.path.join(ROOT, 'sim_clock')
+MAX_LINES = 450
+
+#: part -> (its modules' prefix, the imports it must never make)
+RULES = {
+    'core': ('sim_clock.core', ('rclpy', 'rosbags', 'sim_clock.node', 'sim_clock.bag',
+                                'sim_clock.client', 'sim_clock.names', 'sim_clock._replay')),
+    'node': ('sim_clock.node', ('rosbags', 'sim_clock.bag', 'sim_clock.client')),
+    'bag': ('sim_clock.bag', ('sim_clock.client',)),
+    'client': ('sim_clock.client', ('sim_clock.node', 'sim_clock.bag', 'sim_clock._replay')),
+    'command': ('sim_clock.command', ('sim_clock.node', 'sim_clock.bag', 'sim_clock._replay')),
+}
+
+
+def _modules():
+    for folder, _, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith('.py'):
+                path = os.path.join(folder, name)
+                relative = os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')
+                yield relative.removesuffix('.__init__'), path
+
+
+MODULES = dict(_modules())
+
+
+def _imports(path: str):
+    with open(path) as source:
+        tree = ast.parse(source.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            # `from sim_clock import _replay` names a module too.
+            yield from (f'{node.module}.{alias.name}' for alias in node.names)
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + '.')
+
+
+def test_every_module_belongs_to_a_part_or_is_named():
+    """The modules outside the parts are few and known: names, the testing path, the C one."""
+    loose = {name for name in MODULES
+             if not any(_within(name, prefix) for prefix, _ in RULES.values())}
+    assert loose == {'sim_clock', 'sim_clock.names', 'sim_clock.testing'}
+
+
+@pytest.mark.parametrize('part', sorted(RULES))
+def test_part_keeps_its_rule(part):
+    """No module of a part imports what its part must not (checked at every depth)."""
+    prefix, forbidden = RULES[part]
+    broken = [f'{name} imports {imported}'
+              for name, path in MODULES.items() if _within(name, prefix)
+              for imported in _imports(path)
+              if any(_within(imported, banned) for banned in forbidden)]
+    assert not broken
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_module_is_short_enough(name):
+    """Every module fits in MAX_LINES lines."""
+    with open(MODULES[name]) as source:
+        assert len(source.readlines()) <= MAX_LINES
+
+
+def _loaded_by(statement: str, cwd: str) -> set:
+    # Run elsewhere than the repository, whose sim_clock/ (no srv/) would shadow the install.
+    code = f'import sys\n{statement}\nprint("\\n".join(sorted(sys.modules)))'
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            timeout=120, check=True, cwd=cwd)
+    return set(result.stdout.split())
+
+
+def test_client_loads_neither_node_nor_bags(tmp_path):
+    """``import sim_clock.client`` loads no server, bag module or C extension."""
+    loaded = _loaded_by('import sim_clock.client', str(tmp_path))
+    assert 'sim_clock.client.api' in loaded
+    assert not {name for name in loaded
+                if any(_within(name, banned) for banned in RULES['client'][1])}
+
+
+def test_core_loads_no_ros(tmp_path):
+    """The time core runs without rclpy and rosbags loaded at all."""
+    loaded = _loaded_by('import sim_clock.core.settings, sim_clock.core.timeline', str(tmp_path))
+    assert 'sim_clock.core.timeline' in loaded
+    assert not {name for name in loaded if _within(name, 'rclpy') or _within(name, 'rosbags')}
+
+
+def test_bag_player_composes_the_server():
+    """The bag player is no ClockServer subclass and overrides no private method of it."""
+    from sim_clock.bag.player import BagFrames
+    from sim_clock.bag.player import BagPlayer
+    from sim_clock.node.server import ClockServer
+    for cls in (BagPlayer, BagFrames):
+        assert not issubclass(cls, ClockServer)
+        private = {name for name in vars(cls)
+                   if name.startswith('_') and not name.startswith('__')}
+        assert not {name for name in private if hasattr(ClockServer, name)}

@@ -1,0 +1,69 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The benchmarks run and print their figures (smoke runs, never a timing assertion)."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+from harness import ROOT
+import pytest
+
+
+@pytest.mark.slow
+def test_replay_benchmark_prints_figures(tmp_path):
+    """Both bag sizes get a raw read rate, a replay rate, a ratio and peak RSS figures."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'replay.py'), '--messages', '200',
+         '--storage', 'mcap', '--repetitions', '2'],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    _, *lines, verdict = result.stdout.splitlines()
+    rows = [line.split() for line in lines]
+    assert [row[:3] for row in rows] == [['mcap', 'x1', '200'], ['mcap', 'x10', '2000']]
+    for row in rows:
+        assert len(row) == 16, row  # bag (2 words), messages and 13 figures
+        assert all(re.fullmatch(r'[\d,.]+', figure) for figure in row[3:]), row
+        ratio, lowest, highest = map(float, row[5:8])
+        assert lowest <= highest and ratio > 0
+    assert re.fullmatch(r'target: replay at least 0\.5 of the raw read rate for every bag: '
+                        r'(met|NOT met) \(lowest ratio of median rates [\d.]+; .*\)', verdict)
+
+
+@pytest.mark.slow
+def test_performance_benchmark_prints_every_figure(tmp_path, domain_id):
+    """The smoke run prints every figure with baseline, ratio and target, as a line and JSON."""
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks', 'performance'))
+    try:
+        from run import FIGURES
+    finally:
+        sys.path.pop(0)
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'performance', 'run.py'), '--smoke',
+         '--domain', str(domain_id), '--log', str(tmp_path / 'processes.log')],
+        capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    objects = [json.loads(line) for line in lines if line.startswith('{')]
+    assert [row['name'] for row in objects] == [figure.name for figure in FIGURES]
+    for row in objects:
+        assert {'name', 'value', 'baseline', 'ratio', 'target', 'unit'} <= set(row), row
+        assert math.isfinite(row['value']) and math.isfinite(row['baseline']), row
+        # The human-readable line of the same figure.
+        assert any(line.startswith(row['name'] + ' ') and 'baseline' in line
+                   for line in lines), row['name']

@@ -1,0 +1,281 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The handles users reach for: client API, command line, pytest fixture, examples, diagnostics."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from ament_index_python.packages import get_package_prefix
+from diagnostic_msgs.msg import DiagnosticArray
+from harness import NS
+from harness import ROOT
+import pytest
+import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.parameter import Parameter
+from sim_clock.client import SimClockClient
+from sim_clock.client import SimClockRefused
+from sim_clock.client import SimClockTimeout
+
+EXAMPLES = os.path.join(ROOT, 'examples')
+MS = 1_000_000
+
+
+@pytest.fixture
+def sim_client(client):
+    """Return a SimClockClient on the test client's context."""
+    sim = SimClockClient(client.node, timeout=15.0)
+    yield sim
+    sim.close()
+
+
+# -- client API ------------------------------------------------------------------------------
+
+def test_client_acquires_steps_and_releases(start_server, client):
+    """The context manager takes sync mode, steps return frame and time, exit releases."""
+    start_server()
+    with SimClockClient(client.node, timeout=15.0, time_step=0.002) as sim:
+        assert client.status().owner == sim.user_id != ''
+        first = sim.step()
+        assert (first.frame, first.time_ns) == (1, 2 * MS)
+        assert sim.step(9).time_ns == 20 * MS
+        reached = sim.step_until(NS)
+        assert (reached.frame, reached.time_ns) == (500, NS)
+        status = sim.status()
+        assert (status.sync, status.frame, status.time_step_ns) == (True, 500, 2 * MS)
+    status = client.status()
+    assert (status.sync, status.owner) == (False, '')
+
+
+def test_client_releases_when_the_block_raises(start_server, client):
+    """An exception inside the block still gives sync mode back, and is not hidden."""
+    start_server()
+    with pytest.raises(KeyError):
+        with SimClockClient(client.node, user_id='crashy', timeout=15.0) as sim:
+            sim.step()
+            raise KeyError('in the user code')
+    assert client.status().owner == ''
+
+
+def test_client_refusal_names_the_holder(start_server, client, sim_client):
+    """A refused acquire raises SimClockRefused naming the holder; nothing changes."""
+    start_server()
+    assert client.sync_mode_cmd('holder', True, 0).result
+    with pytest.raises(SimClockRefused, match='holder') as refused:
+        sim_client.acquire()
+    assert refused.value.holder == 'holder'
+    with pytest.raises(SimClockRefused, match="held by 'holder'"):
+        sim_client.step()
+    with pytest.raises(ValueError, match='whole number of milliseconds'):
+        sim_client.acquire(time_step=0.0005)
+    assert client.status().owner == 'holder'
+
+
+def test_client_timeout_names_the_server_and_what(domain_id, client):
+    """Without a server, a call ends in SimClockTimeout naming the service, on time."""
+    sim = SimClockClient(client.node, server='/nobody_here', timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(SimClockTimeout, match='/nobody_here/get_status did not appear'):
+        sim.status()
+    assert time.monotonic() - start < 5.0
+    sim.close()
+
+
+def test_client_works_inside_a_busy_single_threaded_callback(start_server, client):
+    """Steps called from a timer callback of the caller's own executor do not deadlock."""
+    start_server({'sync': True, 'time_step': 0.01})
+    node = rclpy.create_node(
+        'busy_user', context=client.context,
+        parameter_overrides=[Parameter('use_sim_time', value=True)])
+    executor = rclpy.executors.SingleThreadedExecutor(context=client.context)
+    executor.add_node(node)
+    sim = SimClockClient(node, timeout=15.0)
+    results = []
+
+    def tick():
+        results.append(sim.step())
+    node.create_timer(0.001, tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+    deadline = time.monotonic() + 30
+    while len(results) < 20 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
+    sim.close()
+    executor.shutdown()
+    node.destroy_node()
+    assert [r.frame for r in results[:20]] == list(range(1, 21))
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def _simclock(domain_id, *args, timeout=60):
+    executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
+    return subprocess.run(
+        [executable, *args], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+        capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_commands_and_exit_codes(start_server, client, domain_id):
+    """Each command answers in words; refusals and timeouts exit non-zero with one line."""
+    start_server()
+    client.status()  # the server is up
+    status = _simclock(domain_id, 'status')
+    assert status.returncode == 0 and 'simulation, sync off' in status.stdout
+    refused = _simclock(domain_id, 'step', '3')
+    assert refused.returncode == 1
+    assert refused.stderr.count('\n') == 1 and 'free-runs' in refused.stderr
+    assert _simclock(domain_id, 'sync', 'on').returncode == 0
+    stepped = _simclock(domain_id, 'step', '5')
+    assert stepped.returncode == 0 and 'frame 5, time 0.050000000 s' in stepped.stdout
+    bad = _simclock(domain_id, 'step', '0')
+    assert bad.returncode == 1 and 'between 1 and' in bad.stderr
+    assert _simclock(domain_id, 'rate', '-1').returncode == 1
+    assert _simclock(domain_id, 'sync', 'off').returncode == 0
+    assert _simclock(domain_id, 'rate', '2.5').returncode == 0
+    assert client.status().real_time_factor == 2.5
+    assert _simclock(domain_id, 'mode', 'real_time').returncode == 0
+    assert client.status().mode == 'real_time'
+    for command in ('pause', 'resume', 'reset'):
+        assert _simclock(domain_id, command).returncode == 0, command
+    missing = _simclock(domain_id, '--server', '/nobody', '--timeout', '1', 'status')
+    assert missing.returncode == 3 and missing.stderr.count('\n') == 1
+    assert _simclock(domain_id, 'frobnicate').returncode == 2
+
+
+def test_ros2_simclock_verb(start_server, client, domain_id):
+    """`ros2 simclock status` works where ros2cli is installed."""
+    if importlib.util.find_spec('ros2cli') is None or shutil.which('ros2') is None:
+        pytest.skip('ros2cli is not installed (not on PyPI; see README)')
+    start_server()
+    client.status()
+    result = subprocess.run(
+        ['ros2', 'simclock', 'status'], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and 'frame:' in result.stdout, result.stderr
+
+
+# -- the pytest fixture and the examples --------------------------------------------------
+
+def test_fixture_works_from_a_test_outside_the_package(tmp_path):
+    """A user's test file, in a folder of its own, gets the sim_clock fixture from the plugin."""
+    shutil.copy(os.path.join(EXAMPLES, 'test_lockstep_example.py'), tmp_path)
+    result = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+         'test_lockstep_example.py'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert '2 passed' in result.stdout
+
+
+def _example(domain_id, tmp_path, name, *args):
+    return subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, name), *args],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=tmp_path,
+        capture_output=True, text=True, timeout=180)
+
+
+def test_morai_style_example(start_server, client, domain_id, tmp_path):
+    """sync_mode_cmd, 100 steps of 10 ms, release: ends at exactly 1 s."""
+    start_server()
+    client.status()
+    result = _example(domain_id, tmp_path, 'morai_style.py', '--frames', '100')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'frame 100 at 1.000000000 s' in result.stdout
+    assert client.status().sync is False
+
+
+def test_carla_style_example(start_server, client, domain_id, tmp_path):
+    """200 ticks of 50 ms: frame 200 at exactly 10 s."""
+    start_server()
+    client.status()
+    result = _example(domain_id, tmp_path, 'carla_style.py', '--ticks', '200')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'frame 200, time 10000000000 ns' in result.stdout
+
+
+def test_rl_step_loop_example(start_server, client, domain_id, tmp_path):
+    """Two episodes of 50 actions of 100 ms: each integrates exactly 5 s, identically."""
+    start_server()
+    client.status()
+    result = _example(domain_id, tmp_path, 'rl_step_loop.py', '--episodes', '2')
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith('episode')]
+    assert len(lines) == 2
+    assert all('final position 5.000' in line and 'plant ticks 50' in line for line in lines)
+    assert lines[0].split(':', 1)[1] == lines[1].split(':', 1)[1]
+
+
+def test_demo_node_lives_on_clock(start_server, client, domain_id, tmp_path):
+    """The demo node logs simulated seconds while the server free-runs at 10x."""
+    start_server({'real_time_factor': 10.0})
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(EXAMPLES, 'demo_node.py'),
+         '--ros-args', '-p', 'use_sim_time:=true'],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while not any('simulated second 3' in line for line in lines):
+            assert time.monotonic() < deadline, lines
+            lines.append(process.stdout.readline())
+    finally:
+        process.send_signal(2)
+        assert process.wait(30) == 0
+
+
+def test_demo_launch_file(start_server):
+    """examples/demo.launch.py declares a launch description (needs launch)."""
+    if importlib.util.find_spec('launch_ros') is None:
+        pytest.skip('launch and launch_ros are not installed (not on PyPI; see README)')
+    spec = importlib.util.spec_from_file_location(
+        'demo_launch', os.path.join(EXAMPLES, 'demo.launch.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert len(module.generate_launch_description().entities) == 2
+
+
+# -- diagnostics -----------------------------------------------------------------------------
+
+def test_diagnostics_report_state_and_measured_pace(start_server, client):
+    """About once a second, /diagnostics carries mode, frame, holder and the measured pace."""
+    start_server({'real_time_factor': 2.0, 'time_step': 0.001})
+    reports = []
+    client.node.create_subscription(
+        DiagnosticArray, '/diagnostics', lambda msg: reports.extend(msg.status), 10)
+    client.spin_until(lambda: len(reports) >= 3, '3 diagnostic reports', timeout=20)
+    values = {kv.key: kv.value for kv in reports[-1].values}
+    assert reports[-1].name == 'sim_clock: clock'
+    assert values['mode'] == 'simulation' and values['sync'] == 'false'
+    assert values['real_time_factor'] == '2'
+    assert float(values['measured_real_time_factor']) == pytest.approx(2.0, rel=0.25)
+    assert {'frame', 'epoch', 'holder', 'paused', 'time_ns'} <= set(values)
+
+
+def test_client_cost_benchmark_runs(tmp_path):
+    """The per-call cost benchmark runs and prints its figures (a smoke run, no timing)."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'client_step_cost.py'),
+         '--calls', '200', '--baseline-calls', '200'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    figures = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
+    assert [f['name'] for f in figures] == [
+        'SimClockClient.step', 'baseline spin_until_future_complete']
+    assert all(f['first_us'] > 0 and f['last_us'] > 0 for f in figures)

@@ -1,0 +1,274 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""sim_clock._replay: the C publish loops, through real rcl publishers and DDS subscribers."""
+
+from array import array
+import functools
+from itertools import accumulate
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock
+from sim_clock import _replay
+from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.read_ahead import decode_batch
+from sim_clock.bag.read_ahead import encode_batch
+from sim_clock.bag.replay import native_run
+from sim_clock.bag.replay import python_run
+from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.core.units import NS_PER_SEC
+from sim_clock.node.publishing import clock_publisher
+from sim_clock.node.server import ClockServer
+from std_msgs.msg import String
+
+QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+TIMEOUT = 10.0
+
+
+class Pair:
+    """Two publishers and, in another node of the same context, raw subscribers to both."""
+
+    def __init__(self, domain_id: int):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node('replay_publisher', context=self.context)
+        self.listener = rclpy.create_node('replay_listener', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.listener)
+        self.publishers = [self.node.create_publisher(String, name, QOS) for name in ('/a', '/b')]
+        self.pointers = array('Q', [p.handle.pointer for p in self.publishers])
+        self.received = []  # (topic, raw bytes), in arrival order
+        for name in ('/a', '/b'):
+            self.listener.create_subscription(
+                String, name, lambda data, name=name: self.received.append((name, data)), QOS,
+                raw=True)
+        self.spin_until(lambda: all(p.get_subscription_count() == 1 for p in self.publishers),
+                        'the subscriptions to match')
+
+    def spin_until(self, condition, what: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not condition():
+            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.listener.destroy_node()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def pair(domain_id):
+    pair = Pair(domain_id)
+    yield pair
+    pair.close()
+
+
+def _pack(datas):
+    return b''.join(datas), array('Q', accumulate(map(len, datas), initial=0))
+
+
+def _messages(count):
+    return [serialize_message(String(data=f'message {k}' + 'x' * k)) for k in range(count)]
+
+
+def test_publish_sends_the_run_of_messages_each_on_its_topic(pair):
+    """Messages start to stop go out, byte for byte, each on its topic, in order."""
+    datas = _messages(7)
+    topics = array('I', [0, 1, 1, 0, 1, 0, 0])
+    blob, offsets = _pack(datas)
+    assert _replay.publish(pair.pointers, topics, blob, offsets, 1, 6) is None
+    expected = [('/a' if topics[k] == 0 else '/b', datas[k]) for k in range(1, 6)]
+    pair.spin_until(lambda: len(pair.received) >= len(expected), 'five messages')
+    for name in ('/a', '/b'):
+        assert [d for n, d in pair.received if n == name] == [
+            d for n, d in expected if n == name]
+    # An empty run publishes nothing.
+    _replay.publish(pair.pointers, topics, blob, offsets, 3, 3)
+    _replay.publish(pair.pointers, array('I', [0]), datas[6], array('Q', [0, len(datas[6])]),
+                    0, 1)
+    pair.spin_until(lambda: len(pair.received) == 6, 'the last message')
+    assert pair.received[-1] == ('/a', datas[6])
+
+
+def _bad_calls(pointers, datas):
+    blob, offsets = _pack(datas)
+    topics = array('I', [0, 1, 0])
+    shuffled = array('Q', offsets)
+    shuffled[1], shuffled[2] = shuffled[2], shuffled[1]
+    return [
+        ((pointers, topics, blob, offsets, 0), TypeError, 'takes 6 arguments'),
+        ((pointers, topics, blob, offsets[:-1], 0, 3), ValueError, '3 topics need 4 offsets'),
+        ((pointers, topics, blob, offsets, 2, 1), ValueError, 'not within 0 to 3'),
+        ((pointers, topics, blob, offsets, -1, 2), ValueError, 'not within 0 to 3'),
+        ((pointers, topics, blob, offsets, 0, 4), ValueError, 'not within 0 to 3'),
+        ((pointers, array('I', [0, 2, 0]), blob, offsets, 0, 3), ValueError, 'topic 2 of 2'),
+        ((pointers, topics, blob[:-1], offsets, 0, 3), ValueError, 'message 2'),
+        ((pointers, topics, blob, shuffled, 0, 3), ValueError, 'message 1'),
+        ((pointers, [0, 1, 0], blob, offsets, 0, 3), TypeError, 'topics must support'),
+        ((pointers, topics, blob, offsets, 0, '3'), TypeError, ''),
+    ]
+
+
+def test_publish_refuses_bad_arguments_and_publishes_nothing(pair):
+    """Every bad argument is named; not one message of the run goes out."""
+    datas = _messages(3)
+    for args, error, text in _bad_calls(pair.pointers, datas):
+        with pytest.raises(error, match=text):
+            _replay.publish(*args)
+    # Then a good call on each topic: on each (a reliable writer, in order) only it arrives,
+    # so none of the bad calls published.
+    marker = serialize_message(String(data='after the refusals'))
+    blob, offsets = _pack([marker, marker])
+    _replay.publish(pair.pointers, array('I', [1, 0]), blob, offsets, 0, 2)
+    pair.spin_until(lambda: len(pair.received) >= 2, 'the messages after the refusals')
+    assert sorted(pair.received) == [('/a', marker), ('/b', marker)]
+
+
+def test_clock_publisher_in_c_sends_what_rclpy_serializes(domain_id):
+    """Every /clock from the C path is byte for byte rclpy's serialization, offset added."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        node = rclpy.create_node('clock_c', context=context)
+        publisher = node.create_publisher(Clock, '/clock', QOS)
+        received = []
+        node.create_subscription(Clock, '/clock', received.append, QOS, raw=True)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + TIMEOUT
+        while publisher.get_subscription_count() < 1:
+            assert time.monotonic() < deadline, 'timed out waiting for the subscription'
+            executor.spin_once(timeout_sec=0.05)
+        offset = 1_700_000_000 * NS_PER_SEC
+        publish = clock_publisher(publisher, offset)
+        assert isinstance(publish, functools.partial)  # the C function, not the fallback
+        times = [0, 1, NS_PER_SEC - 1, NS_PER_SEC, MAX_TIME_NS - offset]
+        for time_ns in times:
+            publish(time_ns)
+        with pytest.raises(ValueError, match='is not a time of Clock'):
+            publish(MAX_TIME_NS - offset + NS_PER_SEC)
+        with pytest.raises(ValueError, match='is not a time of Clock'):
+            publish(-offset - 1)
+        while len(received) < len(times):
+            assert time.monotonic() < deadline, f'timed out: {len(received)} of {len(times)}'
+            executor.spin_once(timeout_sec=0.05)
+        expected = []
+        for time_ns in times:
+            msg = Clock()
+            msg.clock.sec, msg.clock.nanosec = divmod(time_ns + offset, NS_PER_SEC)
+            expected.append(serialize_message(msg))
+        assert received == expected
+        executor.shutdown()
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def test_destroyed_server_refuses_to_publish(domain_id):
+    """Once the node is destroyed, a publish raises instead of using the freed publisher."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        server = ClockServer(context=context)
+        server.sink.publish_time(0)
+        server.destroy_node()
+        with pytest.raises(RuntimeError, match='the node is destroyed'):
+            server.sink.publish_time(1)
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def _packed(times, topics, datas, size):
+    """Return the batches of ``size`` messages of these lists, packed as the read-ahead does."""
+    return [decode_batch(encode_batch((times[k:k + size], topics[k:k + size],
+                                       datas[k:k + size])))
+            for k in range(0, len(times), size)]
+
+
+PLAYS = [
+    # (message times, batch size, frames, bag offset, clock offset)
+    ([0, 10, 20, 20, 35], 2, range(0, 50, 10), 0, 0),
+    ([0, 10, 20, 20, 35], 1, range(-10, 40, 5), 0, 1_000),
+    ([5, 6, 7, 8, 9, 10, 30], 3, range(0, 100, 10), 0, 0),
+    ([100, 110, 120], 2, range(0, 30, 10), 100, 5 * NS_PER_SEC),
+    ([0, 1, 2, 3], 4, range(0, 1), 0, 0),
+    ([50], 1, range(0, 10, 10), 0, 0),
+    ([], 1, range(0, 30, 10), 0, 0),
+]
+
+
+@pytest.mark.parametrize('times, size, frames, bag_offset, clock_offset', PLAYS)
+def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_offset):
+    """C play and the Python model put out the same messages and /clock in the same order."""
+    datas = _messages(len(times))
+    topics = [0] * len(times)
+    # Data and /clock on one writer, so that the order received is the order published.
+    run = native_run(pair.pointers[:1], pair.pointers[0], clock_offset)
+    cursor = Cursor(lambda start: iter(_packed(times, topics, datas, size)), 0)
+    cursor.play(frames[:len(frames) // 2], bag_offset, run)
+    cursor.play(frames[len(frames) // 2:], bag_offset, run)
+    assert cursor.frames_played == len(frames) - len(frames) // 2
+    expected = []
+
+    def clock(t):
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = divmod(t + clock_offset, NS_PER_SEC)
+        expected.append(serialize_message(msg))
+    model = Cursor(lambda start: iter([(times, topics, datas)] if times else []), 0)
+    model.play(frames, bag_offset, python_run(
+        lambda batch, start, stop: expected.extend(batch[2][start:stop]), clock))
+    pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
+    assert [data for _, data in pair.received] == expected
+
+
+def test_play_refuses_bad_arguments(pair):
+    """Bad frames, clock times, indices or times out of order are named; nothing goes out."""
+    (times, topics, blob, offsets), = _packed([0, 10], [0, 0], _messages(2), 2)
+    good = [pair.pointers, topics, blob, offsets, times, 0, 0, 10, 3, 0, pair.pointers[0], 0,
+            False]
+
+    def call(position=None, value=None):
+        args = list(good)
+        if position is not None:
+            args[position] = value
+        return _replay.play(*args)
+    unordered = array('q', [10, 0])
+    for position, value, error, text in [
+            (8, -1, ValueError, 'not all times of Clock'),
+            (7, 0, ValueError, 'not all times of Clock'),
+            (6, -1, ValueError, 'not all times of Clock'),
+            (10, 0, ValueError, 'clock publisher is null'),
+            (11, MAX_TIME_NS, ValueError, 'not all times of Clock'),
+            (5, 3, ValueError, 'not within 0 to 2'),
+            (4, unordered, ValueError, 'a time before the one before it'),
+            (4, array('q', [0]), ValueError, '2 topics need 2 times'),
+            (0, array('Q', [0]), ValueError, 'message 0 has topic 0 of 1'),
+            (5, '0', TypeError, 'integer'),
+            (9, 1.5, TypeError, 'integer'),
+            (10, -1, OverflowError, ''),
+    ]:
+        with pytest.raises(error, match=text):
+            call(position, value)
+    with pytest.raises(TypeError, match='takes 13 arguments'):
+        _replay.play(*good[:12])
+    assert call() == (1, 2)  # the batch is used up by the second frame, before its /clock
+    pair.spin_until(lambda: len(pair.received) >= 3, 'the good call')
+    assert len(pair.received) == 3  # the two messages and one /clock: the bad calls sent none
