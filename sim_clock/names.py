@@ -16,7 +16,7 @@
 The names and QoS profiles that the server, the client, the recorder and the tests share.
 
 ``/clock`` is the only global name; everything else lives under the node's name. Why each
-profile is what it is: doc/transports.md.
+profile is what it is: doc/design.md, "QoS".
 """
 
 from rclpy.qos import DurabilityPolicy
@@ -36,7 +36,7 @@ DIAGNOSTICS_TOPIC = '/diagnostics'
 ANONYMOUS_USER = ''
 
 #: /clock: reliable (matches reliable subscribers and the best-effort time sources alike),
-#: volatile, and deep enough to repair a long step's burst (doc/transports.md, "/clock QoS").
+#: volatile, and deep enough to repair a long step's burst (doc/design.md, "/clock QoS").
 CLOCK_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=10_000,
@@ -45,7 +45,7 @@ CLOCK_QOS = QoSProfile(
 )
 
 #: Every service of ours, client and server side: reliable, keep last 1000, as rclpy's
-#: parameter services, so answers survive a busy client (doc/transports.md, "Services").
+#: parameter services, so answers survive a busy client (doc/design.md, "Services").
 SERVICE_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=1000,

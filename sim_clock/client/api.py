@@ -27,7 +27,7 @@ deadlocks: the client's service clients live on a private node of their own, spu
 executor during the call only. So a call works from the main thread, from inside a callback of
 a busy executor (even a single-threaded one), and from a node that uses ``use_sim_time``: waits
 are measured on the steady clock, never on ROS time. Per-call cost stays flat over any number of
-calls (it does not use ``spin_until_future_complete``, whose cost grows in Jazzy: rclpy#1374).
+calls (doc/design.md, "Executors").
 """
 
 from dataclasses import dataclass

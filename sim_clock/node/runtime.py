@@ -71,8 +71,8 @@ def make_executor():
     """
     Return rclpy's EventsExecutor where it exists, else a SingleThreadedExecutor.
 
-    It halves a step's latency and a third of the publish CPU (doc/performance.md); callers
-    use ``spin_once``, since its ``spin()`` busy-loops (doc/design.md, "Executors").
+    It halves a step's latency and takes a third of the publish CPU; callers use
+    ``spin_once``, since its ``spin()`` busy-loops (doc/design.md, "Executors").
     """
     if EventsExecutor is not None:
         return EventsExecutor()

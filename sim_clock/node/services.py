@@ -32,11 +32,17 @@ from std_srvs.srv import Trigger
 def fill(response, outcome):
     """Copy the fields of an outcome (a dataclass) into ``response``; ``clock_ns`` to ``clock``."""
     for name, value in vars(outcome).items():
-        if name == 'clock_ns':
+        if name == 'clock_ns' and hasattr(response, 'clock'):
             response.clock.sec, response.clock.nanosec = split_ns(value)
-        elif hasattr(response, name):
+        elif name != 'clock_ns' and hasattr(response, name):
             setattr(response, name, value)
     return response
+
+
+def serve(node, table) -> None:
+    """Create the services of ``table`` (type, name, callback) on ``node``, with our QoS."""
+    for srv_type, name, callback in table:
+        node.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
 
 
 class ControlServices:
@@ -44,16 +50,15 @@ class ControlServices:
 
     def __init__(self, server):
         self._server = server
-        for srv_type, name, callback in (
-                (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
-                (Step, '~/step', self._on_step),
-                (GetStatus, '~/get_status', self._on_get_status),
-                (Trigger, '~/step_once', self._on_step_once),
-                (Trigger, '~/pause', self._on_pause),
-                (Trigger, '~/resume', self._on_resume),
-                (Trigger, '~/reset', self._on_reset),
-                (SetBool, '~/set_sync', self._on_set_sync)):
-            server.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
+        serve(server, (
+            (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
+            (Step, '~/step', self._on_step),
+            (GetStatus, '~/get_status', self._on_get_status),
+            (Trigger, '~/step_once', self._on_step_once),
+            (Trigger, '~/pause', self._on_pause),
+            (Trigger, '~/resume', self._on_resume),
+            (Trigger, '~/reset', self._on_reset),
+            (SetBool, '~/set_sync', self._on_set_sync)))
 
     def _on_sync_mode_cmd(self, request, response):
         return fill(response, self._server.sync_mode_cmd(

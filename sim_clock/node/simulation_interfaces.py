@@ -32,7 +32,7 @@ owns only time, so it serves the time part of it, with the standard's semantics:
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.names import ANONYMOUS_USER
-from sim_clock.names import SERVICE_QOS
+from sim_clock.node.services import serve
 
 try:
     from simulation_interfaces.msg import Result
@@ -51,12 +51,11 @@ class SimulationInterfaces:
 
     def __init__(self, server):
         self._server = server
-        for srv_type, name, callback in (
-                (StepSimulation, '~/step_simulation', self._on_step),
-                (GetSimulationState, '~/get_simulation_state', self._on_get_state),
-                (SetSimulationState, '~/set_simulation_state', self._on_set_state),
-                (ResetSimulation, '~/reset_simulation', self._on_reset)):
-            server.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
+        serve(server, (
+            (StepSimulation, '~/step_simulation', self._on_step),
+            (GetSimulationState, '~/get_simulation_state', self._on_get_state),
+            (SetSimulationState, '~/set_simulation_state', self._on_set_state),
+            (ResetSimulation, '~/reset_simulation', self._on_reset)))
 
     def _state(self) -> int:
         status = self._server.timeline.status()
