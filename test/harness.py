@@ -194,27 +194,31 @@ class TestClient:
         self.spin_until(future.done, f'the response of {full_name}', timeout)
         return future.result()
 
-    def status(self):
-        """Return the server's GetStatus response (asked again if an answer is lost)."""
-        return self.status_when_ready(timeout=TIMEOUT)
-
-    def status_when_ready(self, timeout: float = 60.0, attempt: float = 3.0):
+    def call_idempotent(self, srv_type, name: str, request=None, timeout: float = TIMEOUT,
+                        attempt: float = 3.0):
         """
-        Return the server's GetStatus response, asking again every ``attempt`` s until then.
+        Call a service whose second call changes nothing more; ask again if no answer comes.
 
-        For a client that has just started, among others starting: the server may answer
-        before its response writer has matched this client's response reader, and that answer
-        is lost (service_is_ready() only says that the request side matched). get_status
-        changes nothing, so asking again is safe.
+        An answer can be lost at start: the server may answer before its response writer has
+        matched this client's response reader (``service_is_ready()`` only says that the
+        request side matched). The first answer that comes is returned.
         """
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return self.call(GetStatus, 'get_status',
+                return self.call(srv_type, name, request,
                                  timeout=max(min(attempt, deadline - time.monotonic()), 0.1))
             except AssertionError:
                 if time.monotonic() >= deadline:
                     raise
+
+    def status(self):
+        """Return the server's GetStatus response (asked again if an answer is lost)."""
+        return self.call_idempotent(GetStatus, 'get_status')
+
+    def status_when_ready(self, timeout: float = 60.0, attempt: float = 3.0):
+        """Return the server's GetStatus response, asking again every ``attempt`` s until then."""
+        return self.call_idempotent(GetStatus, 'get_status', timeout=timeout, attempt=attempt)
 
     def step(self, user_id: str = '', steps: int = 1):
         """Call ~/step."""
@@ -236,27 +240,27 @@ class TestClient:
     def set_parameter(self, name: str, value):
         """Set one parameter as `ros2 param set` does; return the SetParametersResult."""
         msg = Parameter(name, value=value).to_parameter_msg()
-        response = self.call(SetParameters, 'set_parameters',
-                             SetParameters.Request(parameters=[msg]))
+        response = self.call_idempotent(SetParameters, 'set_parameters',
+                                        SetParameters.Request(parameters=[msg]))
         return response.results[0]
 
     def set_parameter_msg(self, msg: ParameterMsg):
         """Set one parameter from a raw message (any type); return the SetParametersResult."""
-        response = self.call(SetParameters, 'set_parameters',
-                             SetParameters.Request(parameters=[msg]))
+        response = self.call_idempotent(SetParameters, 'set_parameters',
+                                        SetParameters.Request(parameters=[msg]))
         return response.results[0]
 
     def get_parameter(self, name: str):
         """Return a parameter's value as the server holds it."""
-        response = self.call(GetParameters, 'get_parameters',
-                             GetParameters.Request(names=[name]))
+        response = self.call_idempotent(GetParameters, 'get_parameters',
+                                        GetParameters.Request(names=[name]))
         return Parameter.from_parameter_msg(
             ParameterMsg(name=name, value=response.values[0])).value
 
     def describe_parameter(self, name: str):
         """Return a parameter's descriptor."""
-        response = self.call(DescribeParameters, 'describe_parameters',
-                             DescribeParameters.Request(names=[name]))
+        response = self.call_idempotent(DescribeParameters, 'describe_parameters',
+                                        DescribeParameters.Request(names=[name]))
         return response.descriptors[0]
 
 
