@@ -19,11 +19,6 @@ The names and QoS profiles that the server, the client, the recorder and the tes
 profile is what it is: doc/design.md, "QoS".
 """
 
-from rclpy.qos import DurabilityPolicy
-from rclpy.qos import HistoryPolicy
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
-
 #: The clock server's default node name: its services are ``/sim_clock/...``.
 NODE_NAME = 'sim_clock'
 #: The full name of the default server, as clients address it.
@@ -35,20 +30,34 @@ DIAGNOSTICS_TOPIC = '/diagnostics'
 #: The std_srvs services act as this user: they may step only while nobody holds sync mode.
 ANONYMOUS_USER = ''
 
-#: /clock: reliable (matches reliable subscribers and the best-effort time sources alike),
-#: volatile, and deep enough to repair a long step's burst (doc/design.md, "/clock QoS").
-CLOCK_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10_000,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
 
-#: Every service of ours, client and server side: reliable, keep last 1000, as rclpy's
-#: parameter services, so answers survive a busy client (doc/design.md, "Services").
-SERVICE_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1000,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
+def _profiles() -> dict:
+    from rclpy.qos import DurabilityPolicy
+    from rclpy.qos import HistoryPolicy
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    return {
+        #: /clock: reliable (matches reliable subscribers and the best-effort time sources
+        #: alike), volatile, and deep enough to repair a long step's burst (doc/design.md,
+        #: "/clock QoS").
+        'CLOCK_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=10_000,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        #: Every service of ours, client and server side: reliable, keep last 1000, as rclpy's
+        #: parameter services, so answers survive a busy client (doc/design.md, "Services").
+        'SERVICE_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=1000,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+    }
+
+
+def __getattr__(name: str):
+    """
+    Return ``CLOCK_QOS`` or ``SERVICE_QOS``, made on first use.
+
+    Lazily, so that the names alone load no rclpy: the bag read-ahead process imports them.
+    """
+    if name in ('CLOCK_QOS', 'SERVICE_QOS'):
+        globals().update(_profiles())
+        return globals()[name]
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

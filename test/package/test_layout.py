@@ -118,6 +118,13 @@ def test_core_loads_no_ros(tmp_path):
     assert not {name for name in loaded if _within(name, 'rclpy') or _within(name, 'rosbags')}
 
 
+def test_read_ahead_process_loads_no_rclpy(tmp_path):
+    """The bag's read-ahead child imports rosbags and our names, not rclpy (memory, start-up)."""
+    loaded = _loaded_by('import sim_clock.bag.read_ahead', str(tmp_path))
+    assert 'sim_clock.bag.reader' in loaded
+    assert not {name for name in loaded if _within(name, 'rclpy')}
+
+
 def test_bag_player_composes_the_server():
     """The bag player is no ClockServer subclass and overrides no private method of it."""
     from sim_clock.bag.player import BagFrames
