@@ -1,0 +1,146 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Participants: processes that hold the clock until they have finished each frame due for them.
+
+The rules, free of ROS. A participant joins with a period in simulated time (0: every frame):
+the first frame published after it joined is due for it, then each frame at least a period
+after the last one due. After a frame, the next one waits until every participant it was due
+for has said it finished that time (:meth:`Barrier.done`). Joins and leaves take effect at a
+frame boundary; a reset makes the next frame due for everyone again.
+"""
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Dict
+from typing import List
+from typing import Optional
+
+from sim_clock.core.rules import check_user_id
+from sim_clock.core.rules import Refused
+from sim_clock.core.units import MAX_TIME_NS
+
+#: The most participants at once.
+MAX_PARTICIPANTS = 64
+
+
+@dataclass
+class Participant:
+    """One participant's bookkeeping; times are those of /clock, in ns."""
+
+    name: str
+    period_ns: int
+    #: The node to watch: when it leaves the graph, the participant is dropped ('' : none).
+    node: str = ''
+    #: The time of the last frame that was due for it (None: none since it joined or a reset).
+    last_due_ns: Optional[int] = None
+    #: The last time it said it finished, and its slowest answer so far (steady ns).
+    last_done_ns: Optional[int] = None
+    slowest_ns: int = 0
+    #: While a frame waits for it: the frame's time and when it was published (steady ns).
+    awaited_ns: Optional[int] = None
+    awaited_since_ns: int = 0
+
+    def due(self, time_ns: int) -> bool:
+        """Whether a frame at ``time_ns`` is due for this participant."""
+        return self.last_due_ns is None or time_ns - self.last_due_ns >= self.period_ns
+
+
+@dataclass
+class Barrier:
+    """The participants and what the next frame waits for."""
+
+    participants: Dict[str, Participant] = field(default_factory=dict)
+
+    def join(self, name: str, period_ns: int, node: str = '') -> Participant:
+        """Add a participant (or change a joined one's period); it counts from the next frame."""
+        check_user_id(name)
+        if not name:
+            raise Refused('a participant needs a name (any printable text)')
+        if isinstance(period_ns, bool) or not isinstance(period_ns, int) or not (
+                0 <= period_ns <= MAX_TIME_NS):
+            raise Refused(f'period must be between 0 (every frame) and {MAX_TIME_NS} ns, '
+                          f'got {period_ns!r}')
+        if name not in self.participants and len(self.participants) >= MAX_PARTICIPANTS:
+            raise Refused(f'{MAX_PARTICIPANTS} participants are joined already; one must leave')
+        participant = self.participants.get(name)
+        if participant is None:
+            participant = self.participants[name] = Participant(name, period_ns, node)
+        else:
+            participant.period_ns, participant.node = period_ns, node
+        return participant
+
+    def leave(self, name: str) -> bool:
+        """Remove a participant; return whether it was joined. A frame stops waiting for it."""
+        return self.participants.pop(name, None) is not None
+
+    @property
+    def waiting_for(self) -> List[str]:
+        """Return the names the current frame still waits for, sorted."""
+        return sorted(p.name for p in self.participants.values() if p.awaited_ns is not None)
+
+    @property
+    def clear(self) -> bool:
+        """Whether the next frame may be published (nobody is awaited)."""
+        return all(p.awaited_ns is None for p in self.participants.values())
+
+    def frames_until_due(self, time_ns: int, time_step_ns: int, limit: int) -> int:
+        """
+        Return how many frames after ``time_ns`` may go out before one is due (that one included).
+
+        At most ``limit``; ``limit`` when nobody is joined.
+        """
+        count = limit
+        for participant in self.participants.values():
+            if participant.last_due_ns is None:
+                return min(count, 1)
+            next_due = participant.last_due_ns + participant.period_ns
+            frames = max(1, -(-(next_due - time_ns) // time_step_ns))
+            count = min(count, frames)
+        return max(count, 1) if limit > 0 else 0
+
+    def published(self, time_ns: int, now_ns: int) -> List[str]:
+        """Note a frame out at ``time_ns``; return the names it waits for."""
+        waiting = []
+        for participant in self.participants.values():
+            if participant.due(time_ns):
+                participant.last_due_ns = time_ns
+                participant.awaited_ns = time_ns
+                participant.awaited_since_ns = now_ns
+                waiting.append(participant.name)
+        return sorted(waiting)
+
+    def done(self, name: str, time_ns: int, now_ns: int) -> bool:
+        """Note that ``name`` finished ``time_ns``; return whether that releases a wait for it."""
+        participant = self.participants.get(name)
+        if participant is None:
+            return False
+        if participant.last_done_ns is None or time_ns > participant.last_done_ns:
+            participant.last_done_ns = time_ns
+        if participant.awaited_ns is None or time_ns < participant.awaited_ns:
+            return False
+        participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
+        participant.awaited_ns = None
+        return True
+
+    def late(self, now_ns: int, timeout_ns: int) -> List[str]:
+        """Return the names awaited for at least ``timeout_ns``, sorted."""
+        return sorted(p.name for p in self.participants.values()
+                      if p.awaited_ns is not None and now_ns - p.awaited_since_ns >= timeout_ns)
+
+    def reset(self) -> None:
+        """Time went back: nobody is awaited, and the next frame is due for everyone."""
+        for participant in self.participants.values():
+            participant.last_due_ns = participant.awaited_ns = participant.last_done_ns = None

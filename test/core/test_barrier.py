@@ -1,0 +1,145 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The participant barrier's rules, without ROS: who is due, who is awaited, who is late."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+import pytest
+from sim_clock.core.barrier import Barrier
+from sim_clock.core.barrier import MAX_PARTICIPANTS
+from sim_clock.core.rules import Refused
+
+MS = 1_000_000
+
+
+def test_every_frame_participant_is_awaited_each_frame():
+    """Period 0: each frame waits for it, and its done releases the wait."""
+    barrier = Barrier()
+    barrier.join('a', 0)
+    for t in (10 * MS, 20 * MS, 30 * MS):
+        assert barrier.clear
+        assert barrier.published(t, now_ns=t) == ['a']
+        assert not barrier.clear and barrier.waiting_for == ['a']
+        assert not barrier.done('a', t - 1, now_ns=t)  # an older time does not release
+        assert barrier.done('a', t, now_ns=t + 3)
+    assert barrier.participants['a'].slowest_ns == 3
+    assert barrier.participants['a'].last_done_ns == 30 * MS
+
+
+def test_period_makes_only_some_frames_due():
+    """A 30 ms participant on 10 ms frames: the first frame after joining, then every third."""
+    barrier = Barrier()
+    barrier.join('slow', 30 * MS)
+    due = []
+    for t in range(10 * MS, 110 * MS, 10 * MS):
+        if barrier.published(t, now_ns=0):
+            due.append(t)
+            barrier.done('slow', t, now_ns=0)
+    assert due == [10 * MS, 40 * MS, 70 * MS, 100 * MS]
+
+
+def test_frames_until_due_lets_free_run_batch_up_to_the_next_due_frame():
+    """Free run may publish frames in a batch that ends on the next frame due for anyone."""
+    barrier = Barrier()
+    assert barrier.frames_until_due(0, 10 * MS, limit=100) == 100
+    barrier.join('slow', 30 * MS)
+    assert barrier.frames_until_due(0, 10 * MS, limit=100) == 1
+    barrier.published(10 * MS, now_ns=0)
+    barrier.done('slow', 10 * MS, now_ns=0)
+    assert barrier.frames_until_due(10 * MS, 10 * MS, limit=100) == 3
+    assert barrier.frames_until_due(10 * MS, 10 * MS, limit=2) == 2
+    barrier.join('fast', 0)
+    assert barrier.frames_until_due(10 * MS, 10 * MS, limit=100) == 1
+
+
+def test_leave_releases_a_wait_and_join_counts_from_the_next_frame():
+    """Leaving while awaited completes the frame; a newcomer is not awaited for the current one."""
+    barrier = Barrier()
+    barrier.join('a', 0)
+    barrier.published(10 * MS, now_ns=0)
+    barrier.join('b', 0)
+    assert barrier.waiting_for == ['a']
+    assert barrier.leave('a') and not barrier.leave('a')
+    assert barrier.clear
+    assert barrier.published(20 * MS, now_ns=0) == ['b']
+
+
+def test_late_participants_are_named():
+    """Awaited for at least the timeout: late; the others are not."""
+    barrier = Barrier()
+    barrier.join('a', 0)
+    barrier.join('b', 0)
+    barrier.published(10 * MS, now_ns=1000)
+    barrier.done('b', 10 * MS, now_ns=1100)
+    assert barrier.late(now_ns=1500, timeout_ns=600) == []
+    assert barrier.late(now_ns=1600, timeout_ns=600) == ['a']
+
+
+def test_reset_makes_the_next_frame_due_for_everyone():
+    """After time went back, nobody is awaited and the next frame is due for all."""
+    barrier = Barrier()
+    barrier.join('slow', 100 * MS)
+    barrier.published(50 * MS, now_ns=0)
+    barrier.reset()
+    assert barrier.clear
+    assert barrier.published(10 * MS, now_ns=0) == ['slow']
+
+
+@pytest.mark.parametrize('name, period, reason', [
+    ('', 0, 'needs a name'),
+    ('a\n', 0, 'printable'),
+    ('a', -1, 'period must be between 0'),
+    ('a', 1.5, 'period must be between 0'),
+    ('a', True, 'period must be between 0'),
+])
+def test_bad_join_is_refused_and_changes_nothing(name, period, reason):
+    """A bad name or period is refused with what is allowed."""
+    barrier = Barrier()
+    with pytest.raises(Refused, match=reason):
+        barrier.join(name, period)
+    assert barrier.participants == {}
+
+
+def test_participants_are_bounded():
+    """At most MAX_PARTICIPANTS; a joined one may join again (a new period)."""
+    barrier = Barrier()
+    for index in range(MAX_PARTICIPANTS):
+        barrier.join(f'p{index}', 0)
+    with pytest.raises(Refused, match='must leave'):
+        barrier.join('one more', 0)
+    assert barrier.join('p0', 5).period_ns == 5
+
+
+@given(periods=st.lists(st.integers(0, 50), min_size=1, max_size=4),
+       frames=st.integers(1, 60), step=st.integers(1, 7))
+def test_no_frame_goes_out_while_a_participant_is_awaited(periods, frames, step):
+    """Publishing only while clear, every due frame is finished before the next goes out."""
+    barrier = Barrier()
+    for index, period in enumerate(periods):
+        barrier.join(f'p{index}', period)
+    finished = {f'p{index}': [] for index in range(len(periods))}
+    t = 0
+    for _ in range(frames):
+        assert barrier.clear
+        t += step
+        for name in barrier.published(t, now_ns=t):
+            finished[name].append(t)
+            assert barrier.done(name, t, now_ns=t)
+    for index, period in enumerate(periods):
+        times = finished[f'p{index}']
+        assert times[0] == step  # the first frame after joining
+        assert all(b - a >= period for a, b in zip(times, times[1:]))
+        # No gap longer than a period plus a frame: none of its due frames was skipped.
+        assert all(b - a < max(period, 1) + step for a, b in zip(times, times[1:]))
