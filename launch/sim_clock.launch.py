@@ -43,6 +43,7 @@ PARAMETER_ARGUMENTS = {
     'paused': 'Start with real-time and free-run time frozen (true/false).',
     'owner_timeout': 'Seconds without a call from the sync holder before its hold lapses; '
                      '0 never.',
+    'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
 }
 
 

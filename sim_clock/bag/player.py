@@ -51,11 +51,11 @@ from sim_clock.core.timeline import Change
 from sim_clock.core.units import join_ns
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
+from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.runtime import spin_until_stopped
-from sim_clock.node.server import Answer
 from sim_clock.node.server import ClockServer
 from sim_clock.node.services import fill
 from sim_clock.srv import Seek

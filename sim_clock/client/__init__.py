@@ -21,12 +21,14 @@ service types only.
 
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
+from sim_clock.client.api import SimClockLate
 from sim_clock.client.api import SimClockRefused
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import Status
 from sim_clock.client.api import StepResult
 
 __all__ = [
-    'SimClockClient', 'SimClockError', 'SimClockRefused', 'SimClockTimeout', 'Status',
+    'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockRefused', 'SimClockTimeout',
+    'Status',
     'StepResult',
 ]

@@ -49,6 +49,8 @@ from sim_clock.core.units import NS_PER_SEC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetStatus
+from sim_clock.srv import Join
+from sim_clock.srv import Leave
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 from std_srvs.srv import SetBool
@@ -70,6 +72,15 @@ class SimClockRefused(SimClockError):
         super().__init__(f'{server} refused {what}: {reason}')
         self.reason = reason
         self.holder = holder
+
+
+class SimClockLate(SimClockRefused):
+    """Participants were late: the step stopped at ``result``; ``late`` names them."""
+
+    def __init__(self, server: str, what: str, reason: str, late, result: 'StepResult'):
+        super().__init__(server, what, reason)
+        self.late = list(late)
+        self.result = result
 
 
 class SimClockTimeout(SimClockError, TimeoutError):
@@ -196,14 +207,21 @@ class SimClockClient:
 
     def step(self, n: int = 1) -> StepResult:
         """
-        Advance ``n`` frames; return once the last new time is published.
+        Advance ``n`` frames; return once the last new time is published (and finished).
 
+        Finished: by the participants the frames were due for, if any are joined.
+
+        :raises SimClockLate: participants were late; the step stopped where ``result`` says.
         :raises SimClockRefused: not in sync mode, another user holds it, or ``n`` is invalid.
         """
         response = self._call(Step, 'step', Step.Request(user_id=self.user_id, steps=n))
+        result = StepResult(response.frame, join_ns(response.clock), response.epoch)
+        if response.late:
+            raise SimClockLate(self.server, f'a step of {n}', response.message, response.late,
+                               result)
         if not response.success:
             raise SimClockRefused(self.server, f'a step of {n}', response.message)
-        return StepResult(response.frame, join_ns(response.clock), response.epoch)
+        return result
 
     def step_until(self, time_ns: int) -> StepResult:
         """Step whole frames until time reaches ``time_ns`` (integer ns) or just passes it."""
@@ -239,6 +257,27 @@ class SimClockClient:
         response = self._call(SetBool, 'set_sync', SetBool.Request(data=on))
         if not response.success:
             raise SimClockRefused(self.server, f'set_sync {on}', response.message)
+        return response.message
+
+    def join(self, name: str, period_ns: int = 0, node: str = '') -> int:
+        """
+        Join as a participant: frames due for ``name`` wait until it says done (``~/done``).
+
+        :param period_ns: simulated time between its frames; 0: every frame.
+        :param node: its node's full name, so that it is dropped when that node goes.
+        :return: the frame counter now; the next frame published is its first.
+        """
+        response = self._call(Join, 'join', Join.Request(name=name, node=node,
+                                                         period_ns=period_ns))
+        if not response.success:
+            raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
+        return response.frame
+
+    def leave(self, name: str) -> str:
+        """Stop taking part as ``name``."""
+        response = self._call(Leave, 'leave', Leave.Request(name=name))
+        if not response.success:
+            raise SimClockRefused(self.server, f'the leave of {name!r}', response.message)
         return response.message
 
     def set_parameter(self, name: str, value) -> None:

@@ -31,6 +31,7 @@ from typing import Optional
 from sim_clock.core.rules import check_user_id
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.core.units import NS_PER_SEC
 
 #: The most participants at once.
 MAX_PARTICIPANTS = 64
@@ -49,9 +50,11 @@ class Participant:
     #: The last time it said it finished, and its slowest answer so far (steady ns).
     last_done_ns: Optional[int] = None
     slowest_ns: int = 0
-    #: While a frame waits for it: the frame's time and when it was published (steady ns).
+    #: While a frame waits for it: the frame's time and when it was published (steady ns),
+    #: and since when the wait counts towards the timeout (a new step starts it again).
     awaited_ns: Optional[int] = None
     awaited_since_ns: int = 0
+    counted_since_ns: int = 0
 
     def due(self, time_ns: int) -> bool:
         """Whether a frame at ``time_ns`` is due for this participant."""
@@ -62,6 +65,8 @@ class Participant:
 class Barrier:
     """The participants and what the next frame waits for."""
 
+    #: How long a frame waits for a participant before it is late, in ns (steady time).
+    timeout_ns: int = 10 * NS_PER_SEC
     participants: Dict[str, Participant] = field(default_factory=dict)
 
     def join(self, name: str, period_ns: int, node: str = '') -> Participant:
@@ -118,7 +123,7 @@ class Barrier:
             if participant.due(time_ns):
                 participant.last_due_ns = time_ns
                 participant.awaited_ns = time_ns
-                participant.awaited_since_ns = now_ns
+                participant.awaited_since_ns = participant.counted_since_ns = now_ns
                 waiting.append(participant.name)
         return sorted(waiting)
 
@@ -135,10 +140,23 @@ class Barrier:
         participant.awaited_ns = None
         return True
 
-    def late(self, now_ns: int, timeout_ns: int) -> List[str]:
-        """Return the names awaited for at least ``timeout_ns``, sorted."""
+    def late(self, now_ns: int) -> List[str]:
+        """Return the names awaited for at least :attr:`timeout_ns`, sorted."""
         return sorted(p.name for p in self.participants.values()
-                      if p.awaited_ns is not None and now_ns - p.awaited_since_ns >= timeout_ns)
+                      if p.awaited_ns is not None
+                      and now_ns - p.counted_since_ns >= self.timeout_ns)
+
+    def deadline_ns(self) -> Optional[int]:
+        """Return the steady time at which the first awaited participant is late, or None."""
+        times = [p.counted_since_ns for p in self.participants.values()
+                 if p.awaited_ns is not None]
+        return min(times) + self.timeout_ns if times else None
+
+    def count_again(self, now_ns: int) -> None:
+        """Give the participants still awaited a new timeout from ``now_ns`` (a new step)."""
+        for participant in self.participants.values():
+            if participant.awaited_ns is not None:
+                participant.counted_since_ns = now_ns
 
     def reset(self) -> None:
         """Time went back: nobody is awaited, and the next frame is due for everyone."""

@@ -162,6 +162,15 @@ def check_owner_timeout_ns(timeout_ns: int, given=None) -> int:
     return timeout_ns
 
 
+def participant_timeout_from_seconds(seconds: float) -> int:
+    """Validate how long a frame waits for a participant and return it in nanoseconds."""
+    ns = seconds_to_ns(seconds, 'participant_timeout')
+    if not 1 <= ns <= MAX_TIME_STEP_NS:
+        raise Refused(f'participant_timeout must be between 0.001 and '
+                      f'{MAX_TIME_STEP_NS // NS_PER_SEC} s, got {seconds!r}')
+    return ns
+
+
 def publish_period_from_rate(rate_hz: float) -> int:
     """Validate the idle /clock rate in Hz and return its period in nanoseconds."""
     exact = finite_decimal(rate_hz, 'publish_rate')

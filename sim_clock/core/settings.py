@@ -26,6 +26,7 @@ from typing import Dict
 from typing import Mapping
 from typing import Optional
 
+from sim_clock.core.barrier import Barrier
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.rules import check_mode_sync
 from sim_clock.core.rules import MAX_PUBLISH_RATE
@@ -37,11 +38,21 @@ from sim_clock.core.rules import MODE_NAMES
 from sim_clock.core.rules import owner_timeout_from_seconds
 from sim_clock.core.rules import parse_bool
 from sim_clock.core.rules import parse_mode
+from sim_clock.core.rules import participant_timeout_from_seconds
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_SEC
+
+
+@dataclass
+class Core:
+    """The core objects that the settings configure."""
+
+    timeline: Timeline
+    pacing: Pacing
+    barrier: Barrier
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,12 @@ SETTINGS = (
         'on, anyone may step or take it). 0: a hold never lapses.',
         owner_timeout_from_seconds, constraints='s, 0 = never',
         low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
+    Setting(
+        'participant_timeout', 10.0,
+        'Seconds a frame waits for a participant that has not said it finished; then a step '
+        'stops there and names it (free run logs it and keeps waiting).',
+        participant_timeout_from_seconds, constraints='s, > 0',
+        low=0.001, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -130,8 +147,9 @@ def parse(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
     return parsed
 
 
-def apply(parsed: Mapping[str, object], timeline: Timeline, pacing: Pacing) -> None:
+def apply(parsed: Mapping[str, object], core: Core) -> None:
     """Apply parsed values; a mode or sync change is one reset."""
+    timeline = core.timeline
     if 'mode' in parsed or 'sync' in parsed:
         status = timeline.status()
         timeline.set_mode_sync(parsed.get('mode', status.mode), parsed.get('sync', status.sync))
@@ -144,17 +162,20 @@ def apply(parsed: Mapping[str, object], timeline: Timeline, pacing: Pacing) -> N
     if 'paused' in parsed:
         timeline.set_paused(parsed['paused'])
     if 'publish_rate' in parsed:
-        pacing.publish_period_ns = parsed['publish_rate']
+        core.pacing.publish_period_ns = parsed['publish_rate']
+    if 'participant_timeout' in parsed:
+        core.barrier.timeout_ns = parsed['participant_timeout']
 
 
-def initial(values: Mapping[str, object], **timeline_options) -> tuple:
-    """Return the (Timeline, Pacing) that start with ``values`` (every setting, parsed)."""
+def initial(values: Mapping[str, object], **timeline_options) -> Core:
+    """Return the core objects that start with ``values`` (every setting, parsed)."""
     parsed = parse(values, parse_mode(values['mode']))
     timeline = Timeline(
         mode=parsed['mode'], sync=parsed['sync'], paused=parsed['paused'],
         time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
         holder_timeout_ns=parsed['owner_timeout'], **timeline_options)
-    return timeline, Pacing(parsed['publish_rate'])
+    return Core(timeline, Pacing(parsed['publish_rate']),
+                Barrier(timeout_ns=parsed['participant_timeout']))
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:

@@ -173,12 +173,12 @@ class Timeline:
         count = min(count, (MAX_TIME_NS - self._time_ns) // self._time_step_ns)
         return self._advance(max(count, 0))
 
-    def step(self, user_id: str, steps: int) -> range:
+    def check_step(self, user_id: str, steps: int) -> None:
         """
-        Advance ``steps`` frames for ``user_id``; return the times of the new frames.
+        Refuse what :meth:`step` would refuse, changing nothing (a lapsed hold lapses, though).
 
         Allowed in simulation mode with sync on (only for the holder, if one holds it) or while
-        paused. Refused otherwise, with nothing changed.
+        paused.
         """
         check_user_id(user_id)
         self.release_lapsed_holder()
@@ -196,6 +196,14 @@ class Timeline:
                 f'sync mode is held by {self._holder!r}; only that user_id may step',
                 holder=self._holder)
         check_steps(steps, self._time_ns, self._time_step_ns)
+
+    def step(self, user_id: str, steps: int) -> range:
+        """
+        Advance ``steps`` frames for ``user_id``; return the times of the new frames.
+
+        Refused (:meth:`check_step`) with nothing changed.
+        """
+        self.check_step(user_id, steps)
         if self._holder:
             self._holder_seen_ns = self._now_ns()
         frames = self._advance(steps)

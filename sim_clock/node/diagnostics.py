@@ -28,6 +28,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
+from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
 from sim_clock.names import DIAGNOSTICS_TOPIC
@@ -40,9 +41,10 @@ PACE_WARN_FRACTION = 0.9
 class ClockDiagnostics:
     """Publish a :class:`Timeline`'s state on /diagnostics from a steady timer of ``node``."""
 
-    def __init__(self, node, timeline: Timeline, steady_clock: Clock):
+    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock):
         self._node = node
         self._timeline = timeline
+        self._barrier = barrier
         self._wall_clock = Clock(clock_type=ClockType.SYSTEM_TIME)
         self._publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._last = None  # (steady ns, simulated ns, epoch) at the previous report
@@ -81,6 +83,18 @@ class ClockDiagnostics:
             'real_time_factor': f'{configured:g}',
             'measured_real_time_factor': f'{measured:.4f}',
         }
+        barrier = self._barrier
+        late = barrier.late(time.monotonic_ns())
+        if late:
+            level = DiagnosticStatus.WARN
+            message = f'waiting for late participants: {", ".join(late)}'
+        values['participants'] = ', '.join(sorted(barrier.participants))
+        values['waiting_for'] = ', '.join(barrier.waiting_for)
+        for name in sorted(barrier.participants):
+            participant = barrier.participants[name]
+            values[f'participant {name}'] = (
+                f'last done {participant.last_done_ns} ns, '
+                f'slowest {participant.slowest_ns / 1e9:.6f} s')
         report = DiagnosticStatus(
             level=level, name=f'{self._node.get_name()}: clock', message=message,
             hardware_id='sim_clock',

@@ -27,6 +27,7 @@ from typing import Optional
 
 import rclpy
 from rclpy.exceptions import ParameterException
+from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -67,6 +68,29 @@ def avoid_shared_memory(environ=os.environ) -> Optional[str]:
             '(eProsima/Fast-DDS#6485); set the variable (DEFAULT) to choose otherwise')
 
 
+#: The variables by which Fast DDS 2 and 3 take an XML profiles file, and ours.
+PROFILES_VARIABLES = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+PROFILE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fastdds_profile.xml')
+
+
+def answer_late_clients(environ=os.environ) -> Optional[str]:
+    """
+    Let this process's services wait up to 2 s for a new client's reader; return a log line.
+
+    Call before ``rclpy.init``. Fast DDS drops an answer to a client whose response reader it
+    has not matched within 100 ms (doc/design.md, "Services"); our profile (``PROFILE_FILE``)
+    raises that wait. Nothing changes where a profiles file is set already.
+    """
+    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    given = [name for name in PROFILES_VARIABLES if environ.get(name)]
+    if given:
+        return f'Fast DDS profiles as set: {given[0]}={environ[given[0]]}'
+    for name in PROFILES_VARIABLES:
+        environ[name] = PROFILE_FILE
+    return f'Fast DDS profile {PROFILE_FILE}: answers wait up to 2 s for a new client'
+
+
 def make_executor():
     """
     Return rclpy's EventsExecutor where it exists, else a SingleThreadedExecutor.
@@ -77,6 +101,24 @@ def make_executor():
     if EventsExecutor is not None:
         return EventsExecutor()
     return SingleThreadedExecutor()
+
+
+def awaits_coroutines(executor) -> bool:
+    """
+    Whether ``executor`` runs coroutine callbacks without spinning a core while they wait.
+
+    rclpy's own executors do. The EventsExecutor does not: Jazzy's never awaits them (the
+    process dies), Kilted's awaits them at 100% of a core (doc/design.md, "Executors").
+    """
+    return isinstance(executor, Executor)
+
+
+def move_to_coroutine_executor(node: Node, executor) -> Executor:
+    """Move ``node`` from ``executor`` to a new SingleThreadedExecutor; return the new one."""
+    executor.remove_node(node)
+    moved = SingleThreadedExecutor(context=node.context)
+    moved.add_node(node)
+    return moved
 
 
 def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
@@ -111,9 +153,10 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
     """
     Init rclpy, make the node and spin it until it is done, Ctrl-C or SIGTERM; return 0 or 1.
 
-    The node may define ``spin_once(executor)`` (one round of its loop; default: wait up to
-    1 s for an event), ``done`` (end the loop) and ``finish(executor)`` (run once the loop
-    ended, whatever ended it, before the node is destroyed). An invalid configuration (a
+    The node may define ``spin_once(executor)`` (one round of its loop, which may return the
+    executor to spin from then on; default: wait up to 1 s for an event), ``done`` (end the
+    loop) and ``finish(executor)`` (run once the loop ended, whatever ended it, before the
+    node is destroyed). An invalid configuration (a
     refused parameter) ends it at once with a FATAL line and 1.
     """
     # rclpy's SIGINT handler (installed by init, chained to this one) shuts the context down,
@@ -123,6 +166,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
     node = executor = None
     transports = avoid_shared_memory()
+    profile = answer_late_clients()
     try:
         rclpy.init(args=args)
         if interrupted:
@@ -132,14 +176,15 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
         except (Refused, ParameterException) as error:
             rclpy.logging.get_logger(logger_name).fatal(f'invalid configuration: {error}')
             return 1
-        if transports is not None:
-            node.get_logger().info(transports)
+        for line in (transports, profile):
+            if line is not None:
+                node.get_logger().info(line)
         executor = executor_factory()
         executor.add_node(node)
         spin_once = getattr(node, 'spin_once', None) or (
             lambda executor: executor.spin_once(timeout_sec=1.0))
         while rclpy.ok() and not getattr(node, 'done', False):
-            spin_once(executor)
+            executor = spin_once(executor) or executor
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RuntimeError:

@@ -21,10 +21,11 @@ Timers are steady (wall) timers only, so the server works with ``use_sim_time`` 
 and never waits on its own clock.
 """
 
-from dataclasses import dataclass
 import time
 from typing import Callable
 from typing import Optional
+
+from builtin_interfaces.msg import Time as TimeMsg
 
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
@@ -34,9 +35,10 @@ from sim_clock.core import settings
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
+from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
-from sim_clock.core.timeline import Change
-from sim_clock.core.timeline import ChangeKind
+from sim_clock.core.state import Change
+from sim_clock.core.state import ChangeKind
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_MS
@@ -46,57 +48,19 @@ from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
+from sim_clock.node import runtime
 from sim_clock.node import simulation_interfaces
 from sim_clock.node.diagnostics import ClockDiagnostics
+from sim_clock.node.outcomes import Answer
+from sim_clock.node.outcomes import ServerStatus
+from sim_clock.node.outcomes import StepOutcome
+from sim_clock.node.outcomes import SyncOutcome
+from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import FrameSink
 from sim_clock.node.runtime import detach_time_source
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
-
-
-@dataclass
-class Answer:
-    """The outcome of a request that only succeeds or not: the std_srvs services."""
-
-    success: bool
-    message: str
-
-
-@dataclass
-class StepOutcome(Answer):
-    """Where a step left time (``~/step``)."""
-
-    frame: int
-    clock_ns: int
-    epoch: int
-
-
-@dataclass
-class SyncOutcome:
-    """The outcome of ``~/sync_mode_cmd``, field for field."""
-
-    result: bool
-    user_id: str
-    message: str
-    frame: int
-    time_step: int
-
-
-@dataclass
-class ServerStatus:
-    """``~/get_status``, field for field; ``owner`` is the sync holder."""
-
-    mode: str
-    sync: bool
-    paused: bool
-    frame: int
-    clock_ns: int
-    epoch: int
-    owner: str
-    real_time_factor: float
-    time_step_ns: int
-    publish_rate: float
 
 
 class ClockServer(Node):
@@ -115,7 +79,8 @@ class ClockServer(Node):
         self._own_time_source = detach_time_source(self)
         self._own_time_msg = ClockMsg()
         values = parameters.declare(self)
-        self._timeline, self._pacing = settings.initial(values, now_ns=time.monotonic_ns)
+        self._core = settings.initial(values, now_ns=time.monotonic_ns)
+        self._timeline, self._pacing = self._core.timeline, self._core.pacing
         self._parameter_bridge = parameters.ParameterBridge(
             self, lambda: self._timeline.status().mode, self._apply_settings)
         self._listeners = []
@@ -124,13 +89,16 @@ class ClockServer(Node):
         self.sink = (sink or (lambda node: ClockSink(node.clock_publisher, clock_offset_ns)))(
             self)
         # One single-threaded executor runs every callback: the timeline needs no lock.
-        ControlServices(self)
+        self._control = ControlServices(self)
+        self.participants = Participants(self, self._core.barrier)
+        self._waiting_steps = self._wants_waiting_steps = False
         self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self._tick_timer = self._tick_period_ns = None
         self._full_speed = self._driven = False
         self._retime()
         self._republish()
-        self._diagnostics = ClockDiagnostics(self, self._timeline, self._steady_clock)
+        self._diagnostics = ClockDiagnostics(
+            self, self._timeline, self._core.barrier, self._steady_clock)
         if simulation_interfaces.AVAILABLE:
             self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
         status = self._timeline.status()
@@ -161,6 +129,9 @@ class ClockServer(Node):
 
     def step(self, user_id: str, steps: int) -> StepOutcome:
         """Advance ``steps`` frames for ``user_id`` and publish each; answer where time is."""
+        if self._barrier_applies():
+            return self._step_outcome(False, 'participants are joined: only ~/step and '
+                                             '~/step_once wait for them')
         try:
             frames = self.apply_change(lambda: self._timeline.step(user_id, steps))
         except Refused as refused:
@@ -172,6 +143,43 @@ class ClockServer(Node):
         timeline = self._timeline
         return self._step_outcome(
             True, f'frame {timeline.frame}, time {self.clock_ns(timeline.time_ns)} ns')
+
+    async def step_async(self, user_id: str, steps: int) -> StepOutcome:
+        """
+        :meth:`step`, waiting for the participants each frame is due for before the next.
+
+        A participant late beyond participant_timeout stops the step at the frame reached
+        (success false, the late ones named); the next step waits for it first.
+        """
+        if not self._barrier_applies():
+            return self.step(user_id, steps)
+        timeline, barrier = self._timeline, self._core.barrier
+        try:
+            self.apply_change(lambda: timeline.check_step(user_id, steps))
+        except Refused as refused:
+            return self._step_outcome(False, refused.reason)
+        barrier.count_again(time.monotonic_ns())
+        remaining = steps
+        while True:
+            late = await self.participants.wait()
+            if late:
+                return self._step_outcome(
+                    False, f'frame {timeline.frame} waits for late participants: '
+                    f'{", ".join(late)}; {steps - remaining} of {steps} frames done',
+                    late=late)
+            if not remaining:
+                return self._step_outcome(
+                    True, f'frame {timeline.frame}, time {self.clock_now()} ns')
+            count = (barrier.frames_until_due(self.clock_now(), timeline.time_step_ns, remaining)
+                     if self._barrier_applies() else remaining)
+            try:
+                frames = self.apply_change(lambda: timeline.step(user_id, count))
+            except Refused as refused:
+                return self._step_outcome(
+                    False, f'stopped after {steps - remaining} of {steps} frames: '
+                    f'{refused.reason}')
+            self._emit(frames)
+            remaining -= count
 
     def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
         """Take or give up sync mode, MORAI's way."""
@@ -201,25 +209,34 @@ class ClockServer(Node):
     def pause(self) -> Answer:
         """Freeze real-time and free-run time."""
         changed = self.apply_change(lambda: self._timeline.set_paused(True))
-        return Answer(True, f'paused at {self._clock_now()} ns' if changed else 'already paused')
+        return Answer(True, f'paused at {self.clock_now()} ns' if changed else 'already paused')
 
     def resume(self) -> Answer:
         """Unfreeze time."""
         changed = self.apply_change(lambda: self._timeline.set_paused(False))
-        return Answer(True, f'resumed at {self._clock_now()} ns' if changed else 'not paused')
+        return Answer(True, f'resumed at {self.clock_now()} ns' if changed else 'not paused')
 
     def reset(self) -> Answer:
         """Time and frame back to the start, epoch + 1; mode, sync and holder stay."""
         self.apply_change(lambda: self._timeline.reset('~/reset called'))
-        return Answer(True, f'time reset to {self._clock_now()} ns '
+        return Answer(True, f'time reset to {self.clock_now()} ns '
                             f'(epoch {self._timeline.epoch})')
 
     def status(self) -> ServerStatus:
         """Return the state as ``~/get_status`` answers it."""
         s = self._timeline.status()
+        barrier = self._core.barrier
+        joined = sorted(barrier.participants.values(), key=lambda p: p.name)
+        done = []
+        for participant in joined:
+            stamp = TimeMsg()
+            stamp.sec, stamp.nanosec = split_ns(participant.last_done_ns or 0)
+            done.append(stamp)
         return ServerStatus(
             s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
-            float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns)
+            float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns,
+            [p.name for p in joined], done, [p.slowest_ns / NS_PER_SEC for p in joined],
+            barrier.waiting_for)
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
@@ -230,8 +247,22 @@ class ClockServer(Node):
 
     # -- changes -------------------------------------------------------------------------------
 
+    def participants_changed(self) -> None:
+        """Note that a participant joined or left: steps must be able to wait from now on."""
+        self._wants_waiting_steps = True
+        self._retime()
+
+    def barrier_cleared(self) -> None:
+        """Go on with free run at once: every participant finished the last frame."""
+        if self._timeline.free_running:
+            self.advance()
+
+    def _barrier_applies(self) -> bool:
+        """Whether frames wait for participants (real-time mode ignores them)."""
+        return self.participants.joined and self._timeline.status().mode is Mode.SIMULATION
+
     def _apply_settings(self, parsed: dict) -> None:
-        self.apply_change(lambda: settings.apply(parsed, self._timeline, self._pacing))
+        self.apply_change(lambda: settings.apply(parsed, self._core))
 
     def _dispatch(self) -> None:
         changes = self._timeline.take_changes()
@@ -258,11 +289,13 @@ class ClockServer(Node):
         else:
             logger.debug(change.cause)
 
-    def _step_outcome(self, success: bool, message: str) -> StepOutcome:
+    def _step_outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
-        return StepOutcome(success, message, timeline.frame, self._clock_now(), timeline.epoch)
+        return StepOutcome(success, message, timeline.frame, self.clock_now(), timeline.epoch,
+                           list(late))
 
-    def _clock_now(self) -> int:
+    def clock_now(self) -> int:
+        """Return the /clock value of the current time."""
         return self.clock_ns(self._timeline.time_ns)
 
     # -- frames --------------------------------------------------------------------------------
@@ -271,6 +304,8 @@ class ClockServer(Node):
         if frames:
             self.sink.publish_frames(frames)
             self._published()
+            if self._barrier_applies():
+                self.participants.published(self.clock_ns(frames[-1]))
 
     def _republish(self) -> None:
         """Publish the current time again (not a new frame), for nodes that start late."""
@@ -282,14 +317,19 @@ class ClockServer(Node):
         time_source = self._own_time_source
         if time_source is not None and time_source.ros_time_is_active:
             stamp = self._own_time_msg.clock
-            stamp.sec, stamp.nanosec = split_ns(self._clock_now())
+            stamp.sec, stamp.nanosec = split_ns(self.clock_now())
             time_source.clock_callback(self._own_time_msg)
 
     def _on_tick(self) -> None:
         timeline = self._timeline
         if timeline.release_lapsed_holder():
             self._dispatch()
-        frames = self._full_speed_batch() if self._full_speed else timeline.poll(FRAMES_PER_TICK)
+        if self._barrier_applies():
+            frames = self._barrier_frames()
+        elif self._full_speed:
+            frames = self._full_speed_batch()
+        else:
+            frames = timeline.poll(FRAMES_PER_TICK)
         if frames:
             self._emit(frames)
             if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
@@ -298,6 +338,20 @@ class ClockServer(Node):
                     throttle_duration_sec=10.0)
         elif self._pacing.republish_due(time.monotonic_ns()):
             self._republish()
+
+    def _barrier_frames(self) -> range:
+        """Free run with participants: the frames due, up to the next one due for any of them."""
+        barrier = self._core.barrier
+        if not barrier.clear:
+            late = barrier.late(time.monotonic_ns())
+            if late:
+                self.get_logger().warning(
+                    f'free run waits for late participants: {", ".join(late)}',
+                    throttle_duration_sec=5.0)
+            return range(0)
+        limit = barrier.frames_until_due(
+            self.clock_now(), self._timeline.time_step_ns, FRAMES_PER_TICK)
+        return self._timeline.poll(limit)
 
     def _full_speed_batch(self) -> range:
         """
@@ -327,15 +381,30 @@ class ClockServer(Node):
         """Publish what is due now, as one tick of the timer does."""
         self._on_tick()
 
-    def spin_once(self, executor) -> None:
-        """One round of the spin loop: an event, and at full speed a batch of frames."""
+    def spin_once(self, executor):
+        """
+        One round of the spin loop: an event, and at full speed a batch of frames.
+
+        Once a participant has joined, steps become coroutines that wait for it: on an
+        executor that cannot await them without a busy loop, the node moves to one that can
+        (returned; doc/design.md, "Executors").
+        """
         if not self._driven:
             self.drive_full_speed()
+        if self._wants_waiting_steps and not self._waiting_steps:
+            if not runtime.awaits_coroutines(executor):
+                executor = runtime.move_to_coroutine_executor(self, executor)
+                self.get_logger().info(
+                    'a participant joined: steps wait for participants from now on '
+                    f'({type(executor).__name__})')
+            self._control.await_steps()
+            self._waiting_steps = True
         if self._full_speed:
             executor.spin_once(timeout_sec=0)
             self.advance()
         else:
             executor.spin_once(timeout_sec=1.0)
+        return executor
 
     def _retime(self) -> None:
         """Make the tick timer's period fit the current state."""

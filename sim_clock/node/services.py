@@ -19,6 +19,7 @@ As rclpy's ``ParameterService``, a plain class handed the node; the answers are 
 the outcomes the server returns. Expected failures are in the response, never raised.
 """
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sim_clock.core.units import split_ns
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
@@ -39,10 +40,11 @@ def fill(response, outcome):
     return response
 
 
-def serve(node, table) -> None:
-    """Create the services of ``table`` (type, name, callback) on ``node``, with our QoS."""
-    for srv_type, name, callback in table:
-        node.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS)
+def serve(node, table, callback_group=None) -> list:
+    """Create the services of ``table`` (type, name, callback) on ``node``; return them."""
+    return [node.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS,
+                                callback_group=callback_group)
+            for srv_type, name, callback in table]
 
 
 class ControlServices:
@@ -50,15 +52,30 @@ class ControlServices:
 
     def __init__(self, server):
         self._server = server
+        # Steps in a group of their own: a step that waits for participants leaves the rest
+        # of the node (status, pause, set_sync, the done topic) free to run meanwhile.
+        self._steps = serve(server, (
+            (Step, '~/step', self._on_step),
+            (Trigger, '~/step_once', self._on_step_once)),
+            callback_group=MutuallyExclusiveCallbackGroup())
         serve(server, (
             (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
-            (Step, '~/step', self._on_step),
             (GetStatus, '~/get_status', self._on_get_status),
-            (Trigger, '~/step_once', self._on_step_once),
             (Trigger, '~/pause', self._on_pause),
             (Trigger, '~/resume', self._on_resume),
             (Trigger, '~/reset', self._on_reset),
             (SetBool, '~/set_sync', self._on_set_sync)))
+
+    def await_steps(self) -> None:
+        """Serve steps as coroutines, which may wait: for an executor that awaits them."""
+        step, step_once = self._steps
+        step.callback, step_once.callback = self._on_step_waiting, self._on_step_once_waiting
+
+    async def _on_step_waiting(self, request, response):
+        return fill(response, await self._server.step_async(request.user_id, request.steps))
+
+    async def _on_step_once_waiting(self, request, response):
+        return fill(response, await self._server.step_async(ANONYMOUS_USER, 1))
 
     def _on_sync_mode_cmd(self, request, response):
         return fill(response, self._server.sync_mode_cmd(

@@ -78,13 +78,18 @@ def test_leave_releases_a_wait_and_join_counts_from_the_next_frame():
 
 def test_late_participants_are_named():
     """Awaited for at least the timeout: late; the others are not."""
-    barrier = Barrier()
+    barrier = Barrier(timeout_ns=600)
     barrier.join('a', 0)
     barrier.join('b', 0)
+    assert barrier.deadline_ns() is None
     barrier.published(10 * MS, now_ns=1000)
     barrier.done('b', 10 * MS, now_ns=1100)
-    assert barrier.late(now_ns=1500, timeout_ns=600) == []
-    assert barrier.late(now_ns=1600, timeout_ns=600) == ['a']
+    assert barrier.deadline_ns() == 1600
+    assert barrier.late(now_ns=1500) == []
+    assert barrier.late(now_ns=1600) == ['a']
+    barrier.count_again(now_ns=2000)  # a new step: a new timeout for the one still awaited
+    assert barrier.late(now_ns=2500) == [] and barrier.deadline_ns() == 2600
+    assert barrier.late(now_ns=2600) == ['a']
 
 
 def test_reset_makes_the_next_frame_due_for_everyone():

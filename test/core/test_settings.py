@@ -58,6 +58,7 @@ def test_complete_keeps_mode_and_sync_consistent(given, mode, completed):
     ({'publish_rate': 0.0}, 'publish_rate must be between 0.1 and 10000.0 Hz'),
     ({'real_time_factor': -1.0}, 'real_time_factor must be between 0 (as fast as possible)'),
     ({'owner_timeout': -1.0}, 'owner_timeout must be >= 0 s'),
+    ({'participant_timeout': 0.0}, 'participant_timeout must be between 0.001 and 86400 s'),
 ])
 def test_parse_refuses_with_what_is_allowed(given, reason):
     """A refusal names the parameter and what is allowed."""
@@ -72,10 +73,13 @@ def test_parse_ignores_what_it_does_not_own():
 
 def test_apply_is_one_reset_for_mode_and_sync():
     """Mode and sync together are one reset; the rest apply without one."""
-    timeline, pacing = settings.initial(settings.DEFAULTS, now_ns=lambda: 0)
+    core = settings.initial(settings.DEFAULTS, now_ns=lambda: 0)
+    timeline, pacing = core.timeline, core.pacing
     parsed = settings.parse({'mode': 'simulation', 'sync': True, 'time_step': 0.005,
-                             'real_time_factor': 2.0, 'publish_rate': 50.0}, SIM)
-    settings.apply(parsed, timeline, pacing)
+                             'real_time_factor': 2.0, 'publish_rate': 50.0,
+                             'participant_timeout': 0.25}, SIM)
+    settings.apply(parsed, core)
+    assert core.barrier.timeout_ns == 250 * NS_PER_MS
     status = timeline.status()
     assert (status.epoch, status.sync, status.time_step_ns) == (1, True, 5 * NS_PER_MS)
     assert status.real_time_factor == Fraction(2)
@@ -85,7 +89,7 @@ def test_apply_is_one_reset_for_mode_and_sync():
 
 def test_mirrored_shows_a_state_changed_by_a_service():
     """The parameters to show after sync_mode_cmd: mode, sync, paused, and a new time_step."""
-    timeline, _ = settings.initial(settings.DEFAULTS, now_ns=lambda: 0)
+    timeline = settings.initial(settings.DEFAULTS, now_ns=lambda: 0).timeline
     timeline.sync_mode_cmd('a', True, 20)
     assert settings.mirrored(timeline, 0.01) == {
         'mode': 'simulation', 'sync': True, 'paused': False, 'time_step': 0.02}

@@ -12,13 +12,16 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The rclpy private API that sim_clock.node.runtime relies on is still there and still works."""
+"""The runtime's workarounds: rclpy private API still there, the Fast DDS profile rule."""
 
+import pytest
 import rclpy
 from rclpy.parameter import Parameter
 from rclpy.time_source import TimeSource
+from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.runtime import coerce_integer_overrides
 from sim_clock.node.runtime import detach_time_source
+from sim_clock.node.runtime import PROFILE_FILE
 
 
 def test_rclpy_still_has_the_private_api_we_use(domain_id):
@@ -43,3 +46,27 @@ def test_rclpy_still_has_the_private_api_we_use(domain_id):
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+@pytest.mark.parametrize('environ, expected', [
+    ({}, PROFILE_FILE),
+    ({'FASTRTPS_DEFAULT_PROFILES_FILE': '/mine.xml'}, '/mine.xml'),
+    ({'FASTDDS_DEFAULT_PROFILES_FILE': '/mine.xml'}, None),
+    ({'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}, None),
+])
+def test_our_fast_dds_profile_unless_one_is_given(environ, expected):
+    """The profile that lets answers wait for a new client is ours only where none was given."""
+    line = answer_late_clients(environ)
+    assert environ.get('FASTRTPS_DEFAULT_PROFILES_FILE') == expected
+    assert (line is None) == ('RMW_IMPLEMENTATION' in environ)
+
+
+def test_our_fast_dds_profile_is_installed_and_raises_the_wait():
+    """The file exists beside the module and sets the writers' max_blocking_time to 2 s."""
+    import xml.etree.ElementTree as ElementTree
+    tree = ElementTree.parse(PROFILE_FILE)
+    namespace = {'dds': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
+    writer = tree.find('.//dds:data_writer', namespace)
+    assert writer.get('is_default_profile') == 'true'
+    blocking = writer.find('.//dds:max_blocking_time', namespace)
+    assert blocking.find('dds:sec', namespace).text == '2'

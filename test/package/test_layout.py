@@ -125,6 +125,24 @@ def test_read_ahead_process_loads_no_rclpy(tmp_path):
     assert not {name for name in loaded if _within(name, 'rclpy')}
 
 
+def test_node_classes_shadow_no_rclpy_node_attribute():
+    """The attributes our nodes set are not rclpy Node's own (``_parameters`` once was)."""
+    import inspect
+
+    from rclpy.node import Node
+    node_attributes = set(_assigned(inspect.getsource(Node)))
+    for module in ('sim_clock.node.server', 'sim_clock.bag.recorder'):
+        with open(MODULES[module]) as source:
+            assert not set(_assigned(source.read())) & node_attributes, module
+
+
+def _assigned(source: str):
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name) and node.value.id == 'self'):
+            yield node.attr
+
+
 def test_bag_player_composes_the_server():
     """The bag player is no ClockServer subclass and overrides no private method of it."""
     from sim_clock.bag.player import BagFrames

@@ -27,15 +27,26 @@ import yaml
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 
 
-@pytest.mark.parametrize('name', ['SyncModeCmd', 'Step', 'GetStatus'])
-def test_every_service_field_is_commented(name):
-    """Each field of our services has a trailing comment giving its meaning and limits."""
-    with open(os.path.join(ROOT, 'srv', f'{name}.srv')) as srv:
-        fields = [line for line in srv.read().splitlines()
+@pytest.mark.parametrize('name', ['srv/SyncModeCmd.srv', 'srv/Step.srv', 'srv/GetStatus.srv',
+                                  'srv/Seek.srv', 'srv/Join.srv', 'srv/Leave.srv',
+                                  'msg/Done.msg'])
+def test_every_interface_field_is_commented(name):
+    """Each field of our services and messages has a trailing comment: meaning and limits."""
+    with open(os.path.join(ROOT, name)) as interface:
+        fields = [line for line in interface.read().splitlines()
                   if line.strip() and not line.startswith('#') and line.strip() != '---']
     assert fields
     for field in fields:
         assert '#' in field and field.split('#', 1)[1].strip(), field
+
+
+def test_every_interface_is_built():
+    """CMakeLists.txt generates every .srv and .msg of the package."""
+    with open(os.path.join(ROOT, 'CMakeLists.txt')) as cmake:
+        text = cmake.read()
+    for folder in ('srv', 'msg'):
+        for name in os.listdir(os.path.join(ROOT, folder)):
+            assert f'"{folder}/{name}"' in text, name
 
 
 def test_manifest_declares_what_the_code_imports():

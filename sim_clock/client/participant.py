@@ -1,0 +1,132 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Take part in the clock from an rclpy node, with one line in its ``main``.
+
+    from sim_clock.client import participant
+    participant.spin(node, period=0.1)          # instead of rclpy.spin(node)
+
+The node joins the clock server as a participant (``~/join``) and says it has finished a
+/clock time (``~/done``) only once every callback that became due at that time has run, its
+``use_sim_time`` timers included; the server holds the next frame until then.
+"""
+
+from typing import Optional
+
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import TimeoutException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.client.api import DEFAULT_TIMEOUT
+from sim_clock.client.api import SimClockClient
+from sim_clock.core.rules import seconds_to_ns
+from sim_clock.core.units import join_ns
+from sim_clock.core.units import split_ns
+from sim_clock.msg import Done
+from sim_clock.names import CLOCK_TOPIC
+from sim_clock.names import DEFAULT_SERVER
+
+#: As the server's done subscription: reliable, so no answer is lost.
+DONE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: The participant's own /clock subscription: reliable and deep, so it sees every frame.
+CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+class Participant:
+    """
+    A node taking part in the clock: join on creation, say done after each time, leave on close.
+
+    :param node: the node (with ``use_sim_time``), not spun by anything else.
+    :param executor: what spins it; None: a SingleThreadedExecutor of its own.
+    :param name: the participant's name; None: the node's full name.
+    :param period: simulated seconds between the frames it must finish; 0: every frame.
+    """
+
+    def __init__(self, node: Node, executor=None, *, name: Optional[str] = None,
+                 period: float = 0.0, server: str = DEFAULT_SERVER,
+                 timeout: float = DEFAULT_TIMEOUT):
+        self.node = node
+        self.executor = executor or SingleThreadedExecutor(context=node.context)
+        if executor is None:
+            self.executor.add_node(node)
+        self.name = name or node.get_fully_qualified_name()
+        self._received: Optional[int] = None
+        self._reported: Optional[int] = None
+        self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
+        node.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        self._client = SimClockClient(node, server=server, timeout=timeout)
+        self._client.join(self.name, seconds_to_ns(period, 'period'),
+                          node.get_fully_qualified_name())
+
+    def _on_clock(self, msg: ClockMsg) -> None:
+        self._received = join_ns(msg.clock)
+
+    def spin_once(self, timeout_sec: float = 0.1) -> None:
+        """Run the node's callbacks for a while; then say done for the newest time, if finished."""
+        self.executor.spin_once(timeout_sec=timeout_sec)
+        time_ns = self._received
+        if time_ns is None or time_ns == self._reported:
+            return
+        clock = self.node.get_clock()
+        if clock.ros_time_is_active and clock.now().nanoseconds < time_ns:
+            return  # the time source has not applied it yet
+        self._run_ready()
+        msg = Done(name=self.name)
+        msg.time.sec, msg.time.nanosec = split_ns(time_ns)
+        self._done.publish(msg)
+        self._reported = time_ns
+
+    def _run_ready(self) -> None:
+        """Run every callback ready now (timers due at the new time, messages), until none is."""
+        while True:
+            try:
+                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0)
+            except TimeoutException:
+                return
+            handler()
+            if handler.exception() is not None:
+                raise handler.exception()
+
+    def spin(self) -> None:
+        """Spin until the context shuts down (Ctrl-C)."""
+        while self.node.context.ok():
+            self.spin_once()
+
+    def close(self) -> None:
+        """Leave the clock (where the server still answers) and release the client."""
+        try:
+            if self.node.context.ok():
+                self._client.leave(self.name)
+        finally:
+            self._client.close()
+
+
+def spin(node: Node, executor=None, **options) -> None:
+    """Spin ``node`` as :func:`rclpy.spin` does, taking part in the clock; leave at the end."""
+    participant = Participant(node, executor, **options)
+    try:
+        participant.spin()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        participant.close()

@@ -1,0 +1,71 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""What the server's public methods return: a service's answer, field for field."""
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import List
+
+from builtin_interfaces.msg import Time as TimeMsg
+
+
+@dataclass
+class Answer:
+    """The outcome of a request that only succeeds or not: the std_srvs services."""
+
+    success: bool
+    message: str
+
+
+@dataclass
+class StepOutcome(Answer):
+    """Where a step left time (``~/step``)."""
+
+    frame: int
+    clock_ns: int
+    epoch: int
+    #: The participants that stopped the step by being late.
+    late: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SyncOutcome:
+    """The outcome of ``~/sync_mode_cmd``, field for field."""
+
+    result: bool
+    user_id: str
+    message: str
+    frame: int
+    time_step: int
+
+
+@dataclass
+class ServerStatus:
+    """``~/get_status``, field for field; ``owner`` is the sync holder."""
+
+    mode: str
+    sync: bool
+    paused: bool
+    frame: int
+    clock_ns: int
+    epoch: int
+    owner: str
+    real_time_factor: float
+    time_step_ns: int
+    publish_rate: float
+    participants: List[str]
+    participants_done: List[TimeMsg]
+    participants_slowest: List[float]
+    waiting_for: List[str]

@@ -1,0 +1,185 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Participants on the node: ``~/join``, ``~/leave``, the ``~/done`` topic, and the waits for them.
+
+The rules are the time core's :class:`~sim_clock.core.barrier.Barrier`; this module feeds it
+from the wire and wakes the steps that wait (doc/design.md, "Participants"). A participant
+whose node leaves the graph, after the server has seen it there, is dropped with a warning.
+"""
+
+from dataclasses import dataclass
+import time
+from typing import List
+
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.task import Future
+from sim_clock.core.barrier import Barrier
+from sim_clock.core.rules import Refused
+from sim_clock.core.units import join_ns
+from sim_clock.msg import Done
+from sim_clock.node.services import fill
+from sim_clock.node.services import serve
+from sim_clock.srv import Join
+from sim_clock.srv import Leave
+
+#: The done topic: reliable, so that no participant's answer is lost.
+DONE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST, depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: How often the graph is looked at for participants whose node has gone, in s.
+GRAPH_CHECK_PERIOD_S = 0.5
+#: A participant's node never seen in the graph this long after it joined counts as gone.
+GRACE_NS = 2_000_000_000
+
+
+@dataclass
+class JoinOutcome:
+    """The outcome of ``~/join``, field for field."""
+
+    success: bool
+    message: str
+    frame: int
+    clock_ns: int
+
+
+@dataclass
+class LeaveOutcome:
+    """The outcome of ``~/leave``."""
+
+    success: bool
+    message: str
+
+
+class Participants:
+    """The participants of one clock server, handed the server (a ``ClockServer``)."""
+
+    def __init__(self, server, barrier: Barrier):
+        self._server = server
+        self.barrier = barrier
+        self._waiters: List[Future] = []
+        self._seen_nodes = set()
+        self._joined_at = {}
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
+        server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
+        server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=self._steady)
+        server.add_change_listener(self._on_change)
+
+    @property
+    def joined(self) -> bool:
+        """Whether any participant is joined."""
+        return bool(self.barrier.participants)
+
+    def join(self, name: str, node: str, period_ns: int) -> JoinOutcome:
+        """Add a participant; it takes part from the next frame."""
+        server = self._server
+        try:
+            self.barrier.join(name, period_ns, node)
+        except Refused as refused:
+            return JoinOutcome(False, refused.reason, server.timeline.frame, server.clock_now())
+        server.get_logger().info(
+            f'participant {name!r} joined (period {period_ns} ns'
+            + (f', node {node}' if node else '') + ')')
+        self._joined_at[name] = time.monotonic_ns()
+        server.participants_changed()
+        return JoinOutcome(True, f'joined; frame {server.timeline.frame} is the last before '
+                                 'its first', server.timeline.frame, server.clock_now())
+
+    def leave(self, name: str, why: str = 'left') -> LeaveOutcome:
+        """Remove a participant: no frame waits for it any more."""
+        if not self.barrier.leave(name):
+            return LeaveOutcome(False, f'no participant named {name!r}')
+        logger = self._server.get_logger()
+        (logger.info if why == 'left' else logger.warning)(f'participant {name!r} {why}')
+        self._wake()
+        self._server.participants_changed()
+        return LeaveOutcome(True, f'{name!r} {why}')
+
+    def published(self, clock_ns: int) -> None:
+        """Note a frame out at /clock time ``clock_ns``: it may wait for participants."""
+        self.barrier.published(clock_ns, time.monotonic_ns())
+
+    async def wait(self) -> List[str]:
+        """
+        Wait until no participant is awaited, or one is late; return the late ones' names.
+
+        Wakes on every done, leave and change of the timeline, so the caller looks again at
+        what it may do (an operator may have turned sync off meanwhile).
+        """
+        barrier = self.barrier
+        if barrier.clear:
+            return []
+        late = barrier.late(time.monotonic_ns())
+        if late:
+            return late
+        future = Future()
+        self._waiters.append(future)
+        remaining_ns = max(barrier.deadline_ns() - time.monotonic_ns(), 1)
+        timer = self._server.create_timer(
+            remaining_ns / 1e9, lambda: future.done() or future.set_result(None),
+            clock=self._steady)
+        try:
+            await future
+        finally:
+            self._server.destroy_timer(timer)
+        return barrier.late(time.monotonic_ns()) if not barrier.clear else []
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    # -- the wire ------------------------------------------------------------------------------
+
+    def _on_join(self, request, response):
+        return fill(response, self.join(request.name, request.node, request.period_ns))
+
+    def _on_leave(self, request, response):
+        return fill(response, self.leave(request.name))
+
+    def _on_done(self, msg: Done) -> None:
+        if self.barrier.done(msg.name, join_ns(msg.time), time.monotonic_ns()):
+            if self.barrier.clear:
+                self._wake()
+                self._server.barrier_cleared()
+
+    def _on_change(self, change) -> None:
+        if change.reset:
+            self.barrier.reset()
+        self._wake()
+
+    def _nodes_present(self) -> set:
+        return {namespace.rstrip('/') + '/' + name
+                for name, namespace in self._server.get_node_names_and_namespaces()}
+
+    def _check_graph(self) -> None:
+        watched = {p.name: p.node for p in self.barrier.participants.values() if p.node}
+        if not watched:
+            return
+        present = self._nodes_present()
+        now = time.monotonic_ns()
+        for name, node in watched.items():
+            if node in present:
+                self._seen_nodes.add(node)
+            elif node in self._seen_nodes or now - self._joined_at.get(name, now) > GRACE_NS:
+                self._seen_nodes.discard(node)
+                self.leave(name, why=f'dropped: its node {node} left the graph')

@@ -1,0 +1,183 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Participants across processes, through DDS.
+
+A step waits for them, a late one stops it, a node that leaves the graph is dropped, free run
+goes at their pace, real-time mode ignores them.
+"""
+
+import time
+
+from harness import ChildProcess
+from harness import stamp_ns
+from harness import TestClient
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from sim_clock.msg import Done
+from sim_clock.srv import Step
+
+MS = 1_000_000
+
+#: A node under test: a use_sim_time timer of PERIOD s that works WORK s (a slow node), run
+#: as a participant by sim_clock.client.participant; at its VANISH-th firing (0: never) it
+#: destroys its node without leaving (as a crash that the graph sees). Prints each firing.
+PARTICIPANT = """
+import sys, time
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client.participant import Participant
+name, period, work, vanish = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+rclpy.init()
+node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
+fired = []
+def tick():
+    fired.append(node.get_clock().now().nanoseconds)
+    print('fired', fired[-1], flush=True)
+    time.sleep(work)  # the work of a slow node under test
+node.create_timer(period, tick)
+participant = Participant(node, name=name, period=period)
+print('joined', flush=True)
+try:
+    while rclpy.ok():
+        participant.spin_once()
+        if vanish and len(fired) >= vanish:
+            print('vanishing', flush=True)
+            node.destroy_node()
+            break
+    else:
+        participant.close()
+except KeyboardInterrupt:
+    pass
+rclpy.try_shutdown()
+"""
+
+
+def _participant(domain_id, tmp_path, name='p', period=0.01, work=0.0, vanish=0):
+    child = ChildProcess(domain_id, PARTICIPANT, str(tmp_path),
+                         args=(name, period, work, vanish))
+    child.expect('joined')
+    return child
+
+
+def _dones(client: TestClient):
+    """Record the Done messages on the server's ~/done topic: (name, time, source ns)."""
+    dones = []
+    client.node.create_subscription(
+        Done, '/sim_clock/done',
+        lambda msg, info: dones.append((msg.name, stamp_ns(msg.time), info['source_timestamp'])),
+        QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    return dones
+
+
+def _step(client, steps, timeout=30.0):
+    return client.call(Step, 'step', Step.Request(user_id='', steps=steps), timeout=timeout)
+
+
+def test_a_step_waits_for_a_slow_participant(start_server, client, domain_id, tmp_path):
+    """Each frame goes out only after the participant finished the one before; then the answer."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    dones = _dones(client)
+    child = _participant(domain_id, tmp_path, work=0.05)
+    try:
+        started = time.monotonic()
+        response = _step(client, 5)
+        elapsed = time.monotonic() - started
+        assert response.success, response.message
+        assert response.frame == 5 and list(response.late) == []
+        assert elapsed >= 5 * 0.05
+        client.spin_until(lambda: len([d for d in dones if d[1] == 50 * MS]) == 1,
+                          'the done of the last frame')
+        # Every frame due was finished before the next one was published (source times).
+        done_at = {t: source for _, t, source in dones}
+        clock_at = {}
+        for (_, t), source in zip(client.clocks, client.clock_sources):
+            clock_at.setdefault(t, source)
+        for t in range(10 * MS, 50 * MS, 10 * MS):
+            assert done_at[t] < clock_at[t + 10 * MS], t
+        fired = [int(child.expect('fired')) for _ in range(5)]
+        assert fired == [10 * MS, 20 * MS, 30 * MS, 40 * MS, 50 * MS]
+        status = client.status()
+        assert list(status.participants) == ['p'] and list(status.waiting_for) == []
+        assert stamp_ns(status.participants_done[0]) == 50 * MS
+        assert status.participants_slowest[0] >= 0.05
+    finally:
+        child.send('')
+        child.kill()
+
+
+def test_a_late_participant_stops_the_step_and_is_named(
+        start_server, client, domain_id, tmp_path):
+    """Beyond participant_timeout the step answers success false at the frame reached."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                  'participant_timeout': 0.3})
+    dones = _dones(client)
+    child = _participant(domain_id, tmp_path, name='slow', work=1.0)
+    try:
+        response = _step(client, 3)
+        assert not response.success
+        assert list(response.late) == ['slow'] and response.frame == 1
+        assert 'late participants: slow' in response.message
+        # Once it has finished frame 1, the next step goes on: frame 2 is out (and, as slow
+        # as every frame, late again).
+        client.spin_until(lambda: any(t == 10 * MS for _, t, _ in dones), 'its done of frame 1')
+        response = _step(client, 1)
+        assert response.frame == 2 and list(response.late) == ['slow']
+    finally:
+        child.kill()
+
+
+def test_a_participant_whose_node_leaves_the_graph_is_dropped(
+        start_server, client, domain_id, tmp_path):
+    """A node gone without leaving: dropped with a warning, and the step goes on."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = _participant(domain_id, tmp_path, name='gone', vanish=2)
+    try:
+        response = _step(client, 5)
+        assert response.success, response.message
+        assert response.frame == 5
+        child.expect('vanishing')
+        assert list(client.status().participants) == []
+        assert "participant 'gone' dropped" in server.log()
+    finally:
+        child.kill()
+
+
+def test_free_run_goes_at_the_participants_pace(start_server, client, domain_id, tmp_path):
+    """As fast as possible, yet no frame passes a participant that has not finished."""
+    start_server({'mode': 'simulation', 'real_time_factor': 0.0, 'time_step': 0.001,
+                  'paused': True})
+    dones = _dones(client)
+    child = _participant(domain_id, tmp_path, period=0.001, work=0.01)
+    try:
+        assert client.trigger('resume').success
+        client.spin_until(lambda: len(dones) >= 20, '20 frames finished by the participant')
+        assert client.trigger('pause').success
+        frame = client.status().frame
+        # Without the participant this free run makes tens of thousands of frames a second.
+        assert 20 <= frame <= len(dones) + 2
+    finally:
+        child.kill()
+
+
+def test_real_time_mode_ignores_participants(start_server, client, domain_id, tmp_path):
+    """A participant that never finishes does not hold real time."""
+    start_server({'mode': 'real_time'})
+    child = _participant(domain_id, tmp_path, name='stuck', period=0.001, work=30.0)
+    try:
+        first = client.wait_for_clock(lambda t: t > 0)
+        client.wait_for_clock(lambda t: t > first + 200 * MS, timeout=10.0)
+    finally:
+        child.kill()
