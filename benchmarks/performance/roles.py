@@ -40,6 +40,7 @@ Probes, the same code whichever server they measure:
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -52,9 +53,11 @@ from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.msg import Done
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetStatus
+from sim_clock.srv import Join
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 from std_srvs.srv import Trigger
@@ -157,6 +160,90 @@ def bare_step_server(args) -> None:
     role.node.create_service(Trigger, '/bare_step/step', step, qos_profile=SERVICE_QOS)
     say('ready')
     role.spin_forever()
+
+
+def participant(args) -> None:
+    """
+    Take part in a clock (ours, or the bare barrier's): say done for each new /clock at once.
+
+    With ``--server bare`` it joins nothing. ``--frames``: report the rate over that many
+    frames after ``--warmup``, as ``fps``.
+    """
+    role = Role(f'participant_{os.getpid()}', args.executor)
+    name = role.node.get_fully_qualified_name()
+    done_topic = '/bare_barrier/done' if args.server == 'bare' else f'{args.server}/done'
+    done = role.node.create_publisher(Done, done_topic, EVERY_CLOCK_QOS)
+    msg = Done(name=name)
+    state = {'last': None, 'count': 0, 'start': 0.0, 'fps': None}
+
+    def on_clock(clock_msg):
+        msg.time = clock_msg.clock
+        done.publish(msg)  # again for a time republished: a done lost before matching
+        if clock_msg.clock == state['last']:
+            return  # the same time republished while idle: not a new frame
+        state['last'] = clock_msg.clock
+        state['count'] += 1
+        if state['count'] == args.warmup:
+            state['start'] = time.perf_counter()
+        elif state['count'] == args.warmup + args.frames:
+            state['fps'] = args.frames / (time.perf_counter() - state['start'])
+
+    role.node.create_subscription(ClockMsg, '/clock', on_clock, EVERY_CLOCK_QOS)
+    if args.server != 'bare':
+        join = role.node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS)
+        role.wait_for_service(join)
+        response = role.call(join, Join.Request(name=name, node=name, period_ns=0))
+        if not response.success:
+            raise SystemExit(f'benchmark role: join refused: {response.message}')
+    say('ready')
+    role.spin_until(lambda: state['fps'] is not None, f'{args.frames} frames',
+                    timeout=args.timeout)
+    result(fps=state['fps'])
+    role.spin_forever()
+
+
+def call_trigger(args) -> None:
+    """Call the server's std_srvs Trigger service ``--name`` once (resume, pause, ...)."""
+    role = Role('trigger_caller', args.executor)
+    client = role.node.create_client(Trigger, f'{args.server}/{args.name}',
+                                     qos_profile=SERVICE_QOS)
+    role.wait_for_service(client)
+    response = role.call(client, Trigger.Request())
+    result(success=response.success, message=response.message)
+
+
+def bare_barrier(args) -> None:
+    """
+    Run the floor of a participant barrier: publish a Clock, wait for the Done messages, repeat.
+
+    ``subscribers``: how many participants say done for each frame.
+    Reports the frame rate over ``frames`` frames after ``warmup``.
+    """
+    role = Role('bare_barrier', args.executor)
+    publisher = role.node.create_publisher(ClockMsg, '/clock', CLOCK_QOS)
+    msg = ClockMsg()
+    state = {'frame': 0, 'done': set()}
+
+    def on_done(done_msg):
+        if stamp_ns(done_msg.time) == state['frame'] * args.time_step_ns:
+            state['done'].add(done_msg.name)
+
+    role.node.create_subscription(Done, '/bare_barrier/done', on_done, EVERY_CLOCK_QOS)
+    role.wait_for_subscribers(publisher, args.subscribers)
+    role.spin_until(lambda: role.node.count_publishers('/bare_barrier/done') >= args.subscribers,
+                    f'{args.subscribers} done publisher(s)')
+    say('ready')
+    start = 0.0
+    spin_once = role.executor.spin_once
+    for frame in range(1, args.warmup + args.frames + 1):
+        if frame == args.warmup + 1:
+            start = time.perf_counter()
+        state['frame'], state['done'] = frame, set()
+        set_stamp(msg.clock, frame * args.time_step_ns)
+        publisher.publish(msg)
+        while len(state['done']) < args.subscribers:
+            spin_once(timeout_sec=1.0)
+    result(fps=args.frames / (time.perf_counter() - start))
 
 
 def _rss_kib() -> int:
@@ -393,6 +480,9 @@ def pacing(args) -> None:
 ROLES = {
     'bare-step-server': bare_step_server,
     'bare-publish-loop': bare_publish_loop,
+    'bare-barrier': bare_barrier,
+    'participant': participant,
+    'call-trigger': call_trigger,
     'bare-timer-publisher': bare_timer_publisher,
     'bare-paced-publisher': bare_paced_publisher,
     'step-latency': step_latency,
@@ -420,6 +510,7 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--marks', type=int, nargs='*', default=[])
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--timeout', type=float, default=300.0)
+    parser.add_argument('--name', default='resume', help='call-trigger: the service')
     return parser.parse_args(argv)
 
 

@@ -104,6 +104,11 @@ FIGURES = [
            'server CPU in real_time mode, publish_rate 1000 Hz'),
     Figure('rss_growth', 'MiB', 'value<=', 5.0,
            'RSS growth over 10^6 free-run frames (after 10^5 to warm up)'),
+    Figure('participants_1_fps', 'frames/s', 'ratio>=', 1 / 1.3,
+           'free run at rtf 0 with 1 participant that says done at once '
+           '(baseline: a bare rclpy barrier: publish a Clock, wait for the dones)'),
+    Figure('participants_4_fps', 'frames/s', 'ratio>=', 1 / 1.3,
+           'the same with 4 participants, each in its own process'),
 ]
 BY_NAME = {figure.name: figure for figure in FIGURES}
 
@@ -118,12 +123,13 @@ class Settings:
     frames: int
     pacing_s: float
     cpu_s: float
+    barrier_frames: int
 
 
 FULL = Settings(repetitions=3, latency_calls=2000, throughput_calls=20, frames=1_000_000,
-                pacing_s=10.0, cpu_s=10.0)
+                pacing_s=10.0, cpu_s=10.0, barrier_frames=3000)
 SMOKE = Settings(repetitions=1, latency_calls=50, throughput_calls=2, frames=20_000,
-                 pacing_s=0.5, cpu_s=0.5)
+                 pacing_s=0.5, cpu_s=0.5, barrier_frames=200)
 
 
 class Process:
@@ -343,7 +349,39 @@ def _cpu_share(process: Process, seconds: float) -> float:
     return (process.cpu_seconds() - cpu0) / (time.monotonic() - wall0) * 100
 
 
-CASES = [step_latency, throughput, pacing, publishing_cpu]
+def participants(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """
+    Free run held by 1 and 4 participants; the bare barrier with as many, on either executor.
+
+    The baseline is the faster bare barrier. The server waits for participants on a
+    SingleThreadedExecutor (it awaits coroutine steps; doc/design.md, "Executors").
+    """
+    figures = {}
+    frames = ['--frames', settings.barrier_frames, '--warmup', 50]
+    for count in (1, 4):
+        bench.server(real_time_factor=0.0, time_step=0.001, paused=True)
+        ours = [bench.role('participant', *frames) for _ in range(count)]
+        bench.ready(*ours)
+        bench.role('call-trigger', '--name', 'resume').result(TIMEOUT)
+        ours_fps = min(role.result(TIMEOUT * 10)['fps'] for role in ours)
+        bench.stop_all()
+        bare = {}
+        for executor in ('events', 'single'):
+            barrier = bench.role('bare-barrier', '--executor', executor,
+                                 '--subscribers', count, *frames)
+            bench.ready(*[bench.role('participant', '--server', 'bare', *frames)
+                          for _ in range(count)])
+            bench.ready(barrier)
+            bare[executor] = barrier.result(TIMEOUT * 10)['fps']
+            bench.stop_all()
+        print(f'    {count} participant(s): {ours_fps:.0f} frames/s; bare barrier '
+              f"{bare['events']:.0f} on the events executor, {bare['single']:.0f} on the "
+              'single-threaded one', flush=True)
+        figures[f'participants_{count}_fps'] = (ours_fps, max(bare.values()))
+    return figures
+
+
+CASES = [step_latency, throughput, pacing, publishing_cpu, participants]
 
 
 # -- summary ---------------------------------------------------------------------------------

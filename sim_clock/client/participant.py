@@ -72,6 +72,7 @@ class Participant:
         self.name = name or node.get_fully_qualified_name()
         self._received: Optional[int] = None
         self._reported: Optional[int] = None
+        self._clocks = self._clocks_answered = 0
         self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
         node.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
         self._client = SimClockClient(node, server=server, timeout=timeout)
@@ -80,21 +81,32 @@ class Participant:
 
     def _on_clock(self, msg: ClockMsg) -> None:
         self._received = join_ns(msg.clock)
+        self._clocks += 1
 
     def spin_once(self, timeout_sec: float = 0.1) -> None:
         """Run the node's callbacks for a while; then say done for the newest time, if finished."""
         self.executor.spin_once(timeout_sec=timeout_sec)
         time_ns = self._received
-        if time_ns is None or time_ns == self._reported:
+        if time_ns is None or self._clocks == self._clocks_answered:
+            return
+        if time_ns == self._reported:
+            # The server republishes a time while it waits: say done again, in case the first
+            # one went out before the server's reader had matched this writer.
+            self._clocks_answered = self._clocks
+            self._publish_done(time_ns)
             return
         clock = self.node.get_clock()
         if clock.ros_time_is_active and clock.now().nanoseconds < time_ns:
             return  # the time source has not applied it yet
         self._run_ready()
+        self._publish_done(time_ns)
+        self._reported = time_ns
+        self._clocks_answered = self._clocks
+
+    def _publish_done(self, time_ns: int) -> None:
         msg = Done(name=self.name)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         self._done.publish(msg)
-        self._reported = time_ns
 
     def _run_ready(self) -> None:
         """Run every callback ready now (timers due at the new time, messages), until none is."""
