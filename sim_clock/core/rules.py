@@ -70,6 +70,11 @@ def runs_by_itself(mode: Mode, sync: bool, paused: bool) -> bool:
     return not paused and not (mode is Mode.SIMULATION and sync)
 
 
+def participants_hold(mode: Mode) -> bool:
+    """Whether frames wait for participants in ``mode``: real-time mode ignores them."""
+    return mode is Mode.SIMULATION
+
+
 def finite_decimal(value: float, name: str) -> decimal.Decimal:
     """Return a number as the exact decimal it was written as; refuse anything else."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -35,7 +35,7 @@ from sim_clock.core import settings
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
-from sim_clock.core.rules import Mode
+from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
 from sim_clock.core.state import ChangeKind
@@ -258,8 +258,8 @@ class ClockServer(Node):
             self.advance()
 
     def _barrier_applies(self) -> bool:
-        """Whether frames wait for participants (real-time mode ignores them)."""
-        return self.participants.joined and self._timeline.status().mode is Mode.SIMULATION
+        """Whether frames wait for participants now."""
+        return self.participants.joined and participants_hold(self._timeline.status().mode)
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
