@@ -44,6 +44,7 @@ PARAMETER_ARGUMENTS = {
     'owner_timeout': 'Seconds without a call from the sync holder before its hold lapses; '
                      '0 never.',
     'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
+    'ack_timeout': 'Seconds a step waits for its frames to be acknowledged; 0 no wait.',
 }
 
 

@@ -152,6 +152,10 @@ class BagFrames:
         """Publish /clock at ``time_ns`` (timeline time)."""
         self._publish_clock(time_ns)
 
+    def publishers(self) -> list:
+        """Return the publishers of /clock and of the bag's topics."""
+        return [self._server.clock_publisher, *self._publishers]
+
     def close(self) -> None:
         """End the read-ahead process; from now on a publish raises."""
         self._reader.close()

@@ -94,6 +94,8 @@ class StepResult:
     frame: int
     time_ns: int
     epoch: int
+    #: With ack_timeout on: the topics not acknowledged by all their reliable readers in time.
+    unacknowledged: tuple = ()
 
     @property
     def time_sec(self) -> float:
@@ -215,7 +217,8 @@ class SimClockClient:
         :raises SimClockRefused: not in sync mode, another user holds it, or ``n`` is invalid.
         """
         response = self._call(Step, 'step', Step.Request(user_id=self.user_id, steps=n))
-        result = StepResult(response.frame, join_ns(response.clock), response.epoch)
+        result = StepResult(response.frame, join_ns(response.clock), response.epoch,
+                            tuple(response.unacknowledged))
         if response.late:
             raise SimClockLate(self.server, f'a step of {n}', response.message, response.late,
                                result)

@@ -176,6 +176,15 @@ def participant_timeout_from_seconds(seconds: float) -> int:
     return ns
 
 
+def ack_timeout_from_seconds(seconds: float) -> int:
+    """Validate how long a step waits for acknowledgements (0: not at all); return ns."""
+    ns = seconds_to_ns(seconds, 'ack_timeout')
+    if not 0 <= ns <= MAX_TIME_STEP_NS:
+        raise Refused(f'ack_timeout must be between 0 (steps do not wait) and '
+                      f'{MAX_TIME_STEP_NS // NS_PER_SEC} s, got {seconds!r}')
+    return ns
+
+
 def publish_period_from_rate(rate_hz: float) -> int:
     """Validate the idle /clock rate in Hz and return its period in nanoseconds."""
     exact = finite_decimal(rate_hz, 'publish_rate')

@@ -28,6 +28,7 @@ from typing import Optional
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.pacing import Pacing
+from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
 from sim_clock.core.rules import MAX_PUBLISH_RATE
 from sim_clock.core.rules import MAX_REAL_TIME_FACTOR
@@ -53,6 +54,8 @@ class Core:
     timeline: Timeline
     pacing: Pacing
     barrier: Barrier
+    #: How long a step waits for its frames to be acknowledged, ns; 0: it does not.
+    ack_timeout_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,13 @@ SETTINGS = (
         'stops there and names it (free run logs it and keeps waiting).',
         participant_timeout_from_seconds, constraints='s, > 0',
         low=0.001, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
+    Setting(
+        'ack_timeout', 0.0,
+        'Seconds a step waits, after its last frame, until every matched reliable reader of '
+        'its topics has acknowledged them; the answer names the topics that were not. 0: '
+        'steps answer once their frames are published.',
+        ack_timeout_from_seconds, constraints='s, 0 = no wait',
+        low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -165,6 +175,8 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
         core.pacing.publish_period_ns = parsed['publish_rate']
     if 'participant_timeout' in parsed:
         core.barrier.timeout_ns = parsed['participant_timeout']
+    if 'ack_timeout' in parsed:
+        core.ack_timeout_ns = parsed['ack_timeout']
 
 
 def initial(values: Mapping[str, object], **timeline_options) -> Core:
@@ -175,7 +187,7 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
         time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
         holder_timeout_ns=parsed['owner_timeout'], **timeline_options)
     return Core(timeline, Pacing(parsed['publish_rate']),
-                Barrier(timeout_ns=parsed['participant_timeout']))
+                Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'])
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:

@@ -38,6 +38,8 @@ class StepOutcome(Answer):
     epoch: int
     #: The participants that stopped the step by being late.
     late: List[str] = field(default_factory=list)
+    #: The topics not acknowledged in time (ack_timeout).
+    unacknowledged: List[str] = field(default_factory=list)
 
 
 @dataclass

@@ -45,6 +45,9 @@ class FrameSink(Protocol):
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""
 
+    def publishers(self) -> list:
+        """Return the publishers of the frames, whose acknowledgements a step may wait for."""
+
     def close(self) -> None:
         """Stop publishing: the node destroys its publishers next."""
 
@@ -110,6 +113,7 @@ class ClockSink:
     """Publish each frame's /clock, ``offset_ns`` after the timeline's time."""
 
     def __init__(self, publisher, offset_ns: int = 0):
+        self._publisher = publisher
         self._publish_clock = clock_publisher(publisher, offset_ns)
 
     def publish_frames(self, frames: range) -> None:
@@ -121,6 +125,10 @@ class ClockSink:
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""
         self._publish_clock(time_ns)
+
+    def publishers(self) -> list:
+        """Return the /clock publisher."""
+        return [self._publisher]
 
     def close(self) -> None:
         """From now on a publish raises instead of using a freed publisher."""

@@ -50,6 +50,7 @@ from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
 from sim_clock.node import runtime
 from sim_clock.node import simulation_interfaces
+from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
@@ -91,14 +92,17 @@ class ClockServer(Node):
         # One single-threaded executor runs every callback: the timeline needs no lock.
         self._control = ControlServices(self)
         self.participants = Participants(self, self._core.barrier)
-        self._waiting_steps = self._wants_waiting_steps = False
-        self._steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        self._acks = Acknowledgements(self)
+        self._waiting_steps = False
+        self._wants_waiting_steps = self._core.ack_timeout_ns > 0
+        #: The clock of every timer of this node: steady, never ROS time.
+        self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self._tick_timer = self._tick_period_ns = None
         self._full_speed = self._driven = False
         self._retime()
         self._republish()
         self._diagnostics = ClockDiagnostics(
-            self, self._timeline, self._core.barrier, self._steady_clock)
+            self, self._timeline, self._core.barrier, self.steady_clock)
         if simulation_interfaces.AVAILABLE:
             self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
         status = self._timeline.status()
@@ -129,9 +133,9 @@ class ClockServer(Node):
 
     def step(self, user_id: str, steps: int) -> StepOutcome:
         """Advance ``steps`` frames for ``user_id`` and publish each; answer where time is."""
-        if self._barrier_applies():
-            return self._step_outcome(False, 'participants are joined: only ~/step and '
-                                             '~/step_once wait for them')
+        if self._barrier_applies() or self._core.ack_timeout_ns:
+            return self._step_outcome(False, 'steps wait (for participants or acknowledgements):'
+                                             ' only ~/step and ~/step_once can')
         try:
             frames = self.apply_change(lambda: self._timeline.step(user_id, steps))
         except Refused as refused:
@@ -151,7 +155,7 @@ class ClockServer(Node):
         A participant late beyond participant_timeout stops the step at the frame reached
         (success false, the late ones named); the next step waits for it first.
         """
-        if not self._barrier_applies():
+        if not (self._barrier_applies() or self._core.ack_timeout_ns):
             return self.step(user_id, steps)
         timeline, barrier = self._timeline, self._core.barrier
         try:
@@ -168,8 +172,8 @@ class ClockServer(Node):
                     f'{", ".join(late)}; {steps - remaining} of {steps} frames done',
                     late=late)
             if not remaining:
-                return self._step_outcome(
-                    True, f'frame {timeline.frame}, time {self.clock_now()} ns')
+                return await self._acknowledged(self._step_outcome(
+                    True, f'frame {timeline.frame}, time {self.clock_now()} ns'))
             count = (barrier.frames_until_due(self.clock_now(), timeline.time_step_ns, remaining)
                      if self._barrier_applies() else remaining)
             try:
@@ -180,6 +184,16 @@ class ClockServer(Node):
                     f'{refused.reason}')
             self._emit(frames)
             remaining -= count
+
+    async def _acknowledged(self, outcome: StepOutcome) -> StepOutcome:
+        """Wait for the step's frames to be acknowledged (ack_timeout); name what was not."""
+        if self._core.ack_timeout_ns:
+            outcome.unacknowledged = await self._acks.wait(
+                self.sink.publishers(), self._core.ack_timeout_ns)
+            if outcome.unacknowledged:
+                outcome.message += ('; not acknowledged by all reliable readers in time: '
+                                    + ', '.join(outcome.unacknowledged))
+        return outcome
 
     def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
         """Take or give up sync mode, MORAI's way."""
@@ -263,6 +277,8 @@ class ClockServer(Node):
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
+        if self._core.ack_timeout_ns:
+            self._wants_waiting_steps = True
 
     def _dispatch(self) -> None:
         changes = self._timeline.take_changes()
@@ -395,7 +411,7 @@ class ClockServer(Node):
             if not runtime.awaits_coroutines(executor):
                 executor = runtime.move_to_coroutine_executor(self, executor)
                 self.get_logger().info(
-                    'a participant joined: steps wait for participants from now on '
+                    'steps wait for participants or acknowledgements from now on '
                     f'({type(executor).__name__})')
             self._control.await_steps()
             self._waiting_steps = True
@@ -417,7 +433,7 @@ class ClockServer(Node):
             self.destroy_timer(self._tick_timer)
         self._tick_period_ns = tick_ns
         self._tick_timer = self.create_timer(
-            tick_ns / NS_PER_SEC, self._on_tick, clock=self._steady_clock)
+            tick_ns / NS_PER_SEC, self._on_tick, clock=self.steady_clock)
 
 
 def main(args=None) -> int:

@@ -59,6 +59,7 @@ def test_complete_keeps_mode_and_sync_consistent(given, mode, completed):
     ({'real_time_factor': -1.0}, 'real_time_factor must be between 0 (as fast as possible)'),
     ({'owner_timeout': -1.0}, 'owner_timeout must be >= 0 s'),
     ({'participant_timeout': 0.0}, 'participant_timeout must be between 0.001 and 86400 s'),
+    ({'ack_timeout': -0.5}, 'ack_timeout must be between 0 (steps do not wait) and 86400 s'),
 ])
 def test_parse_refuses_with_what_is_allowed(given, reason):
     """A refusal names the parameter and what is allowed."""

@@ -67,3 +67,18 @@ def test_performance_benchmark_prints_every_figure(tmp_path, domain_id):
         # The human-readable line of the same figure.
         assert any(line.startswith(row['name'] + ' ') and 'baseline' in line
                    for line in lines), row['name']
+
+
+@pytest.mark.slow
+def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
+    """The acknowledged-step probe prints p50 and p99 with and without acknowledgements."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'acked_step.py'), '--calls', '20'],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(r'ack_timeout 0 s: step p50 \d+ us, p99 \d+ us', lines[0]), lines
+    assert re.fullmatch(r'ack_timeout 5 s: step p50 \d+ us, p99 \d+ us', lines[1]), lines
+    assert re.fullmatch(r'acknowledged / published step p50: [\d.]+x \(target <= 1\.5x: '
+                        r'(met|NOT met)\)', lines[2]), lines

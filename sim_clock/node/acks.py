@@ -1,0 +1,79 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Acknowledged steps: a step answers once every matched reliable reader has what it published.
+
+With ``ack_timeout`` > 0 a step waits, after its last frame, until the publishers of its frames
+(``/clock``, and a bag player's topics) are acknowledged by all their matched reliable readers,
+or until the timeout; the answer names the topics that were not. The wait is cut into short
+slices between which the executor serves everything else. A topic that timed out is not
+waited for again while its readers stay the same and still have not caught up: a dead reader
+would otherwise stall every step for its whole lease (doc/design.md, "Acknowledged steps").
+"""
+
+import time
+from typing import Dict
+from typing import List
+
+from rclpy.duration import Duration
+from rclpy.task import Future
+
+#: The longest the executor is held by one wait for acknowledgements, in ns.
+SLICE_NS = 2_000_000
+
+
+class Acknowledgements:
+    """The acknowledgement waits of one node's steps."""
+
+    def __init__(self, node):
+        self._node = node
+        #: topic -> its matched readers when it last timed out
+        self._stalled: Dict[str, int] = {}
+
+    async def wait(self, publishers, timeout_ns: int) -> List[str]:
+        """Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest."""
+        deadline = time.monotonic_ns() + timeout_ns
+        pending, skipped = [], []
+        for publisher in publishers:
+            topic = publisher.topic_name
+            readers = publisher.get_subscription_count()
+            if (self._stalled.get(topic) == readers
+                    and not publisher.wait_for_all_acked(Duration(nanoseconds=0))):
+                skipped.append(topic)
+            else:
+                self._stalled.pop(topic, None)
+                pending.append(publisher)
+        while pending:
+            remaining = deadline - time.monotonic_ns()
+            if remaining <= 0:
+                break
+            wait = Duration(nanoseconds=min(remaining, SLICE_NS))
+            pending = [p for p in pending if not p.wait_for_all_acked(wait)]
+            if pending:
+                await self._yield()
+        for publisher in pending:
+            self._stalled[publisher.topic_name] = publisher.get_subscription_count()
+        return sorted(skipped + [publisher.topic_name for publisher in pending])
+
+    async def _yield(self) -> None:
+        """Let the executor run what is ready (status, pause, done messages) before going on."""
+        future = Future()
+        timer = self._node.create_timer(
+            1e-6, lambda: future.done() or future.set_result(None),
+            clock=self._node.steady_clock)
+        try:
+            await future
+        finally:
+            self._node.destroy_timer(timer)

@@ -1,0 +1,96 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Acknowledged steps through DDS (ack_timeout).
+
+A step answers once its frames are in every matched reliable reader; a reader that does not
+acknowledge is named, then not waited for until it catches up.
+"""
+
+import os
+import signal
+import time
+
+from harness import ChildProcess
+from sim_clock.srv import Step
+
+MS = 1_000_000
+
+#: A reliable /clock reader in a process of its own, which the test freezes with SIGSTOP.
+READER = """
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+rclpy.init()
+node = rclpy.create_node('frozen_reader')
+node.create_subscription(Clock, '/clock', lambda msg: None,
+                         QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
+print('ready', flush=True)
+try:
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def _step(client, steps, timeout=30.0):
+    return client.call(Step, 'step', Step.Request(user_id='', steps=steps), timeout=timeout)
+
+
+def test_an_acknowledged_step_answers_once_the_reader_has_every_frame(start_server, client):
+    """After the answer, every frame is in this reader already: taken without waiting."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.001, 'ack_timeout': 5.0})
+    client.wait_for_clock()
+    response = _step(client, 1000)
+    assert response.success, response.message
+    assert list(response.unacknowledged) == []
+    # No wait: each spin takes what is already there; all 1000 frames are.
+    for _ in range(5000):
+        if 1000 * MS in client.times():
+            break
+        client.executor.spin_once(timeout_sec=0)
+    assert client.distinct_times_since_reset()[-1000:] == [t * MS for t in range(1, 1001)]
+
+
+def test_a_reader_that_does_not_acknowledge_is_named_then_not_waited_for(
+        start_server, client, domain_id, tmp_path):
+    """A frozen reader: one step waits ack_timeout and names /clock; the next does not wait."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.001, 'ack_timeout': 1.0})
+    reader = ChildProcess(domain_id, READER, str(tmp_path))
+    try:
+        reader.expect('ready')
+        client.wait_for_clock()
+        assert list(_step(client, 1).unacknowledged) == []
+        os.kill(reader.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        response = _step(client, 10)
+        assert response.success and list(response.unacknowledged) == ['/clock']
+        assert time.monotonic() - started >= 1.0
+        assert 'not acknowledged' in response.message
+        started = time.monotonic()
+        response = _step(client, 10)
+        assert list(response.unacknowledged) == ['/clock']
+        assert time.monotonic() - started < 1.0  # not waited for again
+        os.kill(reader.pid, signal.SIGCONT)
+        # Once it has caught up, steps wait for it again and it acknowledges them.
+        for _ in range(20):
+            response = _step(client, 1)
+            if not response.unacknowledged:
+                break
+        assert list(response.unacknowledged) == []
+    finally:
+        os.kill(reader.pid, signal.SIGCONT)
+        reader.kill()
