@@ -52,6 +52,18 @@ CLOCK_QOS = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
+def run_ready_callbacks(executor) -> None:
+    """Run every callback of ``executor`` ready now (timers due, messages), until none is."""
+    while True:
+        try:
+            handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0)
+        except TimeoutException:
+            return
+        handler()
+        if handler.exception() is not None:
+            raise handler.exception()
+
+
 class Participant:
     """
     A node taking part in the clock: join on creation, say done after each time, leave on close.
@@ -98,7 +110,7 @@ class Participant:
         clock = self.node.get_clock()
         if clock.ros_time_is_active and clock.now().nanoseconds < time_ns:
             return  # the time source has not applied it yet
-        self._run_ready()
+        run_ready_callbacks(self.executor)
         self._publish_done(time_ns)
         self._reported = time_ns
         self._clocks_answered = self._clocks
@@ -107,17 +119,6 @@ class Participant:
         msg = Done(name=self.name)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         self._done.publish(msg)
-
-    def _run_ready(self) -> None:
-        """Run every callback ready now (timers due at the new time, messages), until none is."""
-        while True:
-            try:
-                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0)
-            except TimeoutException:
-                return
-            handler()
-            if handler.exception() is not None:
-                raise handler.exception()
 
     def spin(self) -> None:
         """Spin until the context shuts down (Ctrl-C)."""

@@ -40,13 +40,13 @@ from ament_index_python.packages import get_package_prefix
 import rclpy
 from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.executors import TimeoutException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
 from sim_clock.client.domains import DOMAINS
+from sim_clock.client.participant import run_ready_callbacks
 
 
 def parameter_arguments(parameters: dict) -> list:
@@ -154,14 +154,7 @@ class LockstepHarness:
             lambda: all(node.get_clock().now().nanoseconds >= time_ns for node in sim_nodes),
             f'every node to receive /clock at {time_ns} ns')
         # Run what the new time made ready (timers due, messages), until nothing is left.
-        while True:
-            try:
-                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0)
-            except TimeoutException:
-                return
-            handler()
-            if handler.exception() is not None:
-                raise handler.exception()
+        run_ready_callbacks(self.executor)
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -167,22 +167,22 @@ def check_owner_timeout_ns(timeout_ns: int, given=None) -> int:
     return timeout_ns
 
 
+def _duration_from_seconds(seconds: float, name: str, lowest_ns: int, allowed: str) -> int:
+    ns = seconds_to_ns(seconds, name)
+    if not lowest_ns <= ns <= MAX_TIME_STEP_NS:
+        raise Refused(f'{name} must be between {allowed} and {MAX_TIME_STEP_NS // NS_PER_SEC} s, '
+                      f'got {seconds!r}')
+    return ns
+
+
 def participant_timeout_from_seconds(seconds: float) -> int:
     """Validate how long a frame waits for a participant and return it in nanoseconds."""
-    ns = seconds_to_ns(seconds, 'participant_timeout')
-    if not 1 <= ns <= MAX_TIME_STEP_NS:
-        raise Refused(f'participant_timeout must be between 0.001 and '
-                      f'{MAX_TIME_STEP_NS // NS_PER_SEC} s, got {seconds!r}')
-    return ns
+    return _duration_from_seconds(seconds, 'participant_timeout', NS_PER_MS, '0.001')
 
 
 def ack_timeout_from_seconds(seconds: float) -> int:
     """Validate how long a step waits for acknowledgements (0: not at all); return ns."""
-    ns = seconds_to_ns(seconds, 'ack_timeout')
-    if not 0 <= ns <= MAX_TIME_STEP_NS:
-        raise Refused(f'ack_timeout must be between 0 (steps do not wait) and '
-                      f'{MAX_TIME_STEP_NS // NS_PER_SEC} s, got {seconds!r}')
-    return ns
+    return _duration_from_seconds(seconds, 'ack_timeout', 0, '0 (steps do not wait)')
 
 
 def publish_period_from_rate(rate_hz: float) -> int:
