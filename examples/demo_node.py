@@ -19,6 +19,7 @@ Run it with use_sim_time (demo.launch.py does):
     python3 demo_node.py --ros-args -p use_sim_time:=true
 """
 
+import signal
 import sys
 
 import rclpy
@@ -42,12 +43,21 @@ class SimTimeListener(Node):
 
 def main(args=None):
     """Spin until Ctrl-C."""
+    # Ctrl-C ends the spin through rclpy (its handler, chained to this one, shuts the context
+    # down). Python's own handler would also raise KeyboardInterrupt wherever the interpreter
+    # is, even in the cleanup below, and the node would exit with a traceback and code 1.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
     rclpy.init(args=args)
     node = SimTimeListener()
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # Ctrl-C shut the context down between two rounds of the executor (rclpy raises
+        # "failed to initialize wait set: the given context is not valid").
+        if rclpy.ok():
+            raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
