@@ -19,6 +19,7 @@ Each workaround is a function with a one-line reason and a link to doc/design.md
 history and figures are; ``test/node/test_runtime.py`` fails when rclpy changes under one.
 """
 
+import importlib.metadata
 import os
 import signal
 from typing import Callable
@@ -68,27 +69,47 @@ def avoid_shared_memory(environ=os.environ) -> Optional[str]:
             '(eProsima/Fast-DDS#6485); set the variable (DEFAULT) to choose otherwise')
 
 
-#: The variables by which Fast DDS 2 and 3 take an XML profiles file, and ours.
-PROFILES_VARIABLES = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
-PROFILE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fastdds_profile.xml')
+#: Where Fast DDS 2 and 3 take an XML profiles file from (2 reads the first; 3 reads the second
+#: and warns that the first is deprecated), and ours for each: they spell one element apart.
+PROFILES_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_PROFILES_FILE'}
+PROFILE_FILES = {
+    major: os.path.join(os.path.dirname(os.path.abspath(__file__)), f'fastdds{major}_profile.xml')
+    for major in PROFILES_VARIABLES}
+#: The ROS distributions on Fast DDS 2; later ones are on Fast DDS 3.
+FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
+
+
+def fast_dds_major(environ=os.environ) -> int:
+    """
+    Return the major version of Fast DDS here: 2 or 3.
+
+    From ROS_DISTRO where a setup file set it (apt, colcon), else from the installed wheels
+    (ros-fastrtps is Fast DDS 2, ros-fastdds is 3), else 2.
+    """
+    distro = environ.get('ROS_DISTRO')
+    if distro:
+        return 2 if distro in FAST_DDS_2_DISTROS else 3
+    names = {(dist.metadata['Name'] or '').lower() for dist in importlib.metadata.distributions()}
+    return 3 if 'ros-fastdds' in names else 2
 
 
 def answer_late_clients(environ=os.environ) -> Optional[str]:
     """
-    Let this process's services wait up to 2 s for a new client's reader; return a log line.
+    Load our Fast DDS profile unless a profiles file is given; return a line to log.
 
-    Call before ``rclpy.init``. Fast DDS drops an answer to a client whose response reader it
-    has not matched within 100 ms (doc/design.md, "Services"); our profile (``PROFILE_FILE``)
-    raises that wait. Nothing changes where a profiles file is set already.
+    Call before ``rclpy.init``. The profile lets services wait up to 2 s for a new client's
+    reader (Fast DDS drops the answer after 100 ms) and writers ask for acknowledgements every
+    1 ms (doc/design.md, "Services", "Acknowledged steps").
     """
     if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
         return None
-    given = [name for name in PROFILES_VARIABLES if environ.get(name)]
+    given = [name for name in PROFILES_VARIABLES.values() if environ.get(name)]
     if given:
         return f'Fast DDS profiles as set: {given[0]}={environ[given[0]]}'
-    for name in PROFILES_VARIABLES:
-        environ[name] = PROFILE_FILE
-    return f'Fast DDS profile {PROFILE_FILE}: answers wait up to 2 s for a new client'
+    major = fast_dds_major(environ)
+    environ[PROFILES_VARIABLES[major]] = PROFILE_FILES[major]
+    return (f'Fast DDS profile {PROFILE_FILES[major]}: answers wait up to 2 s for a new '
+            'client; acknowledgements asked for every 1 ms')
 
 
 def make_executor():

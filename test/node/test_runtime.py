@@ -21,7 +21,8 @@ from rclpy.time_source import TimeSource
 from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.runtime import coerce_integer_overrides
 from sim_clock.node.runtime import detach_time_source
-from sim_clock.node.runtime import PROFILE_FILE
+from sim_clock.node.runtime import fast_dds_major
+from sim_clock.node.runtime import PROFILE_FILES
 
 
 def test_rclpy_still_has_the_private_api_we_use(domain_id):
@@ -48,25 +49,36 @@ def test_rclpy_still_has_the_private_api_we_use(domain_id):
         rclpy.try_shutdown(context=context)
 
 
-@pytest.mark.parametrize('environ, expected', [
-    ({}, PROFILE_FILE),
-    ({'FASTRTPS_DEFAULT_PROFILES_FILE': '/mine.xml'}, '/mine.xml'),
-    ({'FASTDDS_DEFAULT_PROFILES_FILE': '/mine.xml'}, None),
-    ({'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}, None),
+@pytest.mark.parametrize('environ, variable, expected', [
+    ({'ROS_DISTRO': 'jazzy'}, 'FASTRTPS_DEFAULT_PROFILES_FILE', PROFILE_FILES[2]),
+    ({'ROS_DISTRO': 'kilted'}, 'FASTDDS_DEFAULT_PROFILES_FILE', PROFILE_FILES[3]),
+    ({'FASTRTPS_DEFAULT_PROFILES_FILE': '/mine.xml'}, 'FASTRTPS_DEFAULT_PROFILES_FILE',
+     '/mine.xml'),
+    ({'FASTDDS_DEFAULT_PROFILES_FILE': '/mine.xml'}, 'FASTRTPS_DEFAULT_PROFILES_FILE', None),
+    ({'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}, 'FASTRTPS_DEFAULT_PROFILES_FILE', None),
 ])
-def test_our_fast_dds_profile_unless_one_is_given(environ, expected):
-    """The profile that lets answers wait for a new client is ours only where none was given."""
+def test_our_fast_dds_profile_unless_one_is_given(environ, variable, expected):
+    """Our profile, spelled for the Fast DDS here, only where no profiles file was given."""
     line = answer_late_clients(environ)
-    assert environ.get('FASTRTPS_DEFAULT_PROFILES_FILE') == expected
+    assert environ.get(variable) == expected
     assert (line is None) == ('RMW_IMPLEMENTATION' in environ)
 
 
-def test_our_fast_dds_profile_is_installed_and_raises_the_wait():
-    """The file exists beside the module and sets the writers' max_blocking_time to 2 s."""
+def test_the_fast_dds_here_is_found():
+    """These wheels are Jazzy's: Fast DDS 2 (ros-fastrtps); ROS_DISTRO decides where set."""
+    assert fast_dds_major({}) == 2
+    assert fast_dds_major({'ROS_DISTRO': 'rolling'}) == 3
+
+
+@pytest.mark.parametrize('major, element', [(2, 'heartbeatPeriod'), (3, 'heartbeat_period')])
+def test_our_fast_dds_profiles_raise_the_waits(major, element):
+    """Each file sets max_blocking_time 2 s and a 1 ms heartbeat, spelled for its Fast DDS."""
     import xml.etree.ElementTree as ElementTree
-    tree = ElementTree.parse(PROFILE_FILE)
+    tree = ElementTree.parse(PROFILE_FILES[major])
     namespace = {'dds': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
     writer = tree.find('.//dds:data_writer', namespace)
     assert writer.get('is_default_profile') == 'true'
     blocking = writer.find('.//dds:max_blocking_time', namespace)
     assert blocking.find('dds:sec', namespace).text == '2'
+    heartbeat = writer.find(f'dds:times/dds:{element}', namespace)
+    assert heartbeat.find('dds:nanosec', namespace).text == '1000000'
