@@ -48,16 +48,21 @@ def _profiles() -> dict:
         'SERVICE_QOS': QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=1000,
             reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        #: The participants' done topic, both sides: reliable, so no participant's answer is
+        #: lost.
+        'DONE_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=1000,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
     }
 
 
 def __getattr__(name: str):
     """
-    Return ``CLOCK_QOS`` or ``SERVICE_QOS``, made on first use.
+    Return ``CLOCK_QOS``, ``SERVICE_QOS`` or ``DONE_QOS``, made on first use.
 
     Lazily, so that the names alone load no rclpy: the bag read-ahead process imports them.
     """
-    if name in ('CLOCK_QOS', 'SERVICE_QOS'):
+    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS'):
         globals().update(_profiles())
         return globals()[name]
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

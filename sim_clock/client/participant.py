@@ -41,11 +41,8 @@ from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
+from sim_clock.names import DONE_QOS
 
-#: As the server's done subscription: reliable, so no answer is lost.
-DONE_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST, depth=1000,
-    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 #: The participant's own /clock subscription: reliable and deep, so it sees every frame.
 CLOCK_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1000,

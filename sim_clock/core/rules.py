@@ -91,6 +91,14 @@ def seconds_to_ns(seconds: float, name: str = 'value') -> int:
     return int(exact.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
 
 
+def _duration_from_seconds(seconds: float, name: str, lowest_ns: int, allowed: str) -> int:
+    ns = seconds_to_ns(seconds, name)
+    if not lowest_ns <= ns <= MAX_TIME_STEP_NS:
+        raise Refused(f'{name} must be between {allowed} and {MAX_TIME_STEP_NS // NS_PER_SEC} s, '
+                      f'got {seconds!r}')
+    return ns
+
+
 def parse_mode(value: str) -> Mode:
     """Return the Mode named by ``value`` or refuse, listing the names allowed."""
     for mode in Mode:
@@ -110,12 +118,7 @@ def parse_bool(name: str):
 
 def time_step_from_seconds(seconds: float) -> int:
     """Validate a frame length given in seconds and return it in nanoseconds."""
-    ns = seconds_to_ns(seconds, 'time_step')
-    if not 1 <= ns <= MAX_TIME_STEP_NS:
-        raise Refused(
-            f'time_step must be between 1e-09 and {MAX_TIME_STEP_NS // NS_PER_SEC} s, '
-            f'got {seconds!r}')
-    return ns
+    return _duration_from_seconds(seconds, 'time_step', 1, '1e-09')
 
 
 def check_time_step_ns(time_step_ns: int) -> int:
@@ -165,14 +168,6 @@ def check_owner_timeout_ns(timeout_ns: int, given=None) -> int:
             'owner_timeout must be >= 0 s (0: a hold never lapses), got '
             f'{timeout_ns if given is None else repr(given)}')
     return timeout_ns
-
-
-def _duration_from_seconds(seconds: float, name: str, lowest_ns: int, allowed: str) -> int:
-    ns = seconds_to_ns(seconds, name)
-    if not lowest_ns <= ns <= MAX_TIME_STEP_NS:
-        raise Refused(f'{name} must be between {allowed} and {MAX_TIME_STEP_NS // NS_PER_SEC} s, '
-                      f'got {seconds!r}')
-    return ns
 
 
 def participant_timeout_from_seconds(seconds: float) -> int:

@@ -96,6 +96,11 @@ class Timeline:
             holder_timeout_ns=self._holder_timeout_ns)
 
     @property
+    def mode(self) -> Mode:
+        """Return the mode."""
+        return self._mode
+
+    @property
     def time_ns(self) -> int:
         """Return the current simulated time in nanoseconds."""
         return self._time_ns

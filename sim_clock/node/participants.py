@@ -24,26 +24,17 @@ from dataclasses import dataclass
 import time
 from typing import List
 
-from rclpy.clock import Clock
-from rclpy.clock import ClockType
-from rclpy.qos import DurabilityPolicy
-from rclpy.qos import HistoryPolicy
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
 from rclpy.task import Future
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.msg import Done
+from sim_clock.names import DONE_QOS
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
 from sim_clock.srv import Join
 from sim_clock.srv import Leave
 
-#: The done topic: reliable, so that no participant's answer is lost.
-DONE_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST, depth=1000,
-    reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 #: How often the graph is looked at for participants whose node has gone, in s.
 GRAPH_CHECK_PERIOD_S = 0.5
 #: A participant's node never seen in the graph this long after it joined counts as gone.
@@ -77,10 +68,9 @@ class Participants:
         self._waiters: List[Future] = []
         self._seen_nodes = set()
         self._joined_at = {}
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
-        server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=self._steady)
+        server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
         server.add_change_listener(self._on_change)
 
     @property
@@ -135,7 +125,7 @@ class Participants:
         remaining_ns = max(barrier.deadline_ns() - time.monotonic_ns(), 1)
         timer = self._server.create_timer(
             remaining_ns / 1e9, lambda: future.done() or future.set_result(None),
-            clock=self._steady)
+            clock=self._server.steady_clock)
         try:
             await future
         finally:

@@ -89,8 +89,11 @@ def fast_dds_major(environ=os.environ) -> int:
     distro = environ.get('ROS_DISTRO')
     if distro:
         return 2 if distro in FAST_DDS_2_DISTROS else 3
-    names = {(dist.metadata['Name'] or '').lower() for dist in importlib.metadata.distributions()}
-    return 3 if 'ros-fastdds' in names else 2
+    try:
+        importlib.metadata.version('ros-fastdds')
+    except importlib.metadata.PackageNotFoundError:
+        return 2
+    return 3
 
 
 def answer_late_clients(environ=os.environ) -> Optional[str]:

@@ -89,14 +89,14 @@ class ClockServer(Node):
         self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
         self.sink = (sink or (lambda node: ClockSink(node.clock_publisher, clock_offset_ns)))(
             self)
+        #: The clock of every timer of this node: steady, never ROS time.
+        self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         # One single-threaded executor runs every callback: the timeline needs no lock.
         self._control = ControlServices(self)
         self.participants = Participants(self, self._core.barrier)
         self._acks = Acknowledgements(self)
         self._waiting_steps = False
         self._wants_waiting_steps = self._core.ack_timeout_ns > 0
-        #: The clock of every timer of this node: steady, never ROS time.
-        self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self._tick_timer = self._tick_period_ns = None
         self._full_speed = self._driven = False
         self._retime()
@@ -133,7 +133,7 @@ class ClockServer(Node):
 
     def step(self, user_id: str, steps: int) -> StepOutcome:
         """Advance ``steps`` frames for ``user_id`` and publish each; answer where time is."""
-        if self._barrier_applies() or self._core.ack_timeout_ns:
+        if self._steps_wait():
             return self._step_outcome(False, 'steps wait (for participants or acknowledgements):'
                                              ' only ~/step and ~/step_once can')
         try:
@@ -145,8 +145,7 @@ class ClockServer(Node):
         # Every frame is on the wire before the answer.
         self._emit(frames)
         timeline = self._timeline
-        return self._step_outcome(
-            True, f'frame {timeline.frame}, time {self.clock_ns(timeline.time_ns)} ns')
+        return self._step_outcome(True, f'frame {timeline.frame}, time {self.clock_now()} ns')
 
     async def step_async(self, user_id: str, steps: int) -> StepOutcome:
         """
@@ -155,7 +154,7 @@ class ClockServer(Node):
         A participant late beyond participant_timeout stops the step at the frame reached
         (success false, the late ones named); the next step waits for it first.
         """
-        if not (self._barrier_applies() or self._core.ack_timeout_ns):
+        if not self._steps_wait():
             return self.step(user_id, steps)
         timeline, barrier = self._timeline, self._core.barrier
         try:
@@ -273,7 +272,11 @@ class ClockServer(Node):
 
     def _barrier_applies(self) -> bool:
         """Whether frames wait for participants now."""
-        return self.participants.joined and participants_hold(self._timeline.status().mode)
+        return self.participants.joined and participants_hold(self._timeline.mode)
+
+    def _steps_wait(self) -> bool:
+        """Whether a step waits (for participants or acknowledgements) after its frames."""
+        return self._barrier_applies() or bool(self._core.ack_timeout_ns)
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
