@@ -28,15 +28,19 @@ from sim_clock.srv import Step
 
 MS = 1_000_000
 
-#: A reliable /clock reader in a process of its own, which the test freezes with SIGSTOP.
+#: A reliable /clock reader in a process of its own, which the test freezes with SIGSTOP. It is
+#: ready once it has received a /clock: the server's writer has matched it then.
 READER = """
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 rclpy.init()
 node = rclpy.create_node('frozen_reader')
-node.create_subscription(Clock, '/clock', lambda msg: None,
+received = []
+node.create_subscription(Clock, '/clock', received.append,
                          QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
+while rclpy.ok() and not received:
+    rclpy.spin_once(node, timeout_sec=0.1)
 print('ready', flush=True)
 try:
     while rclpy.ok():
@@ -71,7 +75,7 @@ def test_a_reader_that_does_not_acknowledge_is_named_then_not_waited_for(
     start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.001, 'ack_timeout': 1.0})
     reader = ChildProcess(domain_id, READER, str(tmp_path))
     try:
-        reader.expect('ready')
+        reader.expect('ready')  # matched by the server's /clock writer
         client.wait_for_clock()
         assert list(_step(client, 1).unacknowledged) == []
         os.kill(reader.pid, signal.SIGSTOP)
