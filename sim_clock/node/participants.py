@@ -97,6 +97,7 @@ class Participants:
         """Remove a participant: no frame waits for it any more."""
         if not self.barrier.leave(name):
             return LeaveOutcome(False, f'no participant named {name!r}')
+        self._joined_at.pop(name, None)
         logger = self._server.get_logger()
         (logger.info if why == 'left' else logger.warning)(f'participant {name!r} {why}')
         self._wake()
@@ -109,28 +110,27 @@ class Participants:
 
     async def wait(self) -> List[str]:
         """
-        Wait until no participant is awaited, or one is late; return the late ones' names.
+        Wait until no participant is awaited (return []) or one is late (return their names).
 
-        Wakes on every done, leave and change of the timeline, so the caller looks again at
-        what it may do (an operator may have turned sync off meanwhile).
+        Looks again whenever the barrier clears, a participant leaves, the timeline changes or
+        the first awaited one reaches its timeout.
         """
         barrier = self.barrier
-        if barrier.clear:
-            return []
-        late = barrier.late(time.monotonic_ns())
-        if late:
-            return late
-        future = Future()
-        self._waiters.append(future)
-        remaining_ns = max(barrier.deadline_ns() - time.monotonic_ns(), 1)
-        timer = self._server.create_timer(
-            remaining_ns / 1e9, lambda: future.done() or future.set_result(None),
-            clock=self._server.steady_clock)
-        try:
-            await future
-        finally:
-            self._server.destroy_timer(timer)
-        return barrier.late(time.monotonic_ns()) if not barrier.clear else []
+        while not barrier.clear:
+            late = barrier.late(time.monotonic_ns())
+            if late:
+                return late
+            future = Future()
+            self._waiters.append(future)
+            remaining_ns = max(barrier.deadline_ns() - time.monotonic_ns(), 1)
+            timer = self._server.create_timer(
+                remaining_ns / 1e9, lambda: future.done() or future.set_result(None),
+                clock=self._server.steady_clock)
+            try:
+                await future
+            finally:
+                self._server.destroy_timer(timer)
+        return []
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []

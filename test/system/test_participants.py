@@ -22,6 +22,7 @@ goes at their pace, real-time mode ignores them.
 import time
 
 from harness import ChildProcess
+from harness import SERVICE_QOS
 from harness import stamp_ns
 from harness import TestClient
 from rclpy.qos import QoSProfile
@@ -34,8 +35,9 @@ MS = 1_000_000
 #: A node under test: a use_sim_time timer of PERIOD s that works WORK s (a slow node), run
 #: as a participant by sim_clock.client.participant; at its VANISH-th firing (0: never) it
 #: destroys its node without leaving (as a crash that the graph sees). Prints each firing.
+#: A line 'leave' on its stdin makes it leave and end.
 PARTICIPANT = """
-import sys, time
+import select, sys, time
 import rclpy
 from rclpy.parameter import Parameter
 from sim_clock.client.participant import Participant
@@ -56,6 +58,10 @@ try:
         if vanish and len(fired) >= vanish:
             print('vanishing', flush=True)
             node.destroy_node()
+            break
+        if select.select([sys.stdin], [], [], 0)[0] and sys.stdin.readline().strip() == 'leave':
+            participant.close()
+            print('left', flush=True)
             break
     else:
         participant.close()
@@ -132,6 +138,35 @@ def test_a_step_waits_for_a_slow_participant(start_server, client, domain_id, tm
     finally:
         child.send('')
         child.kill()
+
+
+def test_a_leave_does_not_release_a_frame_another_participant_has_not_finished(
+        start_server, client, domain_id, tmp_path):
+    """One participant leaves while a slow one works on frame 1: frame 2 still waits for it."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    dones = _dones(client)
+    slow = _participant(domain_id, tmp_path, name='slow', work=1.0)
+    quitter = _participant(domain_id, tmp_path, name='quitter')
+    try:
+        dones.wait_matched(2)
+        step = client.node.create_client(Step, '/sim_clock/step', qos_profile=SERVICE_QOS)
+        client.spin_until(step.service_is_ready, 'the step service')
+        future = step.call_async(Step.Request(user_id='', steps=2))
+        assert int(slow.expect('fired')) == 10 * MS  # frame 1 is out; slow works on it
+        quitter.send('leave')
+        quitter.expect('left')
+        client.spin_until(future.done, 'the answer of the step')
+        assert future.result().success and future.result().frame == 2
+        done_at = {}
+        for name, t, source in dones:
+            done_at.setdefault((name, t), source)
+        clock_at = {}
+        for (_, t), source in zip(client.clocks, client.clock_sources):
+            clock_at.setdefault(t, source)
+        assert done_at[('slow', 10 * MS)] < clock_at[20 * MS]
+    finally:
+        slow.kill()
+        quitter.kill()
 
 
 def test_a_late_participant_stops_the_step_and_is_named(
