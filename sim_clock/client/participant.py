@@ -20,11 +20,14 @@ Take part in the clock from an rclpy node, with one line in its ``main``.
 
 The node joins the clock server as a participant (``~/join``) and says it has finished a
 /clock time (``~/done``) only once every callback that became due at that time has run, its
-``use_sim_time`` timers included; the server holds the next frame until then.
+``use_sim_time`` timers included; the server holds the next frame until then. With each done
+it names the next time one of the node's ``use_sim_time`` timers is due, so the frames that
+wait for it are exactly those its timers fire at (and, without such timers, one a period).
 """
 
 from typing import Optional
 
+from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.executors import TimeoutException
 from rclpy.node import Node
@@ -47,6 +50,24 @@ from sim_clock.names import DONE_QOS
 CLOCK_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1000,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+def next_timer_ns(executor) -> int:
+    """
+    Return the ROS time at which the next ``use_sim_time`` timer of ``executor``'s nodes is due.
+
+    0 when no node has one running.
+    """
+    times = []
+    for node in executor.get_nodes():
+        for timer in node.timers:
+            clock = timer.clock
+            if clock.clock_type is not ClockType.ROS_TIME or not clock.ros_time_is_active:
+                continue
+            remaining = timer.time_until_next_call()
+            if remaining is not None and not timer.is_canceled():
+                times.append(clock.now().nanoseconds + max(remaining, 0))
+    return min(times, default=0)
 
 
 def run_ready_callbacks(executor) -> None:
@@ -115,6 +136,7 @@ class Participant:
     def _publish_done(self, time_ns: int) -> None:
         msg = Done(name=self.name)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
+        msg.next.sec, msg.next.nanosec = split_ns(next_timer_ns(self.executor))
         self._done.publish(msg)
 
     def spin(self) -> None:

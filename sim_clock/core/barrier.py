@@ -17,7 +17,9 @@ Participants: processes that hold the clock until they have finished each frame 
 
 The rules, free of ROS. A participant joins with a period in simulated time (0: every frame):
 the first frame published after it joined is due for it, then each frame at least a period
-after the last one due. After a frame, the next one waits until every participant it was due
+after the last one due. A participant may instead name, with each done, the next time it needs
+(its next timer, say): then the first frame at or after that time is the next one due for it,
+whatever its period. After a frame, the next one waits until every participant it was due
 for has said it finished that time (:meth:`Barrier.done`). Joins and leaves take effect at a
 frame boundary; a reset makes the next frame due for everyone again.
 """
@@ -50,6 +52,8 @@ class Participant:
     #: The last time it said it finished, and its slowest answer so far (steady ns).
     last_done_ns: Optional[int] = None
     slowest_ns: int = 0
+    #: The next time it said it needs (None: a period after the last frame due).
+    next_ns: Optional[int] = None
     #: While a frame waits for it: the frame's time and when it was published (steady ns),
     #: and since when the wait counts towards the timeout (a new step starts it again).
     awaited_ns: Optional[int] = None
@@ -58,7 +62,18 @@ class Participant:
 
     def due(self, time_ns: int) -> bool:
         """Whether a frame at ``time_ns`` is due for this participant."""
-        return self.last_due_ns is None or time_ns - self.last_due_ns >= self.period_ns
+        if self.last_due_ns is None:
+            return True
+        if self.next_ns is not None:
+            return time_ns >= self.next_ns
+        return time_ns - self.last_due_ns >= self.period_ns
+
+    @property
+    def next_due_ns(self) -> Optional[int]:
+        """Return the earliest time of the next frame due for it (None: the next frame)."""
+        if self.last_due_ns is None:
+            return None
+        return self.next_ns if self.next_ns is not None else self.last_due_ns + self.period_ns
 
 
 @dataclass
@@ -109,9 +124,9 @@ class Barrier:
         """
         count = limit
         for participant in self.participants.values():
-            if participant.last_due_ns is None:
+            next_due = participant.next_due_ns
+            if next_due is None:
                 return min(count, 1)
-            next_due = participant.last_due_ns + participant.period_ns
             frames = max(1, -(-(next_due - time_ns) // time_step_ns))
             count = min(count, frames)
         return max(count, 1) if limit > 0 else 0
@@ -127,13 +142,18 @@ class Barrier:
                 waiting.append(participant.name)
         return sorted(waiting)
 
-    def done(self, name: str, time_ns: int, now_ns: int) -> bool:
-        """Note that ``name`` finished ``time_ns``; return whether that releases a wait for it."""
+    def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0) -> bool:
+        """
+        Note that ``name`` finished ``time_ns``; return whether that releases a wait for it.
+
+        ``next_ns``: the next time it needs, if later than ``time_ns`` (else its period rules).
+        """
         participant = self.participants.get(name)
         if participant is None:
             return False
-        if participant.last_done_ns is None or time_ns > participant.last_done_ns:
+        if participant.last_done_ns is None or time_ns >= participant.last_done_ns:
             participant.last_done_ns = time_ns
+            participant.next_ns = next_ns if next_ns > time_ns else None
         if participant.awaited_ns is None or time_ns < participant.awaited_ns:
             return False
         participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
@@ -162,3 +182,4 @@ class Barrier:
         """Time went back: nobody is awaited, and the next frame is due for everyone."""
         for participant in self.participants.values():
             participant.last_due_ns = participant.awaited_ns = participant.last_done_ns = None
+            participant.next_ns = None

@@ -147,7 +147,7 @@ class Participants:
         return fill(response, self.leave(request.name))
 
     def _on_done(self, msg: Done) -> None:
-        if self.barrier.done(msg.name, join_ns(msg.time), time.monotonic_ns()):
+        if self.barrier.done(msg.name, join_ns(msg.time), time.monotonic_ns(), join_ns(msg.next)):
             if self.barrier.clear:
                 self._wake()
                 self._server.barrier_cleared()

@@ -148,3 +148,39 @@ def test_no_frame_goes_out_while_a_participant_is_awaited(periods, frames, step)
         assert all(b - a >= period for a, b in zip(times, times[1:]))
         # No gap longer than a period plus a frame: none of its due frames was skipped.
         assert all(b - a < max(period, 1) + step for a, b in zip(times, times[1:]))
+
+
+def test_next_time_named_in_done_sets_the_next_frame_due():
+    """A done naming the next time needed makes the first frame at or after it the next due."""
+    barrier = Barrier()
+    barrier.join('a', 100 * MS)
+    assert barrier.published(10 * MS, now_ns=0) == ['a']  # the first frame after joining
+    assert barrier.done('a', 10 * MS, now_ns=0, next_ns=50 * MS)
+    assert barrier.frames_until_due(10 * MS, 10 * MS, 100) == 4  # 20, 30, 40, then 50
+    assert barrier.published(40 * MS, now_ns=0) == []
+    assert barrier.published(50 * MS, now_ns=0) == ['a']
+    # Next needed between two frames: the first frame after it.
+    assert barrier.done('a', 50 * MS, now_ns=0, next_ns=75 * MS)
+    assert barrier.frames_until_due(50 * MS, 10 * MS, 100) == 3  # 60, 70, 80
+    assert barrier.published(70 * MS, now_ns=0) == []
+    assert barrier.published(80 * MS, now_ns=0) == ['a']
+    # No next time (0, or not later than the time done): the period rules again.
+    assert barrier.done('a', 80 * MS, now_ns=0, next_ns=0)
+    assert barrier.frames_until_due(80 * MS, 10 * MS, 100) == 10
+    assert barrier.published(170 * MS, now_ns=0) == []
+    assert barrier.published(180 * MS, now_ns=0) == ['a']
+    assert barrier.done('a', 180 * MS, now_ns=0, next_ns=180 * MS)
+    assert barrier.participants['a'].next_ns is None
+
+
+def test_next_time_of_an_older_done_is_ignored_and_a_reset_forgets_it():
+    """Only the newest done's next time counts; after a reset the next frame is due again."""
+    barrier = Barrier()
+    barrier.join('a', 0)
+    barrier.published(10 * MS, now_ns=0)
+    barrier.done('a', 10 * MS, now_ns=0, next_ns=100 * MS)
+    barrier.done('a', 5 * MS, now_ns=0, next_ns=20 * MS)  # older: changes nothing
+    assert barrier.participants['a'].next_ns == 100 * MS
+    barrier.reset()
+    assert barrier.participants['a'].next_ns is None
+    assert barrier.published(0, now_ns=0) == ['a']
