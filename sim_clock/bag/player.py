@@ -51,6 +51,7 @@ from sim_clock.core.timeline import Change
 from sim_clock.core.units import join_ns
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
+from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
@@ -67,6 +68,11 @@ MIN_VOLATILE_DEPTH = 100
 DEFAULT_TOPIC_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=MIN_VOLATILE_DEPTH,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+#: The longest a frame due for participants waits for its data to be acknowledged, in ns: a
+#: reader on a live host answers within milliseconds (heartbeats every 1 ms, see
+#: ``node/fastdds2_profile.xml``); one that has not within this is stalled and skipped.
+DATA_ACK_TIMEOUT_NS = 1_000_000_000
 
 LOOP_DESCRIPTOR = ParameterDescriptor(
     description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '
@@ -106,6 +112,11 @@ class BagFrames:
     """
     The player's frame sink: each frame's bag messages, then its /clock; loop or pause at the end.
 
+    While participants hold the clock, the last frame of each batch (the one due for them) is
+    published in lockstep: its messages, then a wait until every reliable reader has them,
+    then its /clock. A participant thus has every message stamped up to a time it must finish
+    before that time comes, whichever order DDS delivers two writers' samples in.
+
     Messages are published by ``sim_clock._replay.play`` in C where rclpy lays a Clock out as
     it does (one thread publishes, and :meth:`close` replaces the run before the node destroys
     the publishers); by the Python model otherwise.
@@ -124,29 +135,46 @@ class BagFrames:
         pointers = array('Q', [publisher.handle.pointer for publisher in self._publishers])
         offset_ns = server.clock_offset_ns
         self._publish_clock = clock_publisher(server.clock_publisher, offset_ns)
+        publish = _replay.publish
+
+        def emit(batch, start, stop):
+            publish(pointers, batch[1], batch[2], batch[3], start, stop)
         if clock_in_c():
             self._run = native_run(pointers, server.clock_publisher.handle.pointer, offset_ns)
         else:
-            publish = _replay.publish
-
-            def emit(batch, start, stop):
-                publish(pointers, batch[1], batch[2], batch[3], start, stop)
             self._run = python_run(emit, self._publish_clock)
+        self._acks = Acknowledgements(server)
+        self._lockstep_run = python_run(emit, self._publish_acknowledged)
         self.cursor = Cursor(self._read_from, bag.start_ns)
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's messages, then its /clock; then loop or pause at the end."""
-        cursor = self.cursor
+        cursor, played = self.cursor, 0
+        parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
+                 if frames and self._server.barrier_applies() else [(frames, self._run)])
         try:
-            cursor.play(frames, self._bag.start_ns, self._run)
+            for part, run in parts:
+                cursor.play(part, self._bag.start_ns, run)
+                played += len(part)
         except READ_ERRORS as error:
             self._read_failed(error)
+            played += cursor.frames_played
             cursor.seek(self._bag.end_ns + 1)
             # The frames not published yet, without data: time goes on.
-            for time_ns in frames[cursor.frames_played:]:
+            for time_ns in frames[played:]:
                 self._publish_clock(time_ns)
         self._check_end()
+
+    def _publish_acknowledged(self, time_ns: int) -> None:
+        """Publish a frame's /clock once its messages are acknowledged (or their readers stall)."""
+        stalled = self._acks.wait_now(self._publishers, DATA_ACK_TIMEOUT_NS)
+        if stalled:
+            self._server.get_logger().warning(
+                f'frame at {self._server.clock_ns(time_ns)} ns goes out with its data not '
+                f'acknowledged by every reliable reader of: {", ".join(stalled)}',
+                throttle_duration_sec=5.0)
+        self._publish_clock(time_ns)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""

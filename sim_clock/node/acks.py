@@ -45,6 +45,25 @@ class Acknowledgements:
     async def wait(self, publishers, timeout_ns: int) -> List[str]:
         """Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest."""
         deadline = time.monotonic_ns() + timeout_ns
+        pending, skipped = self._split(publishers)
+        while pending:
+            pending = self._wait_slice(pending, deadline)
+            if pending and time.monotonic_ns() < deadline:
+                await self._yield()
+            else:
+                break
+        return self._finish(pending, skipped)
+
+    def wait_now(self, publishers, timeout_ns: int) -> List[str]:
+        """:meth:`wait`, holding the executor meanwhile: for a frame's data before its /clock."""
+        deadline = time.monotonic_ns() + timeout_ns
+        pending, skipped = self._split(publishers)
+        while pending and time.monotonic_ns() < deadline:
+            pending = self._wait_slice(pending, deadline)
+        return self._finish(pending, skipped)
+
+    def _split(self, publishers):
+        """Return the publishers to wait for, and the topics skipped as stalled."""
         pending, skipped = [], []
         for publisher in publishers:
             topic = publisher.topic_name
@@ -55,14 +74,16 @@ class Acknowledgements:
             else:
                 self._stalled.pop(topic, None)
                 pending.append(publisher)
-        while pending:
-            remaining = deadline - time.monotonic_ns()
-            if remaining <= 0:
-                break
-            wait = Duration(nanoseconds=min(remaining, SLICE_NS))
-            pending = [p for p in pending if not p.wait_for_all_acked(wait)]
-            if pending:
-                await self._yield()
+        return pending, skipped
+
+    @staticmethod
+    def _wait_slice(pending, deadline: int) -> list:
+        """Wait one slice (at most to ``deadline``); return the publishers still unacknowledged."""
+        remaining = max(deadline - time.monotonic_ns(), 0)
+        wait = Duration(nanoseconds=min(remaining, SLICE_NS))
+        return [p for p in pending if not p.wait_for_all_acked(wait)]
+
+    def _finish(self, pending, skipped) -> List[str]:
         for publisher in pending:
             self._stalled[publisher.topic_name] = publisher.get_subscription_count()
         return sorted(skipped + [publisher.topic_name for publisher in pending])

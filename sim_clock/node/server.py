@@ -174,7 +174,7 @@ class ClockServer(Node):
                 return await self._acknowledged(self._step_outcome(
                     True, f'frame {timeline.frame}, time {self.clock_now()} ns'))
             count = (barrier.frames_until_due(self.clock_now(), timeline.time_step_ns, remaining)
-                     if self._barrier_applies() else remaining)
+                     if self.barrier_applies() else remaining)
             try:
                 frames = self.apply_change(lambda: timeline.step(user_id, count))
             except Refused as refused:
@@ -270,13 +270,13 @@ class ClockServer(Node):
         if self._timeline.free_running:
             self.advance()
 
-    def _barrier_applies(self) -> bool:
+    def barrier_applies(self) -> bool:
         """Whether frames wait for participants now."""
         return self.participants.joined and participants_hold(self._timeline.mode)
 
     def _steps_wait(self) -> bool:
         """Whether a step waits (for participants or acknowledgements) after its frames."""
-        return self._barrier_applies() or bool(self._core.ack_timeout_ns)
+        return self.barrier_applies() or bool(self._core.ack_timeout_ns)
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
@@ -323,7 +323,7 @@ class ClockServer(Node):
         if frames:
             self.sink.publish_frames(frames)
             self._published()
-            if self._barrier_applies():
+            if self.barrier_applies():
                 self.participants.published(self.clock_ns(frames[-1]))
 
     def _republish(self) -> None:
@@ -343,7 +343,7 @@ class ClockServer(Node):
         timeline = self._timeline
         if timeline.release_lapsed_holder():
             self._dispatch()
-        if self._barrier_applies():
+        if self.barrier_applies():
             frames = self._barrier_frames()
         elif self._full_speed:
             frames = self._full_speed_batch()
