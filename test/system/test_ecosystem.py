@@ -14,6 +14,7 @@
 
 """The handles users reach for: client API, command line, pytest fixture, examples, diagnostics."""
 
+import bisect
 import importlib.util
 import json
 import os
@@ -254,18 +255,47 @@ def test_demo_launch_file(start_server):
 # -- diagnostics -----------------------------------------------------------------------------
 
 def test_diagnostics_report_state_and_measured_pace(start_server, client):
-    """About once a second, /diagnostics carries mode, frame, holder and the measured pace."""
-    start_server({'real_time_factor': 2.0, 'time_step': 0.001})
-    reports = []
-    client.node.create_subscription(
-        DiagnosticArray, '/diagnostics', lambda msg: reports.extend(msg.status), 10)
+    """
+    About once a second, /diagnostics carries mode, frame, holder and the measured pace.
+
+    The pace reported is checked against the frames on the wire in the same wall-time window:
+    between the two reports' stamps, the /clock frames' DDS source timestamps (the server's
+    clock when it published them). Both measure what the server did, so a loaded machine that
+    slows the server changes both alike; the configured factor itself is the benchmark's to
+    check (``benchmarks/performance``), not a timed test's.
+    """
+    # 200 frames a second: a test process on a loaded machine keeps up with them.
+    start_server({'real_time_factor': 2.0, 'time_step': 0.01})
+    reports, stamps = [], []
+
+    def on_diagnostics(msg):
+        reports.extend(msg.status)
+        stamps.extend([msg.header.stamp.sec * NS + msg.header.stamp.nanosec] * len(msg.status))
+    client.node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
     client.spin_until(lambda: len(reports) >= 3, '3 diagnostic reports', timeout=20)
+    # The frames published up to the last report's stamp are in.
+    client.spin_until(lambda: client.clock_sources and client.clock_sources[-1] > stamps[-1],
+                      'the frames of the last report')
     values = {kv.key: kv.value for kv in reports[-1].values}
     assert reports[-1].name == 'sim_clock: clock'
     assert values['mode'] == 'simulation' and values['sync'] == 'false'
     assert values['real_time_factor'] == '2'
-    assert float(values['measured_real_time_factor']) == pytest.approx(2.0, rel=0.25)
     assert {'frame', 'epoch', 'holder', 'paused', 'time_ns'} <= set(values)
+    previous = {kv.key: kv.value for kv in reports[-2].values}
+    sources, sims = client.clock_sources, [sim for _, sim in client.clocks]
+
+    def time_at(wall_ns: int) -> int:
+        """Return the simulated time of the last frame published at or before ``wall_ns``."""
+        return sims[bisect.bisect_right(sources, wall_ns) - 1]
+
+    # Each report's time is that of the last frame out before it.
+    assert [time_at(stamps[-2]), time_at(stamps[-1])] == [
+        int(previous['time_ns']), int(values['time_ns'])]
+    on_the_wire = (time_at(stamps[-1]) - time_at(stamps[-2])) / (stamps[-1] - stamps[-2])
+    assert on_the_wire > 0
+    # The report's window is on the steady clock, the stamps' on the system clock, taken a
+    # few microseconds apart: the two paces agree within 1%.
+    assert float(values['measured_real_time_factor']) == pytest.approx(on_the_wire, rel=0.01)
 
 
 def test_client_cost_benchmark_runs(tmp_path):
