@@ -25,6 +25,7 @@ it names the next time one of the node's ``use_sim_time`` timers is due, so the 
 wait for it are exactly those its timers fire at (and, without such timers, one a period).
 """
 
+from typing import List
 from typing import Optional
 
 from rclpy.clock import ClockType
@@ -70,6 +71,21 @@ def next_timer_ns(executor) -> int:
     return min(times, default=0)
 
 
+def take_time_source(node: Node):
+    """
+    Take the node's time source off /clock; return it (None: the node has none).
+
+    rclpy private API (``Node._time_source``, as ``sim_clock.node.runtime`` uses it, checked by
+    ``test/node/test_runtime.py``): the time source would apply each /clock as it arrives,
+    before the messages that came with it are taken. Detached, it still gives the node's
+    clocks ROS time, set by :meth:`~rclpy.time_source.TimeSource.clock_callback`.
+    """
+    time_source = getattr(node, '_time_source', None)
+    if time_source is not None:
+        time_source.detach_node()
+    return time_source
+
+
 def run_ready_callbacks(executor) -> None:
     """Run every callback of ``executor`` ready now (timers due, messages), until none is."""
     while True:
@@ -100,38 +116,37 @@ class Participant:
         if executor is None:
             self.executor.add_node(node)
         self.name = name or node.get_fully_qualified_name()
-        self._received: Optional[int] = None
-        self._reported: Optional[int] = None
-        self._clocks = self._clocks_answered = 0
+        #: /clock messages received and not applied to the node's clock yet, oldest first.
+        self._clocks: List[ClockMsg] = []
+        # The node's clock follows the /clock messages this helper applies, once the data
+        # that came before each is taken, instead of following them as they arrive.
+        self._time_source = take_time_source(node)
         self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
-        node.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        node.create_subscription(ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name())
 
-    def _on_clock(self, msg: ClockMsg) -> None:
-        self._received = join_ns(msg.clock)
-        self._clocks += 1
-
     def spin_once(self, timeout_sec: float = 0.1) -> None:
-        """Run the node's callbacks for a while; then say done for the newest time, if finished."""
+        """
+        Run the node's callbacks for a while; then finish each /clock time received, in order.
+
+        For each time: first every message that came before its /clock is taken (the node's
+        clock still at the time before, so no timer of the new time runs yet), then the time
+        is applied and what became due runs (its timers, and what they set off); then done.
+        A time the server publishes again while it waits is answered again, in case the
+        first done went out before the server's reader had matched this writer.
+        """
         self.executor.spin_once(timeout_sec=timeout_sec)
-        time_ns = self._received
-        if time_ns is None or self._clocks == self._clocks_answered:
+        if not self._clocks:
             return
-        if time_ns == self._reported:
-            # The server republishes a time while it waits: say done again, in case the first
-            # one went out before the server's reader had matched this writer.
-            self._clocks_answered = self._clocks
-            self._publish_done(time_ns)
-            return
-        clock = self.node.get_clock()
-        if clock.ros_time_is_active and clock.now().nanoseconds < time_ns:
-            return  # the time source has not applied it yet
         run_ready_callbacks(self.executor)
-        self._publish_done(time_ns)
-        self._reported = time_ns
-        self._clocks_answered = self._clocks
+        clocks, self._clocks[:] = list(self._clocks), []
+        for msg in clocks:
+            if self._time_source is not None:
+                self._time_source.clock_callback(msg)
+            run_ready_callbacks(self.executor)
+        self._publish_done(join_ns(clocks[-1].clock))
 
     def _publish_done(self, time_ns: int) -> None:
         msg = Done(name=self.name)
