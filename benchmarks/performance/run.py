@@ -104,6 +104,15 @@ FIGURES = [
            'server CPU in real_time mode, publish_rate 1000 Hz'),
     Figure('rss_growth', 'MiB', 'value<=', 5.0,
            'RSS growth over 10^6 free-run frames (after 10^5 to warm up)'),
+    Figure('step_latency_udp_p50', 'us', 'ratio<=', 1.15,
+           'step_latency_p50 with every process on UDPv4 only (what the executables choose)'),
+    Figure('step_latency_udp_p99', 'us', 'ratio<=', 1.5,
+           'step_latency_p99 with every process on UDPv4 only'),
+    Figure('acked_step_p50', 'us', 'ratio<=', 1.5,
+           'one-frame ~/step with ack_timeout 5 s and one reliable /clock reader, p50 '
+           '(baseline: the same server with ack_timeout 0)'),
+    Figure('acked_step_udp_p50', 'us', 'ratio<=', 1.5,
+           'acked_step_p50 with every process on UDPv4 only'),
     Figure('participants_1_fps', 'frames/s', 'ratio>=', 1 / 1.3,
            'free run at rtf 0 with 1 participant that says done at once '
            '(baseline: a bare rclpy barrier: publish a Clock, wait for the dones)'),
@@ -381,7 +390,48 @@ def participants(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     return figures
 
 
-CASES = [step_latency, throughput, pacing, publishing_cpu, participants]
+def _udp(bench: Bench):
+    """Return the bench's environment with Fast DDS on UDPv4 only (no shared memory)."""
+    return dict(bench.env, FASTDDS_BUILTIN_TRANSPORTS='UDPv4')
+
+
+def step_latency_udp(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """step_latency over UDPv4 only, as the executables run by default (doc: Transports)."""
+    shared = bench.env
+    bench.env = _udp(bench)
+    try:
+        figures = step_latency(bench, settings)
+    finally:
+        bench.env = shared
+    return {name.replace('step_latency', 'step_latency_udp'): value
+            for name, value in figures.items()}
+
+
+def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """One-frame steps acknowledged by a reliable /clock reader, against unacknowledged."""
+    calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
+    figures = {}
+    shared = bench.env
+    for name, env in (('acked_step_p50', shared), ('acked_step_udp_p50', _udp(bench))):
+        bench.env = env
+        try:
+            p50 = {}
+            for ack_timeout in (0.0, 5.0):
+                bench.server(sync=True, time_step=0.001, ack_timeout=ack_timeout)
+                p50[ack_timeout] = bench.role(
+                    'step-latency', '--executor', 'events', '--server', '/sim_clock',
+                    *calls).result(TIMEOUT * 5)['p50_us']
+                bench.stop_all()
+        finally:
+            bench.env = shared
+        print(f'    {name}: {p50[5.0]:.0f} us acknowledged, {p50[0.0]:.0f} us not',
+              flush=True)
+        figures[name] = (p50[5.0], p50[0.0])
+    return figures
+
+
+CASES = [step_latency, throughput, pacing, publishing_cpu, participants, step_latency_udp,
+         acked_step]
 
 
 # -- summary ---------------------------------------------------------------------------------
