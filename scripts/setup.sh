@@ -3,11 +3,12 @@
 # and the package build (interfaces + Python modules) installed into .venv.
 #   scripts/setup.sh          run-time set-up
 #   scripts/setup.sh --test   also the test requirements
+#   --distro kilted           ROS 2 Kilted in .venv-kilted instead of Jazzy in .venv
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-venv="$root/.venv"
-build="$root/build/venv"
+source "$root/scripts/distro.sh"
+set -- ${args[@]+"${args[@]}"}
 
 python=${PYTHON:-}
 if [ -z "$python" ]; then
@@ -20,7 +21,7 @@ if [ -z "$python" ]; then
   done
 fi
 if [ -z "$python" ]; then
-  echo "setup: Python 3.11 is required (the ROS 2 Jazzy wheels are built for it)." >&2
+  echo "setup: Python 3.11 is required (the ROS 2 $distro wheels are built for it)." >&2
   exit 1
 fi
 
@@ -30,9 +31,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 
 # Wheels: installed again only when a requirements file changed.
-files=("$root/requirements/run.txt")
+files=("$requirements/run.txt")
 if [ "${1:-}" = "--test" ]; then
-  files+=("$root/requirements/test.txt")
+  files+=("$requirements/test.txt")
 fi
 for file in "${files[@]}"; do
   stamp="$venv/.installed-$(basename "$file").sha256"

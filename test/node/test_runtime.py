@@ -14,6 +14,8 @@
 
 """The runtime's workarounds: rclpy private API still there, the Fast DDS profile rule."""
 
+import importlib.metadata
+
 import pytest
 import rclpy
 from rclpy.parameter import Parameter
@@ -64,9 +66,20 @@ def test_our_fast_dds_profile_unless_one_is_given(environ, variable, expected):
     assert (line is None) == ('RMW_IMPLEMENTATION' in environ)
 
 
+def _rclpy_distribution() -> str:
+    """Return the ROS distribution whose rclpy wheel is installed here."""
+    for distro in ('jazzy', 'kilted'):
+        try:
+            importlib.metadata.version(f'ros-{distro}-rclpy')
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return distro
+    pytest.skip('no ros-jazzy-rclpy or ros-kilted-rclpy wheel here (a colcon workspace?)')
+
+
 def test_the_fast_dds_here_is_found():
-    """These wheels are Jazzy's: Fast DDS 2 (ros-fastrtps); ROS_DISTRO decides where set."""
-    assert fast_dds_major({}) == 2
+    """Jazzy's wheels bring Fast DDS 2, Kilted's 3; ROS_DISTRO decides where set."""
+    assert fast_dds_major({}) == {'jazzy': 2, 'kilted': 3}[_rclpy_distribution()]
     assert fast_dds_major({'ROS_DISTRO': 'rolling'}) == 3
 
 

@@ -20,6 +20,7 @@ real server process, read from the shared memory it maps.
 """
 
 import os
+import re
 import time
 
 from harness import ServerProcess
@@ -59,14 +60,20 @@ def test_environment_left_alone(environ, said):
 
 
 def _shared_memory_ports(server: ServerProcess, timeout: float = 30.0) -> list:
-    """Wait until the server publishes; return the Fast DDS port segments it maps."""
+    """
+    Wait until the server publishes; return the Fast DDS port segments it maps.
+
+    Fast DDS 2 (Jazzy) names them ``/dev/shm/fastrtps_port<n>``, Fast DDS 3 (Kilted)
+    ``/dev/shm/fastdds_port<n>``.
+    """
     deadline = time.monotonic() + timeout
     while 'publishing /clock' not in server.log():
         assert server.process.poll() is None, server.log()
         assert time.monotonic() < deadline, f'no start in {timeout} s:\n{server.log()}'
         time.sleep(0.05)
     with open(f'/proc/{server.process.pid}/maps') as maps:
-        return sorted({line.split()[-1] for line in maps if '/dev/shm/fastrtps_port' in line})
+        return sorted({line.split()[-1] for line in maps
+                       if re.search(r'/dev/shm/fast(rtps|dds)_port', line)})
 
 
 @pytest.mark.skipif(VARIABLE in os.environ, reason=f'{VARIABLE} is set for this run')
