@@ -42,7 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--user-id', default='',
         help="user_id to step as (the sync holder's, if one holds sync mode)")
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    commands.add_parser('status', help='print the clock server state')
+    status = commands.add_parser('status', help='print the clock server state')
+    status.add_argument('--watch', action='store_true',
+                        help='refresh it in place with the measured rate, until Ctrl-C')
+    status.add_argument('--interval', type=float, default=1.0, metavar='S',
+                        help='seconds between refreshes with --watch (default: %(default)s)')
     step = commands.add_parser('step', help='advance N frames (sync mode, or while paused)')
     step.add_argument('frames', nargs='?', type=int, default=1, metavar='N')
     commands.add_parser('pause', help='freeze real-time and free-run time')
@@ -81,6 +85,56 @@ def format_status(status) -> str:
     ])
 
 
+def measured_rate(previous, current):
+    """
+    Return simulated over wall time between two ``(wall ns, simulated ns, epoch)`` readings.
+
+    None when it cannot be told: no previous reading, a reset between them (another epoch), or
+    no wall time between them. Two answers with the same time give 0, not a division by zero.
+    """
+    if previous is None or previous[2] != current[2] or current[0] <= previous[0]:
+        return None
+    return (current[1] - previous[1]) / (current[0] - previous[0])
+
+
+def format_watch(status, rate) -> str:
+    """Return the one line ``status --watch`` shows: frame, time, rate, holder, epoch."""
+    if status.mode == 'real_time':
+        mode = 'real_time'
+    else:
+        mode = 'sync on' if status.sync else 'free run'
+    measured = '-' if rate is None else f'{rate:.3f}x'
+    return (f'{mode}{" (paused)" if status.paused else ""}  frame {status.frame}  time '
+            f'{format_time(status.time_ns)}  measured {measured}  holder '
+            f'{status.owner or "(none)"}  epoch {status.epoch}')
+
+
+def watch(client, interval: float, out=sys.stdout) -> int:
+    """Print the status line every ``interval`` s, in place on a terminal; 0 on Ctrl-C."""
+    import time
+    if not interval > 0:
+        print(f'--interval must be more than 0 s, got {interval}', file=sys.stderr)
+        return EXIT_USAGE
+    terminal = out.isatty()
+    previous = None
+    try:
+        while True:
+            status = client.status()
+            current = (time.monotonic_ns(), status.time_ns, status.epoch)
+            line = format_watch(status, measured_rate(previous, current))
+            previous = current
+            if terminal:
+                out.write('\r\x1b[K' + line)
+            else:
+                out.write(line + '\n')
+            out.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        if terminal:
+            out.write('\n')
+        return 0
+
+
 def run(args) -> int:
     """Carry out a parsed command; print the result or the reason; return the exit code."""
     import rclpy
@@ -93,6 +147,8 @@ def run(args) -> int:
     client = SimClockClient(
         server=args.server, user_id=args.user_id, timeout=args.timeout, context=context)
     try:
+        if args.command == 'status' and args.watch:
+            return watch(client, args.interval)
         print(_carry_out(client, args))
         return 0
     except SimClockRefused as refused:

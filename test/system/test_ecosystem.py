@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -130,6 +131,39 @@ def _simclock(domain_id, *args, timeout=60):
     return subprocess.run(
         [executable, *args], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
         capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id):
+    """status --watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
+    start_server({'real_time_factor': 2.0, 'time_step': 0.01})
+    client.status()  # the server is up
+    executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
+    watcher = subprocess.Popen(
+        [executable, 'status', '--watch', '--interval', '0.2'],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [watcher.stdout.readline() for _ in range(4)]
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, errors = watcher.communicate(timeout=15)
+    assert watcher.returncode == 0, errors
+    assert 'Traceback' not in errors, errors
+    assert all(line.startswith('free run  frame ') for line in lines), lines
+    assert 'measured -' in lines[0]  # nothing to compare the first answer with
+    rates = [float(line.split('measured ')[1].split('x')[0]) for line in lines[1:]]
+    assert all(rate > 0 for rate in rates), lines
+    assert all('holder (none)  epoch 0' in line for line in lines), lines
+
+
+def test_cli_watch_rate_never_divides_by_zero():
+    """Two readings: a rate, or None across a reset or without wall time between them."""
+    from sim_clock.client.cli import measured_rate
+    assert measured_rate(None, (10, 0, 0)) is None
+    assert measured_rate((0, 0, 0), (NS, 2 * NS, 0)) == 2.0
+    assert measured_rate((0, 5, 0), (NS, 5, 0)) == 0.0  # the same answer twice: time stood
+    assert measured_rate((NS, 0, 0), (NS, 10, 0)) is None  # no wall time between them
+    assert measured_rate((0, 9 * NS, 0), (NS, 0, 1)) is None  # a reset between them
 
 
 def test_cli_commands_and_exit_codes(start_server, client, domain_id):
