@@ -134,7 +134,7 @@ def _simclock(domain_id, *args, timeout=60):
 
 
 def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id):
-    """status --watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
+    """A watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
     start_server({'real_time_factor': 2.0, 'time_step': 0.01})
     client.status()  # the server is up
     executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
