@@ -1,0 +1,121 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Replay a bag as the clock server: the bag's time is /clock, in every clock mode.
+
+    ros2 launch sim_clock bag_player.launch.py bag:=/path/to/bag sync:=true time_step:=0.01
+    ros2 launch sim_clock bag_player.launch.py bag:=my_bag topics:='/scan /odom' loop:=true \
+        remappings:='/scan:=/sim/scan'
+
+Parameters come from ``params_file`` (config/sim_clock.yaml by default); one given as a launch
+argument overrides the file. ``topics``, ``start_at_zero`` and ``remappings`` are the player's
+command line and the node's remappings.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.actions import OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+import yaml
+
+# name -> description. Empty: the value from params_file (or the player's default).
+PARAMETER_ARGUMENTS = {
+    'sync': 'Step the bag: time advances only by ~/step calls (true/false).',
+    'time_step': 'One frame, in seconds (> 0): how much bag time a step plays.',
+    'real_time_factor': 'Free-run pace: 1.0 the bag as recorded, 2.0 twice as fast, 0 as fast '
+                        'as possible.',
+    'mode': "'simulation' (frames of time_step) or 'real_time' (the bag at wall pace).",
+    'paused': 'Start paused (true/false).',
+    'loop': 'At the end of the bag start again from its beginning (a reset).',
+    'publish_rate': '/clock rate in Hz while time is not advancing.',
+    'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
+    'ack_timeout': 'Seconds a step waits for its messages to be acknowledged; 0 no wait.',
+}
+
+
+def _split_remappings(text: str) -> list:
+    """Return ``[(from, to)]`` of 'from:=to' pairs separated by spaces or commas."""
+    pairs = []
+    for item in text.replace(',', ' ').split():
+        source, separator, target = item.partition(':=')
+        if not separator or not source or not target:
+            raise ValueError(f"remappings: '{item}' is not of the form from:=to")
+        pairs.append((source, target))
+    return pairs
+
+
+def _node(context):
+    configuration = context.launch_configurations
+    overrides = {'use_sim_time': yaml.safe_load(configuration['use_sim_time'])}
+    for name in PARAMETER_ARGUMENTS:
+        if configuration[name] != '':
+            overrides[name] = yaml.safe_load(configuration[name])
+    arguments = [configuration['bag']]
+    if configuration['topics'].strip():
+        arguments += ['--topics', *configuration['topics'].split()]
+    if yaml.safe_load(configuration['start_at_zero']):
+        arguments.append('--start-at-zero')
+    return [Node(
+        package='sim_clock',
+        executable='bag_player',
+        name=LaunchConfiguration('node_name'),
+        namespace=LaunchConfiguration('namespace'),
+        arguments=arguments,
+        parameters=[LaunchConfiguration('params_file'), overrides],
+        remappings=_split_remappings(configuration['remappings']),
+        output='screen',
+        emulate_tty=True,
+    )]
+
+
+def generate_launch_description():
+    """Declare the bag, the player's options and its parameters; start the bag player."""
+    default_params = os.path.join(
+        get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+    arguments = [
+        DeclareLaunchArgument(
+            'bag', description='The rosbag2 directory, or a .mcap or .db3 file, to replay.'),
+        DeclareLaunchArgument(
+            'topics', default_value='',
+            description='Topics to play, separated by spaces; empty: all but /clock.'),
+        DeclareLaunchArgument(
+            'start_at_zero', default_value='false',
+            description="/clock starts at zero instead of the bag's first timestamp."),
+        DeclareLaunchArgument(
+            'remappings', default_value='',
+            description="Topic remappings 'from:=to', separated by spaces or commas."),
+        DeclareLaunchArgument(
+            'params_file', default_value=default_params,
+            description='YAML file with the clock server parameters.'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false',
+            description='use_sim_time of the player node itself (it runs either way).'),
+        DeclareLaunchArgument(
+            'node_name', default_value='sim_clock',
+            description='Node name; services live under /<namespace>/<node_name>/.'),
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='Namespace of the player node (/clock stays global).'),
+    ]
+    arguments += [
+        DeclareLaunchArgument(
+            name, default_value='',
+            description=description + ' Empty: the value from params_file.')
+        for name, description in PARAMETER_ARGUMENTS.items()]
+    return LaunchDescription(arguments + [OpaqueFunction(function=_node)])
