@@ -200,6 +200,20 @@ check_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char * usage)
   return 0;
 }
 
+// Whether the budget of entry `which` lets one more message go (and take it); see play().
+static int
+spend(int64_t * budgets, Py_ssize_t which)
+{
+  if (budgets == NULL || budgets[which] < 0) {
+    return 1;
+  }
+  if (budgets[which] == 0) {
+    return 0;
+  }
+  --budgets[which];
+  return 1;
+}
+
 // publish(publishers, topics, blob, offsets, start, stop): publish messages start to stop
 // (excluded) of a packed batch, in order, each on the publisher of its topic.
 static PyObject *
@@ -271,19 +285,24 @@ replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t narg
 }
 
 // play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, bag_offset_ns,
-//      clock_publisher, clock_offset_ns, final) -> (frames_done, index)
+//      clock_publisher, clock_offset_ns, final, budgets) -> (frames_done, index)
 // The frames first_ns + k * step_ns, k = 0 .. count - 1, in turn: each publishes the messages
 // of the batch from `index` on stamped up to bag_offset_ns plus its time, then its /clock at
 // clock_offset_ns plus its time. Unless `final` (no batch follows this one), play stops at
 // the first frame that uses the batch up, before its /clock: the frame may have messages in
 // the next batch. Return the frames done (their /clock published) and the next index.
+// `budgets` (flow control): None, or a writable buffer of int64, one per topic and then one
+// for /clock: how many more messages each may publish. Play stops before a publish whose
+// budget is 0 (the caller waits for acknowledgements, refills, and calls again from where it
+// stopped), takes one off a positive budget per publish, and leaves a negative one alone
+// (no limit).
 static PyObject *
 replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
   (void)module;
   if (check_arguments(
-      nargs, 13, "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, "
-      "count, bag_offset_ns, clock_publisher, clock_offset_ns, final)") < 0)
+      nargs, 14, "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, "
+      "count, bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets)") < 0)
   {
     return NULL;
   }
@@ -324,21 +343,46 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
   if (get_batch(&batch, args, BATCH_BUFFERS, "play") < 0) {
     return NULL;
   }
+  Py_buffer budget_view = {0};
+  int64_t * budgets = NULL;
+  if (args[13] != Py_None) {
+    if (PyObject_GetBuffer(args[13], &budget_view, PyBUF_WRITABLE) < 0) {
+      PyErr_SetString(PyExc_TypeError, "play(): budgets must be None or a writable buffer");
+      release_batch(&batch);
+      return NULL;
+    }
+    if (budget_view.len != (batch.publisher_count + 1) * (Py_ssize_t)sizeof(int64_t)) {
+      PyErr_Format(
+        PyExc_ValueError, "play(): %zd publishers and /clock need %zd budgets, got %zd bytes "
+        "of them", batch.publisher_count, batch.publisher_count + 1, budget_view.len);
+      PyBuffer_Release(&budget_view);
+      release_batch(&batch);
+      return NULL;
+    }
+    budgets = (int64_t *)budget_view.buf;
+  }
   PyObject * result = NULL;
   if (check_messages(&batch, index, batch.count, "play") == 0) {
     Py_ssize_t done = 0;
-    int failed = 0;
+    int failed = 0, spent = 0;
     for (; done < count; ++done) {
       long long time_ns = first_ns + (long long)done * step_ns;
       long long up_to_ns = bag_offset_ns + time_ns;
       while (index < batch.count && batch.times[index] <= up_to_ns) {
+        if (!spend(budgets, batch.topics[index])) {
+          spent = 1;
+          break;
+        }
         if (publish_message(&batch, index) < 0) {
           failed = 1;
           break;
         }
         ++index;
       }
-      if (failed || (index == batch.count && !final)) {
+      if (failed || spent || (index == batch.count && !final)) {
+        break;
+      }
+      if (!spend(budgets, batch.publisher_count)) {
         break;
       }
       if (publish_clock_at(clock_publisher, clock_offset_ns + time_ns) < 0) {
@@ -349,6 +393,9 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
     if (!failed) {
       result = Py_BuildValue("(nn)", done, index);
     }
+  }
+  if (budgets != NULL) {
+    PyBuffer_Release(&budget_view);
   }
   release_batch(&batch);
   return result;
@@ -363,9 +410,9 @@ static PyMethodDef replay_methods[] = {
     "serialized here, on the rcl publisher at that address."},
   {"play", (PyCFunction)(void (*)(void))replay_play, METH_FASTCALL,
     "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, "
-    "bag_offset_ns, clock_publisher, clock_offset_ns, final) -> (frames_done, index): play "
-    "frames of a packed batch, each its messages then its /clock, until the batch is used "
-    "up (unless final) or the frames are done."},
+    "bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets) -> (frames_done, "
+    "index): play frames of a packed batch, each its messages then its /clock, until the "
+    "batch is used up (unless final), a budget is spent, or the frames are done."},
   {NULL, NULL, 0, NULL}
 };
 

@@ -52,6 +52,7 @@ from sim_clock.core.units import join_ns
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.flow import FlowControl
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
@@ -139,18 +140,22 @@ class BagFrames:
 
         def emit(batch, start, stop):
             publish(pointers, batch[1], batch[2], batch[3], start, stop)
+        self._flow = flow = FlowControl(server, [*self._publishers, server.clock_publisher])
+        budgets = flow.budgets
         if clock_in_c():
-            self._run = native_run(pointers, server.clock_publisher.handle.pointer, offset_ns)
+            self._run = flow.paced(native_run(
+                pointers, server.clock_publisher.handle.pointer, offset_ns, budgets))
         else:
-            self._run = python_run(emit, self._publish_clock)
+            self._run = flow.paced(python_run(emit, self._publish_clock, budgets))
         self._acks = Acknowledgements(server)
-        self._lockstep_run = python_run(emit, self._publish_acknowledged)
+        self._lockstep_run = flow.paced(python_run(emit, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, bag.start_ns)
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's messages, then its /clock; then loop or pause at the end."""
         cursor, played = self.cursor, 0
+        self._flow.start()
         parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
                  if frames and self._server.barrier_applies() else [(frames, self._run)])
         try:

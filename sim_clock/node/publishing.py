@@ -30,6 +30,7 @@ from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
 from sim_clock.core.units import split_ns
+from sim_clock.node.flow import FlowControl
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
@@ -110,17 +111,25 @@ def publisher_destroyed(*args) -> None:
 
 
 class ClockSink:
-    """Publish each frame's /clock, ``offset_ns`` after the timeline's time."""
+    """Publish each frame's /clock, ``offset_ns`` after the timeline's time, on ``node``'s."""
 
-    def __init__(self, publisher, offset_ns: int = 0):
-        self._publisher = publisher
-        self._publish_clock = clock_publisher(publisher, offset_ns)
+    def __init__(self, node, offset_ns: int = 0):
+        self._publisher = node.clock_publisher
+        self._publish_clock = clock_publisher(self._publisher, offset_ns)
+        self._flow = FlowControl(node, [self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""
         publish_clock = self._publish_clock
-        for time_ns in frames:
-            publish_clock(time_ns)
+        if not self._flow.start():
+            for time_ns in frames:
+                publish_clock(time_ns)
+            return
+        while frames:
+            window = frames[:self._flow.take(0, len(frames))]
+            for time_ns in window:
+                publish_clock(time_ns)
+            frames = frames[len(window):]
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""

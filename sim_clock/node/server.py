@@ -87,8 +87,7 @@ class ClockServer(Node):
         self._listeners = []
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
-        self.sink = (sink or (lambda node: ClockSink(node.clock_publisher, clock_offset_ns)))(
-            self)
+        self.sink = (sink or (lambda node: ClockSink(node, clock_offset_ns)))(self)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         # One single-threaded executor runs every callback: the timeline needs no lock.

@@ -14,6 +14,7 @@
 
 """The bag logic without ROS I/O: opening, streaming, read-ahead, the cursor, seek, summaries."""
 
+from array import array
 import os
 import re
 import signal
@@ -397,6 +398,60 @@ def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, size
             message = next(due, None)
         expected.append(('frame', frame))
     assert events == expected
+
+
+@given(messages=st.lists(st.tuples(st.integers(0, 1_000), st.integers(0, 2)), max_size=60),
+       cuts=st.lists(st.integers(0, 1_000), max_size=15).map(sorted),
+       size=st.integers(1, 8),
+       windows=st.lists(st.sampled_from([-1, 1, 2, 3, 7]), min_size=4, max_size=4))
+def test_budgets_hold_each_writer_to_its_window_and_lose_nothing(messages, cuts, size,
+                                                                 windows):
+    """
+    With budgets (flow control), play stops before a writer exceeds its window.
+
+    Refilled where it stops, it puts out exactly what play without budgets does, in order,
+    and no writer (three topics, then /clock) publishes more than its window between refills.
+    """
+    messages.sort()
+    times = [t for t, _ in messages]
+    topics = [topic for _, topic in messages]
+
+    def open_batches(start_ns):
+        for k in range(0, len(times), size):
+            yield (times[k:k + size], topics[k:k + size],
+                   [(topic, t) for t, topic in messages[k:k + size]])
+    frames = cuts + [1_000]
+
+    def played(budgets):
+        out, since_refill = [], [0] * 4
+
+        def emit(batch, start, stop):
+            for topic, t in batch[2][start:stop]:
+                out.append((topic, t))
+                since_refill[topic] += 1
+
+        def frame_done(t):
+            out.append(('clock', t))
+            since_refill[3] += 1
+        run = python_run(emit, frame_done, budgets)
+
+        def resumed(batch, index, part, offset):
+            done = 0
+            while True:
+                finished, index = run(batch, index, part[done:], offset)
+                done += finished
+                if budgets is None:
+                    return done, index
+                for k, window in enumerate(windows):
+                    assert window < 0 or since_refill[k] <= window
+                if 0 not in budgets:
+                    return done, index
+                for k, budget in enumerate(budgets):
+                    if budget == 0:
+                        budgets[k], since_refill[k] = windows[k], 0
+        Cursor(open_batches, 0).play(frames, 0, resumed)
+        return out
+    assert played(array('q', windows)) == played(None)
 
 
 def test_cursor_read_error_mid_play_is_raised_after_what_came_before():

@@ -239,11 +239,74 @@ def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_off
     assert [data for _, data in pair.received] == expected
 
 
+BUDGETED = [
+    # (message times, topics, batch size, frames, budgets of /a, /b and /clock)
+    ([0, 0, 0, 0, 0, 10, 10, 20], [0, 0, 0, 0, 0, 1, 0, 1], 3, range(0, 40, 10), [2, 1, 1]),
+    ([0, 10, 20, 30], [0, 1, 0, 1], 4, range(0, 100, 5), [-1, 1, 3]),
+    ([5] * 9, [1] * 9, 2, range(0, 20, 10), [-1, 2, -1]),
+    ([], [], 1, range(0, 30, 10), [1, 1, 2]),
+]
+
+
+@pytest.mark.parametrize('times, topics, size, frames, budgets', BUDGETED)
+def test_play_in_c_spends_budgets_as_the_model(pair, times, topics, size, frames, budgets):
+    """
+    With budgets, C play stops where the model stops, spends the same, and resumes alike.
+
+    Refilled each time a budget is spent, both put out what play without budgets does.
+    """
+    datas = _messages(len(times))
+    c_budgets = array('q', budgets)
+    stops = []
+
+    def resumed(run, spent):
+        """Play to the end: refill every spent budget where ``run`` stopped on one."""
+        def play(batch, index, part, offset):
+            done = 0
+            while True:
+                finished, index = run(batch, index, part[done:], offset)
+                stops.append((finished, index, list(spent)))
+                done += finished
+                if 0 not in spent:
+                    return done, index
+                for k, budget in enumerate(spent):
+                    spent[k] = budgets[k] if budget == 0 else budget
+        return play
+
+    def model(spent):
+        """Return what the model puts out, and where it stops, with ``spent`` as budgets."""
+        out = []
+        unpacked = [(times[k:k + size], topics[k:k + size], datas[k:k + size])
+                    for k in range(0, len(times), size)]
+        run = python_run(lambda batch, start, stop: out.extend(batch[2][start:stop]),
+                         lambda t: out.append(_clock_bytes(t)), spent)
+        Cursor(lambda start: iter(unpacked), 0).play(
+            frames, 0, run if spent is None else resumed(run, spent))
+        return out
+    # /a, /b and /clock on /a's writer: the order received is the order published.
+    native = native_run(array('Q', [pair.pointers[0]] * 2), pair.pointers[0], 0, c_budgets)
+    Cursor(lambda start: iter(_packed(times, topics, datas, size)), 0).play(
+        frames, 0, resumed(native, c_budgets))
+    c_stops, stops[:] = list(stops), []
+    expected = model(array('q', budgets))
+    assert c_stops == stops
+    assert any(0 in spent for _, _, spent in stops)  # a budget did stop the play
+    assert expected == model(None)
+    pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
+    assert [data for _, data in pair.received] == expected
+
+
+def _clock_bytes(time_ns):
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS_PER_SEC)
+    return serialize_message(msg)
+
+
 def test_play_refuses_bad_arguments(pair):
     """Bad frames, clock times, indices or times out of order are named; nothing goes out."""
     (times, topics, blob, offsets), = _packed([0, 10], [0, 0], _messages(2), 2)
     good = [pair.pointers, topics, blob, offsets, times, 0, 0, 10, 3, 0, pair.pointers[0], 0,
-            False]
+            False, None]
 
     def call(position=None, value=None):
         args = list(good)
@@ -264,11 +327,13 @@ def test_play_refuses_bad_arguments(pair):
             (5, '0', TypeError, 'integer'),
             (9, 1.5, TypeError, 'integer'),
             (10, -1, OverflowError, ''),
+            (13, array('q', [5, 5]), ValueError, '2 publishers and /clock need 3 budgets'),
+            (13, bytes(24), TypeError, 'budgets must be None or a writable buffer'),
     ]:
         with pytest.raises(error, match=text):
             call(position, value)
-    with pytest.raises(TypeError, match='takes 13 arguments'):
-        _replay.play(*good[:12])
+    with pytest.raises(TypeError, match='takes 14 arguments'):
+        _replay.play(*good[:13])
     assert call() == (1, 2)  # the batch is used up by the second frame, before its /clock
     pair.spin_until(lambda: len(pair.received) >= 3, 'the good call')
     assert len(pair.received) == 3  # the two messages and one /clock: the bad calls sent none

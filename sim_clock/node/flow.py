@@ -1,0 +1,124 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Flow control of stepped frames: no reliable writer overwrites a sample a reader still lacks.
+
+A KEEP_LAST writer repairs a reader's losses only from its history: a step whose frames put
+more samples on one topic than that history holds, faster than a reader takes them, lost
+samples at that reader. While time advances only by steps (sync mode, or paused), each
+reliable writer may have at most a *window* of samples out since its readers last
+acknowledged everything (half its depth, at most :data:`MAX_WINDOW`); then publishing waits
+until they have (``Publisher.wait_for_all_acked``) and goes on with a full window. Free run is
+not held back: as fast as possible outruns every reader by design (doc/design.md, "Flow
+control").
+
+A reader that acknowledges nothing of a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
+dead process keeps its match until its lease ends): its topic is not waited for again while
+its readers stay the same and have not caught up, as for acknowledged steps.
+"""
+
+from array import array
+from typing import Callable
+from typing import List
+
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import ReliabilityPolicy
+from sim_clock.node.acks import Acknowledgements
+
+#: The most samples a writer has out, unacknowledged, between two waits.
+MAX_WINDOW = 500
+#: The longest one wait for a window's acknowledgements, in ns; then its readers are stalled.
+WAIT_TIMEOUT_NS = 1_000_000_000
+#: The budget of a writer that is not held back.
+UNLIMITED = -1
+
+
+def window(qos) -> int:
+    """Return the window of a writer with ``qos``: UNLIMITED if best effort."""
+    if qos.reliability is ReliabilityPolicy.BEST_EFFORT:
+        return UNLIMITED
+    if qos.history is HistoryPolicy.KEEP_ALL:
+        return MAX_WINDOW
+    return max(min(qos.depth // 2, MAX_WINDOW), 1)
+
+
+class FlowControl:
+    """
+    The budgets of a sink's writers (a bag's topics, then /clock) while frames are stepped.
+
+    :attr:`budgets` is what ``sim_clock._replay.play`` spends (one entry per writer; negative:
+    no limit). :meth:`start` before each run of frames arms or disarms it.
+    """
+
+    def __init__(self, node, publishers: List):
+        self._node = node
+        self._publishers = list(publishers)
+        self._windows = [window(publisher.qos_profile) for publisher in self._publishers]
+        self.budgets = array('q', [UNLIMITED] * len(self._publishers))
+        self._acks = Acknowledgements(node)
+        self._armed = False
+
+    def start(self) -> bool:
+        """Arm flow control if time advances only by steps, else lift it; return whether armed."""
+        armed = not self._node.timeline.free_running
+        if armed != self._armed:
+            # Armed afresh: what free run left unacknowledged is waited for first.
+            for index, size in enumerate(self._windows):
+                self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
+            self._armed = armed
+        return armed
+
+    def take(self, which: int, wanted: int) -> int:
+        """Spend up to ``wanted`` of writer ``which``'s budget (waiting if spent); return it."""
+        if self.budgets[which] == 0:
+            self.refill()
+        budget = self.budgets[which]
+        if budget < 0:
+            return wanted
+        taken = min(budget, wanted)
+        self.budgets[which] = budget - taken
+        return taken
+
+    def refill(self) -> None:
+        """Wait until the writers whose budget is spent are acknowledged; give them a window."""
+        spent = [index for index, budget in enumerate(self.budgets) if budget == 0]
+        stalled = self._acks.wait_now([self._publishers[i] for i in spent], WAIT_TIMEOUT_NS)
+        if stalled:
+            self._node.get_logger().warning(
+                f'publishing on without waiting for stalled reliable readers of: '
+                f'{", ".join(stalled)} (they acknowledged nothing for '
+                f'{WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they catch up)',
+                throttle_duration_sec=5.0)
+        for index in spent:
+            self.budgets[index] = self._windows[index]
+
+    def paced(self, run: Callable) -> Callable:
+        """
+        Return ``run`` (a bag cursor's run, spending :attr:`budgets`) played to the end.
+
+        Each time ``run`` stops on a spent budget, wait for the acknowledgements, refill, and
+        call it again from where it stopped.
+        """
+        budgets = self.budgets
+
+        def flowing(batch, index, frames, offset_ns):
+            done = 0
+            while True:
+                finished, index = run(batch, index, frames[done:], offset_ns)
+                done += finished
+                if 0 not in budgets:
+                    return done, index
+                self.refill()
+        return flowing
