@@ -38,8 +38,13 @@ the CPU times much less. Two busy processes need two free cores to overlap: the 
 CPU that the hypervisor took from this machine during the runs (steal time) is printed too.
 
 The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF``): nothing
-leaves the process, nobody subscribes, and no DDS domain is shared with anyone. Run with the
-installed package: ``AMENT_PREFIX_PATH=.venv .venv/bin/python benchmarks/replay.py``.
+leaves the process, nobody subscribes, and no DDS domain is shared with anyone. With
+``--acknowledged``, the replay of each bag is measured again with a reader: an rclpy process
+on loopback (a DDS domain of its own) that subscribes to every topic reliably and keeps all,
+so that flow control (``sim_clock.node.flow``) holds each writer to what the reader has
+acknowledged; the rate is every message published *and* received, against the replay without
+a reader. Run with the installed package:
+``AMENT_PREFIX_PATH=.venv .venv/bin/python benchmarks/replay.py``.
 """
 
 import argparse
@@ -162,8 +167,76 @@ def child_replay(path: str, step_ms: int) -> None:
     print(f'{count} {elapsed} {replay_rss} {cpu} {rclpy_s} {c_s} {reader_cpu} {reader_rss}')
 
 
+#: The reader of ``--acknowledged``: keeps every message of /a and /b, says when it has them.
+READER = """
+import sys
+import rclpy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node('keep_all_reader')
+keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+got = [0]
+def count(data):
+    got[0] += 1
+subscriptions = [node.create_subscription(String, name, count, keep_all, raw=True)
+                 for name in ('/a', '/b')]
+while not all(s.get_publisher_count() for s in subscriptions):
+    rclpy.spin_once(node, timeout_sec=0.1)
+print('ready', flush=True)
+while got[0] < int(sys.argv[1]):
+    rclpy.spin_once(node, timeout_sec=10.0)
+print('done', got[0], flush=True)
+"""
+
+
+def child_acknowledged(path: str, step_ms: int) -> None:
+    """
+    Print the replay rate of the bag to a reader that keeps every message (flow control).
+
+    Both processes load sim_clock's Fast DDS profile, as the executables do: acknowledgements
+    asked for every 1 ms and given at once (Fast DDS's defaults: 3 s and 5 ms).
+    """
+    import rclpy
+    from rclpy.parameter import Parameter
+    from sim_clock.bag.player import BagPlayer
+    from sim_clock.bag.reader import Bag
+    from sim_clock.node.runtime import answer_late_clients
+    answer_late_clients()  # into os.environ, which the reader inherits
+    rclpy.init()
+    bag = Bag(path)
+    player = BagPlayer(bag, parameter_overrides=[
+        Parameter('sync', value=True), Parameter('time_step', value=step_ms / 1000)])
+    node = player.node
+    count = sum(topic.message_count for topic in bag.topics)
+    reader = subprocess.Popen([sys.executable, '-c', READER, str(count)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == 'ready'
+        frames = bag.duration_ns // (step_ms * MS) + 1
+        start = time.perf_counter()
+        while frames > 0:
+            steps = min(frames, 100_000)
+            outcome = node.step('', steps)
+            assert outcome.success, outcome.message
+            frames -= steps
+        published_s = time.perf_counter() - start
+        done = reader.stdout.readline().split()
+        received_s = time.perf_counter() - start
+        assert done == ['done', str(count)], done
+    finally:
+        reader.kill()
+        node.destroy_node()
+        rclpy.try_shutdown()
+        bag.close()
+    print(f'{count} {published_s} {received_s}')
+
+
 def _run_child(kind: str, path: str, step_ms: int) -> tuple:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='OFF')
+    if kind == 'acknowledged':
+        env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+                   ROS_DOMAIN_ID=str(100 + os.getpid() % 100))
     out = subprocess.run(
         [sys.executable, __file__, f'--child-{kind}', path, '--time-step-ms', str(step_ms)],
         env=env, check=True, capture_output=True, text=True).stdout
@@ -182,10 +255,16 @@ def _steal_s() -> float:
     return int(fields[8]) / os.sysconf('SC_CLK_TCK') if len(fields) > 8 else 0.0
 
 
-def _measure(path: str, size: int, repetitions: int, step_ms: int) -> dict:
+def _measure(path: str, size: int, repetitions: int, step_ms: int,
+             acknowledged: bool = False) -> dict:
     """Read and replay the bag ``repetitions`` times, in turn; return the figures' lists."""
     runs = []
     for _ in range(repetitions):
+        figures = {}
+        if acknowledged:
+            played, published_s, received_s = _run_child('acknowledged', path, step_ms)
+            assert played == size, (played, size)
+            figures = {'acked': played / received_s}
         count, read_s, read_rss, read_cpu = _run_child('read', path, step_ms)
         (played, replay_s, replay_rss, replay_cpu, rclpy_s, c_s, reader_cpu,
          reader_rss) = _run_child('replay', path, step_ms)
@@ -196,7 +275,7 @@ def _measure(path: str, size: int, repetitions: int, step_ms: int) -> dict:
             'rclpy': played / rclpy_s, 'c': played / c_s,
             'read_rss': read_rss, 'replay_rss': replay_rss, 'reader_rss': reader_rss,
             'read_cpu': read_cpu / count * 1e6, 'player_cpu': replay_cpu / played * 1e6,
-            'reader_cpu': reader_cpu / played * 1e6})
+            'reader_cpu': reader_cpu / played * 1e6, **figures})
     return {key: [run[key] for run in runs] for key in runs[0]}
 
 
@@ -211,7 +290,10 @@ def main() -> int:
                              'the table gives medians, and the ratio of the median rates')
     parser.add_argument('--time-step-ms', type=int, default=10,
                         help='the frame of the replay in ms (default 10: ten messages a frame)')
+    parser.add_argument('--acknowledged', action='store_true',
+                        help='also replay each bag to a reader that keeps every message')
     parser.add_argument('--child-read', metavar='BAG', help=argparse.SUPPRESS)
+    parser.add_argument('--child-acknowledged', metavar='BAG', help=argparse.SUPPRESS)
     parser.add_argument('--child-replay', metavar='BAG', help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child_read:
@@ -219,6 +301,9 @@ def main() -> int:
         return 0
     if options.child_replay:
         child_replay(options.child_replay, options.time_step_ms)
+        return 0
+    if options.child_acknowledged:
+        child_acknowledged(options.child_acknowledged, options.time_step_ms)
         return 0
 
     print(_load(), file=sys.stderr)
@@ -228,13 +313,14 @@ def main() -> int:
           f'{"C publish msg/s":>16} '
           f'{"read RSS MiB":>13} {"replay RSS MiB":>15} {"read-ahead RSS MiB":>19} '
           f'{"read CPU us/msg":>16} {"player CPU us/msg":>18} {"read-ahead CPU us/msg":>22}')
-    lowest = None
+    lowest, acked = None, []
     with tempfile.TemporaryDirectory() as folder:
         for storage in options.storage:
             for size in (options.messages, 10 * options.messages):
                 path = os.path.join(folder, f'{storage}_{size}')
                 write_bag(path, storage, size)
-                runs = _measure(path, size, options.repetitions, options.time_step_ms)
+                runs = _measure(path, size, options.repetitions, options.time_step_ms,
+                                options.acknowledged)
                 m = {key: median(values) for key, values in runs.items()}
                 ratio = m['replay'] / m['read']
                 lowest = ratio if lowest is None else min(lowest, ratio)
@@ -245,6 +331,15 @@ def main() -> int:
                       f'{max(runs["replay_rss"]):>15.1f} {max(runs["reader_rss"]):>19.1f} '
                       f'{m["read_cpu"]:>16.2f} {m["player_cpu"]:>18.2f} '
                       f'{m["reader_cpu"]:>22.2f}', flush=True)
+                if options.acknowledged:
+                    acked.append(f'{storage + " x" + str(size // options.messages):>12} '
+                                 f'{size:>9} {m["replay"]:>13,.0f} {m["acked"]:>17,.0f} '
+                                 f'{m["acked"] / m["replay"]:>6.2f}')
+    if acked:
+        print(f'replay to a reader that keeps every message (flow control; rate to the last '
+              f'message received):\n{"bag":>12} {"messages":>9} {"replay msg/s":>13} '
+              f'{"to reader msg/s":>17} {"ratio":>6}')
+        print('\n'.join(acked))
     print(_load(), file=sys.stderr)
     print(f'steal time: {(_steal_s() - steal) / (time.monotonic() - start):.0%} of a CPU '
           'over the runs', file=sys.stderr)
