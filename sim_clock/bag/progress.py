@@ -74,7 +74,7 @@ class ProgressReport:
     messages_out: int
     #: Messages of the topics that play, in the whole bag.
     messages_total: int
-    #: Measured pace: bag seconds per wall second; 0 unknown or standing still.
+    #: Measured pace: bag seconds per wall second; 0 paused, unknown or standing still.
     rate: float
     #: Wall seconds to the end at that pace; 0 at the end; UNKNOWN_TIME_LEFT (-1) unknown.
     time_left: float
@@ -169,10 +169,11 @@ class Progress:
         now = self._now() if now is None else now
         duration, time_ns = self._duration_ns, self._time_ns
         percent = 100.0 if duration == 0 else min(max(time_ns * 100 / duration, 0.0), 100.0)
-        rate = self._rate(now)
+        # Paused, time stands still: the pace now is 0, whatever the last seconds were.
+        rate = 0.0 if self._playback is Playback.PAUSED else self._rate(now)
         if time_ns >= duration:
             time_left = 0.0
-        elif rate > 0 and self._playback is not Playback.PAUSED:
+        elif rate > 0:
             time_left = (duration - time_ns) / NS_PER_SEC / rate
         else:
             time_left = UNKNOWN_TIME_LEFT

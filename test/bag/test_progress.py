@@ -157,7 +157,7 @@ def test_the_rate_follows_the_last_window(clock):
 
 
 def test_paused_time_left_is_unknown_and_the_line_says_paused(clock):
-    """Paused: the line says so, time left is unknown, the rate falls to 0 over the window."""
+    """Paused: the line says so, rate 0 and time left unknown; on resume the rate is measured."""
     progress, terminal = _terminal_progress(clock)
     for k in range(1, 11):
         clock.advance(100 * MS)
@@ -165,10 +165,16 @@ def test_paused_time_left_is_unknown_and_the_line_says_paused(clock):
     clock.advance(LINE_PERIOD_NS)
     progress.update(S, 10, PAUSED)
     report = progress.report()
-    assert report.rate > 0 and report.time_left == UNKNOWN_TIME_LEFT
-    assert _lines(terminal)[-1].endswith('left --  (paused)')
-    clock.advance(RATE_WINDOW_NS)
-    assert progress.report().rate == 0.0
+    assert (report.rate, report.time_left) == (0.0, UNKNOWN_TIME_LEFT)
+    assert _lines(terminal)[-1].endswith('--x  left --  (paused)')
+    # Resumed after 1 s at rate 1: the window holds 1 s paused and 1 s playing.
+    for k in range(1, 11):
+        clock.advance(100 * MS)
+        progress.update(S, 10, PAUSED)
+    for k in range(1, 11):
+        clock.advance(100 * MS)
+        progress.update(S + k * 100 * MS, 10 + k, PLAYING)
+    assert progress.report().rate == pytest.approx(0.5, abs=0.05)
 
 
 def test_sync_mode_draws_no_line_but_reports(clock):
