@@ -256,7 +256,8 @@ class BagPlayer:
     """
     Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
 
-    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek`` and ``loop`` added.
+    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``
+    and ``loop`` added.
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
     ``show_progress``: a progress line on stderr if it is a terminal, else in the log (every
     5 s while playing); ``~/get_progress`` answers either way.

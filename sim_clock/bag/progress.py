@@ -39,7 +39,8 @@ LOG_PERIOD_NS = 5 * NS_PER_SEC
 RATE_WINDOW_NS = 2 * NS_PER_SEC
 #: ... from samples of (wall time, bag time) taken at least this far apart ...
 SAMPLE_PERIOD_NS = NS_PER_SEC // 10
-#: ... and is unknown (0) until this much wall time was measured since the start or a reset.
+#: ... and is unknown (0) until this much wall time was measured since the start, a reset or
+#: a resume.
 MIN_RATE_SPAN_NS = NS_PER_SEC // 10
 #: ``time_left`` when it is unknown: paused, or the measured rate is 0.
 UNKNOWN_TIME_LEFT = -1.0
@@ -133,7 +134,7 @@ class Progress:
         self._log = log if stream is not None and self._terminal is None else None
         self._time_ns = self._handed_out = self._base = self._epoch = 0
         self._playback = Playback.PAUSED
-        now = now_fn()
+        now = self._updated_ns = now_fn()
         #: (steady ns, time ns), oldest first: the first one is the newest at least
         #: RATE_WINDOW_NS old, where there is one.
         self._samples = deque([(now, 0)])
@@ -145,12 +146,17 @@ class Progress:
         """Start again at ``time_ns`` (a reset): messages out from 0, the rate measured anew."""
         self._time_ns, self._base, self._handed_out, self._epoch = (
             time_ns, handed_out, handed_out, epoch)
-        self._samples = deque([(self._now(), time_ns)])
+        self._updated_ns = self._now()
+        self._samples = deque([(self._updated_ns, time_ns)])
 
     def update(self, time_ns: int, handed_out: int, playback: Playback) -> None:
         """Note where the replay is; rewrite the line or log it when it is due."""
         now = self._now()
+        if playback is Playback.PLAYING and self._playback is not Playback.PLAYING:
+            # Measured from the resume on: the time it stood still is not the pace of playing.
+            self._samples = deque([(self._updated_ns, self._time_ns)])
         self._time_ns, self._handed_out, self._playback = time_ns, handed_out, playback
+        self._updated_ns = now
         samples = self._samples
         if now - samples[-1][0] >= SAMPLE_PERIOD_NS:
             samples.append((now, time_ns))

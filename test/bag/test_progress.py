@@ -167,14 +167,14 @@ def test_paused_time_left_is_unknown_and_the_line_says_paused(clock):
     report = progress.report()
     assert (report.rate, report.time_left) == (0.0, UNKNOWN_TIME_LEFT)
     assert _lines(terminal)[-1].endswith('--x  left --  (paused)')
-    # Resumed after 1 s at rate 1: the window holds 1 s paused and 1 s playing.
+    # Resumed after 1 s: the rate is measured from the resume on, not over the pause.
     for k in range(1, 11):
         clock.advance(100 * MS)
         progress.update(S, 10, PAUSED)
-    for k in range(1, 11):
+    for k in range(1, 6):
         clock.advance(100 * MS)
-        progress.update(S + k * 100 * MS, 10 + k, PLAYING)
-    assert progress.report().rate == pytest.approx(0.5, abs=0.05)
+        progress.update(S + k * 400 * MS, 10 + k, PLAYING)
+    assert progress.report().rate == pytest.approx(4.0)
 
 
 def test_sync_mode_draws_no_line_but_reports(clock):
