@@ -116,7 +116,7 @@ class Progress:
     ``stream`` a terminal (``isatty()``): one line rewritten in place at most every
     :data:`LINE_PERIOD_NS` in free run and real-time mode (playing or paused), not in sync
     mode. ``stream`` not a terminal: ``log(line)`` at most every :data:`LOG_PERIOD_NS`
-    while playing. Both None: numbers only (:meth:`report`).
+    while playing. ``stream`` None: numbers only (:meth:`report`), ``log`` unused.
 
     Times given to :meth:`update` and :meth:`restart` are the timeline's: ns from the bag's
     first timestamp ``start_ns``. Messages are counted by the cursor (``handed_out``, since
