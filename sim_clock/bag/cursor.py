@@ -38,13 +38,16 @@ class Cursor:
     ``start_ns`` on, batch after batch. A batch is a tuple whose first item is the list of its
     messages' times in ns (a :data:`Batch` or a :data:`PackedBatch`); the cursor hands out runs
     of a batch's messages by their indices. Each message is handed out once between two
-    :meth:`seek` calls.
+    :meth:`seek` calls; :attr:`handed_out` counts them all.
     """
 
     def __init__(self, open_batches: Callable[[int], Iterator[tuple]], start_ns: int):
         self._open_batches = open_batches
         #: Frames done by the last :meth:`play`.
         self.frames_played = 0
+        #: Messages handed out since the cursor was made, over every seek: each run moves the
+        #: batch's index past the messages it handed out.
+        self.handed_out = 0
         self.seek(start_ns)
 
     def seek(self, start_ns: int) -> None:
@@ -84,8 +87,9 @@ class Cursor:
         done = 0
         try:
             while True:
-                batch = self._batch
-                finished, self._index = run(batch, self._index, frames[done:], offset_ns)
+                batch, index = self._batch, self._index
+                finished, self._index = run(batch, index, frames[done:], offset_ns)
+                self.handed_out += self._index - index
                 done += finished
                 if batch is None or done == len(frames):
                     return

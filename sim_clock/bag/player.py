@@ -20,6 +20,8 @@ parameters, services and clock modes) with a clock offset (the bag's first stamp
 sink, :class:`BagFrames`, that publishes each frame's messages, raw, before its ``/clock``. A
 step therefore answers once all data up to the new time is out. Every reset rewinds the bag
 to the timeline's new time (``~/seek`` is a reset to a given time, ``loop`` a reset at the end).
+The sink feeds a :class:`~sim_clock.bag.progress.Progress` (``~/get_progress``, and a line on
+a terminal or in the log).
 """
 
 import argparse
@@ -27,6 +29,7 @@ from array import array
 from dataclasses import dataclass
 import itertools
 import sys
+import time
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -41,6 +44,8 @@ from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
 from sim_clock import _replay
 from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.progress import Playback
+from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
@@ -60,6 +65,7 @@ from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.server import ClockServer
 from sim_clock.node.services import fill
+from sim_clock.srv import GetProgress
 from sim_clock.srv import Seek
 
 #: History depth of a volatile topic's publisher, at least: a step may release a burst of
@@ -123,7 +129,7 @@ class BagFrames:
     the publishers); by the Python model otherwise.
     """
 
-    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead):
+    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead, show_progress: bool):
         self._server = server
         self._bag = bag
         self._reader = reader
@@ -150,6 +156,11 @@ class BagFrames:
         self._acks = Acknowledgements(server)
         self._lockstep_run = flow.paced(python_run(emit, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, bag.start_ns)
+        #: Where the replay is: a line on a terminal (stderr), else in the log.
+        self.progress = Progress(
+            bag.start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
+            time.monotonic_ns, stream=sys.stderr if show_progress else None,
+            log=server.get_logger().info)
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
@@ -169,6 +180,7 @@ class BagFrames:
             # The frames not published yet, without data: time goes on.
             for time_ns in frames[played:]:
                 self._publish_clock(time_ns)
+        self._progressed()
         self._check_end()
 
     def _publish_acknowledged(self, time_ns: int) -> None:
@@ -184,6 +196,7 @@ class BagFrames:
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""
         self._publish_clock(time_ns)
+        self._progressed()
 
     def publishers(self) -> list:
         """Return the publishers of /clock and of the bag's topics."""
@@ -193,12 +206,22 @@ class BagFrames:
         """End the read-ahead process; from now on a publish raises."""
         self._reader.close()
         self._run = self._publish_clock = publisher_destroyed
+        self.progress.close()
 
     def _on_change(self, change: Change) -> None:
         if change.reset:
             # Every reset moves the bag to the timeline's new time (zero: the bag's start).
             self.cursor.seek(self._bag.start_ns + change.time_after_ns)
+            self.progress.restart(change.time_after_ns, self.cursor.handed_out, change.epoch)
             self._ended = False
+
+    def _progressed(self) -> None:
+        timeline = self._server.timeline
+        if timeline.free_running:
+            playback = Playback.PLAYING
+        else:
+            playback = Playback.STEPPED if timeline.status().sync else Playback.PAUSED
+        self.progress.update(timeline.time_ns, self.cursor.handed_out, playback)
 
     def _read_from(self, start_ns: int):
         """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""
@@ -224,6 +247,7 @@ class BagFrames:
         if self.loop:
             server.apply_change(lambda: timeline.seek(0, 'loop: end of the bag reached'))
         elif timeline.free_running:
+            self.progress.end_line()  # the last line stays above the log's
             server.apply_change(lambda: timeline.set_paused(True))
             server.get_logger().info(
                 f'end of the bag: paused at {server.clock_ns(timeline.time_ns)} ns '
@@ -237,12 +261,17 @@ class BagPlayer:
     """
     Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
 
-    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek`` and ``loop`` added.
+    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``
+    and ``loop`` added.
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
+    ``show_progress``: a progress line on stderr if it is a terminal, else in the log (every
+    5 s while playing); ``~/get_progress`` answers either way.
     """
 
-    def __init__(self, bag: Bag, *, start_at_zero: bool = False, **kwargs):
+    def __init__(self, bag: Bag, *, start_at_zero: bool = False, show_progress: bool = True,
+                 **kwargs):
         self.bag = bag
+        self._show_progress = show_progress
         #: /clock at the bag's first timestamp (the timeline's zero).
         origin_ns = 0 if start_at_zero else bag.start_ns
         # Started first: the child imports and opens the bag while the node comes up.
@@ -257,10 +286,12 @@ class BagPlayer:
         self.frames.loop = node.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
         node.add_post_set_parameters_callback(self._apply_loop)
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
+        node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
+                            qos_profile=SERVICE_QOS)
         self._log_start()
 
     def _make_frames(self, server: ClockServer) -> BagFrames:
-        self.frames = BagFrames(server, self.bag, self.reader)
+        self.frames = BagFrames(server, self.bag, self.reader, self._show_progress)
         return self.frames
 
     def _log_start(self) -> None:
@@ -294,6 +325,9 @@ class BagPlayer:
     def _on_seek(self, request, response):
         return fill(response, self.seek(join_ns(request.time)))
 
+    def _on_get_progress(self, request, response):
+        return fill(response, self.frames.progress.report())
+
     def _apply_loop(self, parameters: List[Parameter]) -> None:
         for parameter in parameters:
             if parameter.name == 'loop':
@@ -312,6 +346,9 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
                         help='play only these topics (default: all but /clock)')
     parser.add_argument('--start-at-zero', action='store_true',
                         help="/clock starts at zero instead of the bag's first timestamp")
+    parser.add_argument('--no-progress', action='store_true',
+                        help='no progress line on a terminal, nor every 5 s in the log '
+                             '(~/get_progress still answers)')
     return parser.parse_args(argv)
 
 
@@ -327,7 +364,8 @@ def main(args=None) -> int:
         return 1
     try:
         return spin_until_stopped(
-            lambda: BagPlayer(bag, start_at_zero=options.start_at_zero).node, argv,
+            lambda: BagPlayer(bag, start_at_zero=options.start_at_zero,
+                              show_progress=not options.no_progress).node, argv,
             logger_name=NODE_NAME)
     finally:
         bag.close()

@@ -31,12 +31,18 @@ from std_srvs.srv import Trigger
 
 
 def fill(response, outcome):
-    """Copy the fields of an outcome (a dataclass) into ``response``; ``clock_ns`` to ``clock``."""
+    """
+    Copy the fields of an outcome (a dataclass) into ``response``, by name.
+
+    A field ``<name>_ns`` that the response lacks goes into its Time ``<name>`` (``clock_ns``
+    into ``clock``); fields the response lacks otherwise are left out.
+    """
     for name, value in vars(outcome).items():
-        if name == 'clock_ns' and hasattr(response, 'clock'):
-            response.clock.sec, response.clock.nanosec = split_ns(value)
-        elif name != 'clock_ns' and hasattr(response, name):
+        if hasattr(response, name):
             setattr(response, name, value)
+        elif name.endswith('_ns') and hasattr(response, name[:-3]):
+            stamp = getattr(response, name[:-3])
+            stamp.sec, stamp.nanosec = split_ns(value)
     return response
 
 

@@ -28,8 +28,8 @@ LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 
 
 @pytest.mark.parametrize('name', ['srv/SyncModeCmd.srv', 'srv/Step.srv', 'srv/GetStatus.srv',
-                                  'srv/Seek.srv', 'srv/Join.srv', 'srv/Leave.srv',
-                                  'msg/Done.msg'])
+                                  'srv/Seek.srv', 'srv/GetProgress.srv', 'srv/Join.srv',
+                                  'srv/Leave.srv', 'msg/Done.msg'])
 def test_every_interface_field_is_commented(name):
     """Each field of our services and messages has a trailing comment: meaning and limits."""
     with open(os.path.join(ROOT, name)) as interface:

@@ -237,6 +237,9 @@ def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_off
         lambda batch, start, stop: expected.extend(batch[2][start:stop]), clock))
     pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
     assert [data for _, data in pair.received] == expected
+    # Both count what they handed out alike (the progress's messages out).
+    assert cursor.handed_out == model.handed_out == sum(
+        t <= frames[-1] + bag_offset for t in times)
 
 
 BUDGETED = [

@@ -1,0 +1,237 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Replay progress: where a bag's replay is, as numbers, one updating terminal line or a log line.
+
+As rosbag2's player progress bar, a unit of its own, handed its output stream and rate-limited
+on an injected steady clock (``now_fn``, integer ns); no rclpy. The bag player's frame sink
+feeds it (:meth:`Progress.update` after each run of frames and each idle republish,
+:meth:`Progress.restart` at each reset); ``~/get_progress`` answers :meth:`Progress.report`.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+import enum
+from typing import Callable
+from typing import Optional
+from typing import TextIO
+
+from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.units import split_ns
+
+#: The terminal line is rewritten at most this often (five times a second).
+LINE_PERIOD_NS = NS_PER_SEC // 5
+#: Without a terminal, a progress line goes to the log at most this often, while playing.
+LOG_PERIOD_NS = 5 * NS_PER_SEC
+#: The rate is the pace of bag time over about the last this much wall time ...
+RATE_WINDOW_NS = 2 * NS_PER_SEC
+#: ... from samples of (wall time, bag time) taken at least this far apart ...
+SAMPLE_PERIOD_NS = NS_PER_SEC // 10
+#: ... and is unknown (0) until this much wall time was measured since the start, a reset or
+#: a resume.
+MIN_RATE_SPAN_NS = NS_PER_SEC // 10
+#: ``time_left`` when it is unknown: paused, or the measured rate is 0.
+UNKNOWN_TIME_LEFT = -1.0
+#: What rewrites the line in place: back to its start; erase what a longer line left after it.
+LINE_START = '\r'
+ERASE_TO_END = '\x1b[K'
+
+
+class Playback(enum.Enum):
+    """How the bag plays, as the clock runs now."""
+
+    #: Free run or real-time mode, time advancing by itself.
+    PLAYING = 'playing'
+    #: Free run or real-time mode, paused.
+    PAUSED = 'paused'
+    #: Sync mode: time advances by steps only (no terminal line, no log line).
+    STEPPED = 'stepped'
+
+
+@dataclass(frozen=True)
+class ProgressReport:
+    """Where the replay is: ``~/get_progress`` field for field (``*_ns``: a Time there)."""
+
+    #: The bag timestamp reached: every message stamped up to it has gone out.
+    bag_time_ns: int
+    #: The bag's first and last timestamps.
+    start_ns: int
+    end_ns: int
+    #: Bag time from start to end, 0 to 100.
+    percent: float
+    #: Messages handed out since the last reset (the start, a seek, a loop, ~/reset).
+    messages_out: int
+    #: Messages of the topics that play, in the whole bag.
+    messages_total: int
+    #: Measured pace: bag seconds per wall second; 0 paused, unknown or standing still.
+    rate: float
+    #: Wall seconds to the end at that pace; 0 at the end; UNKNOWN_TIME_LEFT (-1) unknown.
+    time_left: float
+    #: Resets so far; messages_out counts from the last one.
+    epoch: int
+    playback: Playback
+
+    def line(self) -> str:
+        """Return the report as one line of text (for a terminal or the log)."""
+        sec, nanosec = split_ns(self.bag_time_ns)
+        total = str(self.messages_total)
+        rate = f'{self.rate:6.2f}x' if self.rate > 0 else '    --x'
+        if self.time_left == 0:
+            state = '  (end)'
+        elif self.playback is Playback.PLAYING:
+            state = ''
+        else:
+            state = f'  ({self.playback.value})'
+        return (f'bag {sec}.{nanosec // 1_000_000:03d} s {self.percent:5.1f}%  '
+                f'{self.messages_out:>{len(total)}}/{total} msgs  {rate}  '
+                f'left {_wall_time(self.time_left)}{state}')
+
+
+def _wall_time(seconds: float) -> str:
+    """Format seconds of wall time: ``4.2 s``, ``1:02:03``, ``--`` when unknown."""
+    if seconds < 0:
+        return '--'
+    if seconds < 60:
+        return f'{seconds:.1f} s'
+    minutes, sec = divmod(int(seconds), 60)
+    return f'{minutes // 60}:{minutes % 60:02d}:{sec:02d}'
+
+
+class Progress:
+    """
+    Count and show where a replay is; rate-limited on the steady clock ``now_fn`` (ns).
+
+    ``stream`` a terminal (``isatty()``): one line rewritten in place at most every
+    :data:`LINE_PERIOD_NS` in free run and real-time mode (playing or paused), not in sync
+    mode. ``stream`` not a terminal: ``log(line)`` at most every :data:`LOG_PERIOD_NS`
+    while playing. ``stream`` None: numbers only (:meth:`report`), ``log`` unused.
+
+    Times given to :meth:`update` and :meth:`restart` are the timeline's: ns from the bag's
+    first timestamp ``start_ns``. Messages are counted by the cursor (``handed_out``, since
+    it was made); what went out since the last reset is the difference.
+    """
+
+    def __init__(self, start_ns: int, end_ns: int, messages_total: int,
+                 now_fn: Callable[[], int], *, stream: Optional[TextIO] = None,
+                 log: Optional[Callable[[str], object]] = None):
+        self._start_ns = start_ns
+        self._duration_ns = max(end_ns - start_ns, 0)
+        self._total = messages_total
+        self._now = now_fn
+        self._terminal = stream if stream is not None and _is_terminal(stream) else None
+        self._log = log if stream is not None and self._terminal is None else None
+        self._time_ns = self._handed_out = self._base = self._epoch = 0
+        self._playback = Playback.PAUSED
+        now = self._updated_ns = now_fn()
+        #: (steady ns, time ns), oldest first: the first one is the newest at least
+        #: RATE_WINDOW_NS old, where there is one.
+        self._samples = deque([(now, 0)])
+        self._last_line_ns = None
+        self._last_log_ns = now
+        self._line_open = False  # a line is on the terminal, the cursor at its start
+
+    def restart(self, time_ns: int, handed_out: int, epoch: int) -> None:
+        """Start again at ``time_ns`` (a reset): messages out from 0, the rate measured anew."""
+        self._time_ns, self._base, self._handed_out, self._epoch = (
+            time_ns, handed_out, handed_out, epoch)
+        self._updated_ns = self._now()
+        self._samples = deque([(self._updated_ns, time_ns)])
+
+    def update(self, time_ns: int, handed_out: int, playback: Playback) -> None:
+        """Note where the replay is; rewrite the line or log it when it is due."""
+        now = self._now()
+        if playback is Playback.PLAYING and self._playback is not Playback.PLAYING:
+            # Measured from the resume on: the time it stood still is not the pace of playing.
+            self._samples = deque([(self._updated_ns, self._time_ns)])
+        self._time_ns, self._handed_out, self._playback = time_ns, handed_out, playback
+        self._updated_ns = now
+        samples = self._samples
+        if now - samples[-1][0] >= SAMPLE_PERIOD_NS:
+            samples.append((now, time_ns))
+            self._trim(now)
+        if self._terminal is not None:
+            if playback is not Playback.STEPPED and (
+                    self._last_line_ns is None or now - self._last_line_ns >= LINE_PERIOD_NS):
+                self._draw(now)
+        elif (self._log is not None and playback is Playback.PLAYING
+                and now - self._last_log_ns >= LOG_PERIOD_NS):
+            self._last_log_ns = now
+            self._log(self.report(now).line())
+
+    def report(self, now: Optional[int] = None) -> ProgressReport:
+        """Return where the replay is now."""
+        now = self._now() if now is None else now
+        duration, time_ns = self._duration_ns, self._time_ns
+        percent = 100.0 if duration == 0 else min(max(time_ns * 100 / duration, 0.0), 100.0)
+        # Paused, time stands still: the pace now is 0, whatever the last seconds were.
+        rate = 0.0 if self._playback is Playback.PAUSED else self._rate(now)
+        if time_ns >= duration:
+            time_left = 0.0
+        elif rate > 0:
+            time_left = (duration - time_ns) / NS_PER_SEC / rate
+        else:
+            time_left = UNKNOWN_TIME_LEFT
+        return ProgressReport(
+            self._start_ns + time_ns, self._start_ns, self._start_ns + duration, percent,
+            self._handed_out - self._base, self._total, rate, time_left, self._epoch,
+            self._playback)
+
+    def end_line(self) -> None:
+        """Show the line as it is now and move below it, so that what is printed next stays."""
+        if self._terminal is not None and self._line_open:
+            self._draw(self._now())
+            self._write('\n')
+            self._line_open = False
+
+    def close(self) -> None:
+        """Leave the terminal on a new line below the progress line."""
+        if self._terminal is not None and self._line_open:
+            self._write('\n')
+            self._line_open = False
+
+    def _rate(self, now: int) -> float:
+        """Return bag seconds per wall second over about the last RATE_WINDOW_NS; 0 unknown."""
+        self._trim(now)
+        steady_ns, time_ns = self._samples[0]
+        span = now - steady_ns
+        if span < MIN_RATE_SPAN_NS:
+            return 0.0
+        return (self._time_ns - time_ns) / span
+
+    def _trim(self, now: int) -> None:
+        samples = self._samples
+        while len(samples) > 1 and now - samples[1][0] >= RATE_WINDOW_NS:
+            samples.popleft()
+
+    def _draw(self, now: int) -> None:
+        self._last_line_ns = now
+        # The cursor rests at the line's start: a log line printed meanwhile overwrites it
+        # rather than being appended to it.
+        self._write(f'{LINE_START}{self.report(now).line()}{ERASE_TO_END}{LINE_START}')
+        self._line_open = True
+
+    def _write(self, text: str) -> None:
+        try:
+            self._terminal.write(text)
+            self._terminal.flush()
+        except (OSError, ValueError):
+            self._terminal = None  # the terminal went away (closed, hung up): no more lines
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
