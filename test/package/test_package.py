@@ -79,7 +79,7 @@ def _launch_parameter_arguments(path):
     raise AssertionError('PARAMETER_ARGUMENTS not found')
 
 
-@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS))
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
 def test_launch_file_has_an_argument_per_parameter(path):
     """Each launch file offers every parameter of its node as an argument with a description."""
     arguments = _launch_parameter_arguments(path)
@@ -87,7 +87,7 @@ def test_launch_file_has_an_argument_per_parameter(path):
     assert all(arguments.values())
 
 
-@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS))
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
 def test_launch_description_declares_every_argument(path):
     """generate_launch_description() declares every parameter, use_sim_time and params_file."""
     if importlib.util.find_spec('launch_ros') is None:
