@@ -44,6 +44,8 @@ PARAMETER_ARGUMENTS = {
     'paused': 'Start paused (true/false).',
     'loop': 'At the end of the bag start again from its beginning (a reset).',
     'publish_rate': '/clock rate in Hz while time is not advancing.',
+    'owner_timeout': 'Seconds without a call from the sync holder before its hold lapses; '
+                     '0 never.',
     'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
     'ack_timeout': 'Seconds a step waits for its messages to be acknowledged; 0 no wait.',
 }
@@ -116,6 +118,6 @@ def generate_launch_description():
     arguments += [
         DeclareLaunchArgument(
             name, default_value='',
-            description=description + ' Empty: the value from params_file.')
+            description=description + ' Empty: the value from params_file, or the default.')
         for name, description in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

@@ -20,6 +20,7 @@ Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage
 """
 
 import argparse
+import os
 import sys
 
 from sim_clock.core.units import format_seconds
@@ -150,6 +151,12 @@ def run(args) -> int:
         if args.command == 'status' and args.watch:
             return watch(client, args.interval)
         print(_carry_out(client, args))
+        sys.stdout.flush()
+        return 0
+    except BrokenPipeError:
+        # The reader went away (`simclock status | head -3`): what was asked was carried out.
+        # Output goes nowhere from now on, so that the exit's flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except SimClockRefused as refused:
         print(f'refused: {refused.reason}', file=sys.stderr)

@@ -55,7 +55,14 @@ class Pacing:
         """Note a publish at steady time ``now_ns``: the next republish waits a period."""
         self._last_publish_ns = now_ns
 
-    def republish_due(self, now_ns: int) -> bool:
-        """Whether a period has passed since the last publish."""
+    def republish_due(self, now_ns: int, tick_ns: int) -> bool:
+        """
+        Whether the tick at ``now_ns`` (of a timer of period ``tick_ns``) republishes.
+
+        It does when it is the tick nearest to a period after the last publish: a period has
+        passed, less half a tick. A timer fires on its own schedule while a publish is noted
+        when its callback ran, a little late, so with a tick of one period "a whole period
+        has passed" held only every other tick: /clock came at half of publish_rate.
+        """
         return (self._last_publish_ns is None
-                or now_ns - self._last_publish_ns >= self.publish_period_ns)
+                or now_ns - self._last_publish_ns >= self.publish_period_ns - tick_ns // 2)

@@ -354,7 +354,7 @@ class ClockServer(Node):
                 self.get_logger().error(
                     'simulated time reached the latest representable value; reset to go on',
                     throttle_duration_sec=10.0)
-        elif self._pacing.republish_due(time.monotonic_ns()):
+        elif self._pacing.republish_due(time.monotonic_ns(), self._tick_period_ns):
             self._republish()
 
     def _barrier_frames(self) -> range:

@@ -25,6 +25,10 @@ from sim_clock.core import settings
 import yaml
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
+BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
+#: launch file -> the parameters it offers as arguments: the server's, and the player's
+LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
 
 
 @pytest.mark.parametrize('name', ['srv/SyncModeCmd.srv', 'srv/Step.srv', 'srv/GetStatus.srv',
@@ -66,8 +70,8 @@ def test_config_holds_every_parameter_with_its_default():
     assert values == settings.DEFAULTS
 
 
-def _launch_parameter_arguments():
-    with open(LAUNCH_FILE) as launch_file:
+def _launch_parameter_arguments(path):
+    with open(path) as launch_file:
         tree = ast.parse(launch_file.read())
     for node in tree.body:
         if isinstance(node, ast.Assign) and node.targets[0].id == 'PARAMETER_ARGUMENTS':
@@ -75,24 +79,26 @@ def _launch_parameter_arguments():
     raise AssertionError('PARAMETER_ARGUMENTS not found')
 
 
-def test_launch_file_has_an_argument_per_parameter():
-    """The launch file offers every parameter as an argument with a description."""
-    arguments = _launch_parameter_arguments()
-    assert set(arguments) == set(settings.DEFAULTS)
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
+def test_launch_file_has_an_argument_per_parameter(path):
+    """Each launch file offers every parameter of its node as an argument with a description."""
+    arguments = _launch_parameter_arguments(path)
+    assert set(arguments) == LAUNCH_PARAMETERS[path]
     assert all(arguments.values())
 
 
-def test_launch_description_declares_every_argument():
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
+def test_launch_description_declares_every_argument(path):
     """generate_launch_description() declares every parameter, use_sim_time and params_file."""
     if importlib.util.find_spec('launch_ros') is None:
         pytest.skip('launch and launch_ros are not installed (not on PyPI; see README)')
     from launch.actions import DeclareLaunchArgument
-    spec = importlib.util.spec_from_file_location('sim_clock_launch', LAUNCH_FILE)
+    spec = importlib.util.spec_from_file_location('sim_clock_launch', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     declared = {
         action.name: action.description
         for action in module.generate_launch_description().entities
         if isinstance(action, DeclareLaunchArgument)}
-    assert set(settings.DEFAULTS) | {'use_sim_time', 'params_file'} <= set(declared)
+    assert LAUNCH_PARAMETERS[path] | {'use_sim_time', 'params_file'} <= set(declared)
     assert all(declared.values())

@@ -12,7 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""launch/bag_player.launch.py replays a bag in sync mode that steps (needs launch_testing)."""
+"""
+launch/bag_player.launch.py steps a bag in sync mode (needs launch_testing).
+
+The arguments are checked by their effects: sync, time_step, publish_rate and use_sim_time in
+the node's state, start_at_zero in /clock, topics and remappings in the graph and in what
+comes out, which must be the bag's messages, in order, when the step returns.
+"""
 
 import os
 import tempfile
@@ -28,61 +34,86 @@ from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+from rclpy.qos import ReliabilityPolicy  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from bags import write_test_bag  # noqa: E402, I100
 from harness import ROOT  # noqa: E402
-from sim_clock.client import SimClockClient  # noqa: E402, I100
+from harness import TestClient  # noqa: E402
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
+MS = 1_000_000
+TIME_STEP_NS = 100 * MS
+STEPS = 10
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    """Launch the player on a test bag in sync mode, /chatter remapped to /talk."""
+    """Launch the player on a 1 s test bag: sync, 100 ms frames, from zero, /chatter as /talk."""
     bag = os.path.join(tempfile.mkdtemp(), 'bag')
-    write_test_bag(bag)
+    records = write_test_bag(bag)
     return LaunchDescription([
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(LAUNCH_FILE),
             launch_arguments={'bag': bag, 'sync': 'true', 'time_step': '0.1',
                               'start_at_zero': 'true', 'topics': '/chatter',
-                              'remappings': '/chatter:=/talk'}.items()),
+                              'remappings': '/chatter:=/talk', 'publish_rate': '20.0',
+                              'use_sim_time': 'true'}.items()),
         launch_testing.actions.ReadyToTest(),
-    ])
+    ]), {'chatter': [r.key for r in records if r.topic == '/chatter']}
 
 
 class TestBagPlayerLaunched(unittest.TestCase):
-    """While the launch runs."""
+    """While the launch runs (the tests run in the order of their names)."""
 
-    def test_steps_play_the_remapped_topic_from_zero(self):
-        """Ten steps of 100 ms: /clock from zero, /chatter's messages on /talk."""
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        try:
-            node = rclpy.create_node('bag_launch_test', context=context)
-            clocks, talk = [], []
-            node.create_subscription(Clock, '/clock', clocks.append, 100)
-            node.create_subscription(String, '/talk', talk.append, 100)
-            executor = rclpy.executors.SingleThreadedExecutor(context=context)
-            executor.add_node(node)
-            ready = rclpy.task.Future()
-            node.create_timer(0.01, lambda: (node.count_publishers('/talk') and clocks
-                                             and not ready.done() and ready.set_result(True)))
-            executor.spin_until_future_complete(ready, timeout_sec=20.0)
-            self.assertTrue(ready.done(), 'no /talk publisher or /clock within 20 s')
-            client = SimClockClient(node, timeout=20.0)
-            result = client.step(10)
-            self.assertEqual(result.time_ns, 10 * 100_000_000)
-            future = rclpy.task.Future()
-            node.create_timer(0.01, lambda: len(talk) >= 9 and future.set_result(True))
-            executor.spin_until_future_complete(future, timeout_sec=20.0)
-            self.assertTrue(future.done(), f'{len(talk)} messages on /talk within 20 s')
-            client.close()
-        finally:
-            rclpy.try_shutdown(context=context)
+    @classmethod
+    def setUpClass(cls):
+        """Subscribe /clock and /talk (reliable, deep enough for a whole step's burst)."""
+        cls.client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name='bag_launch_test')
+        cls.talk = []
+        cls.client.node.create_subscription(
+            String, '/talk', lambda msg: cls.talk.append(msg.data),
+            QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+
+    @classmethod
+    def tearDownClass(cls):
+        """Shut the test node down."""
+        cls.client.close()
+
+    def test_1_arguments_take_effect(self):
+        """sync, time_step, publish_rate, use_sim_time, start_at_zero, topics and remappings."""
+        client = self.client
+        status = client.status_when_ready()
+        self.assertEqual((status.mode, status.sync, status.paused), ('simulation', True, False))
+        self.assertEqual((status.time_step_ns, status.publish_rate), (TIME_STEP_NS, 20.0))
+        self.assertEqual((status.frame, status.clock.sec, status.clock.nanosec), (0, 0, 0))
+        self.assertIs(client.get_parameter('use_sim_time'), True)
+        self.assertIs(client.get_parameter('loop'), False)
+        node = client.node
+        client.spin_until(lambda: node.count_publishers('/talk') == 1, 'a /talk publisher')
+        self.assertEqual(node.count_publishers('/chatter'), 0, 'remapped: no /chatter')
+        self.assertEqual(node.count_publishers('/pose'), 0, 'not in topics: no /pose')
+        # start_at_zero: the bag's first timestamp (1000 s) is /clock 0, republished while idle.
+        client.spin_until(lambda: len(client.clocks) >= 3, 'three /clock messages')
+        self.assertEqual(set(client.times()), {0})
+
+    def test_2_a_step_plays_the_bag(self, chatter):
+        """Ten steps of 100 ms: /clock 0.1 s to 1 s, each once; all of /chatter, on /talk."""
+        client = self.client
+        client.spin_until(lambda: client.node.count_subscribers('/talk') >= 1
+                          and client.node.count_publishers('/talk') == 1, '/talk matched')
+        response = client.step(steps=STEPS)
+        self.assertTrue(response.success, response.message)
+        self.assertEqual((response.frame, response.clock.sec, response.clock.nanosec),
+                         (STEPS, 1, 0))
+        client.wait_for_time(STEPS * TIME_STEP_NS)
+        self.assertEqual(client.distinct_times()[-STEPS - 1:],
+                         [k * TIME_STEP_NS for k in range(STEPS + 1)])
+        self.assertEqual(len(chatter), 11)
+        client.spin_until(lambda: len(self.talk) >= len(chatter),
+                          f'{len(chatter)} messages on /talk')
+        self.assertEqual(self.talk, chatter)
 
 
 @launch_testing.post_shutdown_test()

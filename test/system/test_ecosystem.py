@@ -133,6 +133,20 @@ def _simclock(domain_id, *args, timeout=60):
         capture_output=True, text=True, timeout=timeout)
 
 
+def test_cli_output_to_a_reader_that_went_away(start_server, client, domain_id):
+    """`simclock status | head -1`: the reader closes the pipe; no traceback, exit code 0."""
+    start_server()
+    client.status()
+    executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
+    for watch in ([], ['--watch', '--interval', '0.1']):
+        process = subprocess.Popen(
+            [executable, 'status', *watch], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stdout.close()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0 and stderr == '', (watch, stderr)
+
+
 def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id):
     """A watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
     start_server({'real_time_factor': 2.0, 'time_step': 0.01})

@@ -50,9 +50,16 @@ def test_clock_in_free_run(start_server, client):
 
 
 def test_clock_in_sync_mode_is_republished_unchanged(start_server, client):
-    """Sync on and nobody stepping: /clock keeps coming, at time zero."""
+    """Sync on and nobody stepping: /clock keeps coming at time zero, at publish_rate."""
     start_server({**SYNC, 'publish_rate': 50.0})
     client.spin_until(lambda: len(client.clocks) >= 5, '5 /clock messages')
+    # Counted by the server's wall time at each publish (DDS source timestamps), over 2 s: a
+    # republish every other tick, as before, gave about 50 for the 100 expected.
+    sources = client.clock_sources
+    start = len(sources) - 1
+    client.spin_until(lambda: sources[-1] - sources[start] >= 2 * NS, '2 s of /clock')
+    published = sum(1 for source in sources[start + 1:] if source - sources[start] <= 2 * NS)
+    assert 80 <= published <= 101, f'{published} /clock messages in 2 s at 50 Hz'
     assert set(client.times()) == {0}
 
 

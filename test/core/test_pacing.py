@@ -1,0 +1,53 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The idle republish, without ROS: /clock at publish_rate while time does not advance."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+from sim_clock.core.pacing import Pacing
+
+MS = 1_000_000
+
+
+def _republishes(pacing: Pacing, tick_ns: int, late_ns: list) -> int:
+    """Run a timer of ``tick_ns`` whose callbacks run ``late_ns[k]`` late; count republishes."""
+    count = 0
+    for k, late in enumerate(late_ns):
+        now = k * tick_ns + late
+        if pacing.republish_due(now, tick_ns):
+            pacing.published(now)
+            count += 1
+    return count
+
+
+@given(st.lists(st.integers(0, 20 * MS), min_size=1, max_size=200))
+def test_a_tick_of_one_period_republishes_every_tick(late_ns):
+    """Paused or idle (tick = period): every tick, however late its callback runs within it."""
+    period = 50 * MS
+    assert _republishes(Pacing(period), period, late_ns) == len(late_ns)
+
+
+def test_late_callbacks_that_grow_shorter_still_republish():
+    """The case that halved the rate: a tick a little less late than the one before it."""
+    pacing = Pacing(10 * MS)
+    assert _republishes(pacing, 10 * MS, [300_000, 200_000, 250_000, 100_000]) == 4
+
+
+@given(st.lists(st.integers(0, 400_000), min_size=100, max_size=300))
+def test_short_ticks_republish_about_once_a_period(late_ns):
+    """1 ms ticks, 10 ms period: one republish in every 10 ticks or so, never more often."""
+    pacing = Pacing(10 * MS)
+    count = _republishes(pacing, MS, late_ns)
+    assert len(late_ns) // 10 <= count <= len(late_ns) // 9 + 1
