@@ -22,6 +22,10 @@ holds 100: flow control (``sim_clock.node.flow``) holds each writer to what its 
 acknowledged, so nothing is overwritten before the reader has it.
 """
 
+import os
+import signal
+import time
+
 from bags import MS
 from bags import RELIABLE_QOS
 from bags import START_NS
@@ -30,6 +34,7 @@ from harness import executable
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 #: A reliable reader that keeps every message of /clock and /burst, and says what it got once
@@ -132,3 +137,28 @@ def test_a_clock_step_beyond_the_history_loses_nothing(start_server, client, dom
     finally:
         reader.kill()
     assert clocks[-frames:] == [k * MS for k in range(1, frames + 1)]
+
+
+def test_a_frozen_reader_costs_one_wait_then_is_not_waited_for(
+        start_server, client, domain_id, tmp_path):
+    """A reader that acknowledges nothing holds one step for 1 s, not every later step."""
+    server = start_server({'sync': True, 'time_step': 0.001})
+    reader = ChildProcess(domain_id, READER.replace('len(burst) < messages', 'False'),
+                          str(tmp_path))
+    try:
+        reader.expect('ready', timeout=60.0)
+        client.wait_for_clock()
+        os.kill(reader.pid, signal.SIGSTOP)
+        durations = []
+        for _ in range(3):
+            started = time.monotonic()
+            response = client.call(Step, 'step', Step.Request(user_id='', steps=2000),
+                                   timeout=30.0)
+            durations.append(time.monotonic() - started)
+            assert response.success, response.message
+        assert durations[0] >= WAIT_TIMEOUT_NS / 1e9  # a window waited for the frozen reader
+        assert max(durations[1:]) < WAIT_TIMEOUT_NS / 1e9, durations  # then it was skipped
+        assert 'stalled reliable readers of: /clock' in server.log()
+    finally:
+        os.kill(reader.pid, signal.SIGCONT)
+        reader.kill()
