@@ -136,3 +136,16 @@ def wait_process_ended(pid: int, timeout: float = 15.0) -> bool:
         return bool(poller.poll(timeout * 1000))
     finally:
         os.close(fd)
+
+
+def batch_stream(times, sizes=(3,)):
+    """Open batches of ``times`` (data: the time as text) cut by ``sizes`` in turn (0: empty)."""
+    def open_batches(start_ns):
+        left = [t for t in times if t >= start_ns]
+        k = 0
+        while left:
+            size = sizes[k % len(sizes)]
+            k += 1
+            batch, left = left[:size], left[size:]
+            yield batch, [0] * len(batch), [str(t) for t in batch]
+    return open_batches

@@ -19,6 +19,7 @@ import os
 import re
 import signal
 
+from bags import batch_stream
 from bags import BEST_EFFORT_QOS
 from bags import MS
 from bags import RELIABLE_QOS
@@ -317,19 +318,6 @@ def test_read_ahead_child_death_is_an_error_then_a_new_child(large_bag):
 
 # -- the cursor --------------------------------------------------------------------------------
 
-def _stream(times, sizes=(3,)):
-    """Open batches of ``times`` (data: the time as text) cut by ``sizes`` in turn (0: empty)."""
-    def open_batches(start_ns):
-        left = [t for t in times if t >= start_ns]
-        k = 0
-        while left:
-            size = sizes[k % len(sizes)]
-            k += 1
-            batch, left = left[:size], left[size:]
-            yield batch, [0] * len(batch), [str(t) for t in batch]
-    return open_batches
-
-
 def _ignore(*args):
     pass
 
@@ -350,7 +338,7 @@ def _played(cursor, frames, offset_ns=0):
 
 def test_cursor_plays_up_to_and_including_the_time():
     """Each frame hands out the messages stamped up to its time, once, in order."""
-    cursor = Cursor(_stream([0, 10, 20, 20, 35], sizes=(2, 0, 1)), 0)
+    cursor = Cursor(batch_stream([0, 10, 20, 20, 35], sizes=(2, 0, 1)), 0)
     assert _played(cursor, [-1]) == []
     assert _played(cursor, [10]) == [0, 10]
     assert _played(cursor, [10]) == []
@@ -365,7 +353,7 @@ def test_cursor_plays_up_to_and_including_the_time():
 
 def test_cursor_seek_starts_again():
     """A seek hands out again every message at or after the time."""
-    cursor = Cursor(_stream([0, 10, 20, 30]), 0)
+    cursor = Cursor(batch_stream([0, 10, 20, 30]), 0)
     _played(cursor, [100])
     cursor.seek(15)
     assert _played(cursor, [25]) == [20]
@@ -379,7 +367,7 @@ def test_cursor_seek_starts_again():
 def test_cursor_any_split_hands_out_each_message_once_in_order(times, cuts, sizes, offset,
                                                                calls):
     """However time is cut into frames, batches and calls, each message comes once, when due."""
-    cursor = Cursor(_stream(times, sizes), 0)
+    cursor = Cursor(batch_stream(times, sizes), 0)
     frames = [cut - offset for cut in cuts + [10_005]]
     events = []
     run = python_run(_collect(events), lambda t: events.append(('frame', t)))

@@ -17,6 +17,7 @@
 import io
 import re
 
+from bags import batch_stream
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
@@ -296,19 +297,6 @@ def test_long_time_left_in_hours(clock):
 
 # -- messages counted where the cursor hands them out -------------------------------------------
 
-def _stream(times, sizes):
-    """Open batches of ``times`` cut by ``sizes`` in turn (0: an empty batch)."""
-    def open_batches(start_ns):
-        left = [t for t in times if t >= start_ns]
-        k = 0
-        while left:
-            size = sizes[k % len(sizes)]
-            k += 1
-            batch, left = left[:size], left[size:]
-            yield batch, [0] * len(batch), [str(t) for t in batch]
-    return open_batches
-
-
 @given(times=st.lists(st.integers(0, 1000), max_size=40).map(sorted),
        cuts=st.lists(st.integers(-5, 1005), max_size=15).map(sorted),
        sizes=st.lists(st.integers(0, 5), min_size=1, max_size=4).filter(any),
@@ -317,7 +305,7 @@ def test_cursor_counts_exactly_what_it_hands_out(times, cuts, sizes, seek):
     """handed_out grows by each message handed out, however frames and batches fall; seeks too."""
     out = []
     run = python_run(lambda batch, start, stop: out.extend(batch[0][start:stop]), lambda t: None)
-    cursor = Cursor(_stream(times, sizes), 0)
+    cursor = Cursor(batch_stream(times, sizes), 0)
     for cut in cuts:
         cursor.play([cut], 0, run)
         assert cursor.handed_out == len(out) == sum(t <= cut for t in times)
