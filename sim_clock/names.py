@@ -27,6 +27,8 @@ DEFAULT_SERVER = '/' + NODE_NAME
 RECORDER_NODE_NAME = 'sim_clock_recorder'
 CLOCK_TOPIC = '/clock'
 DIAGNOSTICS_TOPIC = '/diagnostics'
+#: Every reset is announced on this topic, under the server's name (``sim_clock/msg/Reset``).
+RESETS_TOPIC = '~/resets'
 #: The std_srvs services act as this user: they may step only while nobody holds sync mode.
 ANONYMOUS_USER = ''
 
@@ -53,16 +55,21 @@ def _profiles() -> dict:
         'DONE_QOS': QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=1000,
             reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        #: ~/resets: reliable and transient local with depth 1, so that a node that starts late
+        #: learns of the last reset (its epoch says whether it missed others).
+        'RESET_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=1,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
     }
 
 
 def __getattr__(name: str):
     """
-    Return ``CLOCK_QOS``, ``SERVICE_QOS`` or ``DONE_QOS``, made on first use.
+    Return ``CLOCK_QOS``, ``SERVICE_QOS``, ``DONE_QOS`` or ``RESET_QOS``, made on first use.
 
     Lazily, so that the names alone load no rclpy: the bag read-ahead process imports them.
     """
-    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS'):
+    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS', 'RESET_QOS'):
         globals().update(_profiles())
         return globals()[name]
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

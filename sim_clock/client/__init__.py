@@ -16,9 +16,10 @@
 The client side: drive a clock server from Python, the command line or pytest.
 
 Imports nothing of the node or the bags: ``import sim_clock.client`` loads rclpy and the
-service types only.
+service and message types only.
 """
 
+from sim_clock.client.api import ResetEvent
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
 from sim_clock.client.api import SimClockLate
@@ -28,7 +29,8 @@ from sim_clock.client.api import Status
 from sim_clock.client.api import StepResult
 
 __all__ = [
-    'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockRefused', 'SimClockTimeout',
+    'ResetEvent', 'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockRefused',
+    'SimClockTimeout',
     'Status',
     'StepResult',
 ]

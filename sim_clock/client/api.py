@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import itertools
 import math
 import time
+from typing import Callable
 from typing import Optional
 
 from rcl_interfaces.srv import SetParameters
@@ -46,7 +47,9 @@ from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
+from sim_clock.msg import Reset
 from sim_clock.names import DEFAULT_SERVER
+from sim_clock.names import RESET_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
@@ -119,6 +122,24 @@ class Status:
     publish_rate: float
 
 
+@dataclass(frozen=True)
+class ResetEvent:
+    """A reset of the server's time, as ``~/resets`` announces it (times are /clock times)."""
+
+    epoch: int
+    time_before_ns: int
+    time_after_ns: int
+    cause: str
+    mode: str
+    sync: bool
+
+    @classmethod
+    def from_msg(cls, msg: Reset) -> 'ResetEvent':
+        """Return the event a ``sim_clock/msg/Reset`` message carries."""
+        return cls(msg.epoch, join_ns(msg.time_before), join_ns(msg.time_after), msg.cause,
+                   msg.mode, msg.sync)
+
+
 class SimClockClient:
     """
     Drive a sim_clock server: take sync mode, step, read status, give sync mode back.
@@ -151,6 +172,7 @@ class SimClockClient:
         self._executor.add_node(self._node)
         self._clients = {}
         self._held = False
+        self._user_node = node
 
     # -- sync mode ----------------------------------------------------------------------------
 
@@ -290,6 +312,29 @@ class SimClockClient:
         result = self._call(SetParameters, 'set_parameters', request).results[0]
         if not result.successful:
             raise SimClockRefused(self.server, f'{name} = {value!r}', result.reason)
+
+    def on_reset(self, callback: Callable[[ResetEvent], None]):
+        """
+        Call ``callback`` with a :class:`ResetEvent` at every reset of the server's time.
+
+        The subscription (``~/resets``, reliable, transient local: the last reset before it
+        started comes too) is made on the node given to this client, so its executor runs the
+        callback; without one, on the client's private node, whose executor runs only during
+        this client's calls. Return the subscription (destroy it to stop).
+        """
+        node = self._user_node or self._node
+        return node.create_subscription(
+            Reset, f'{self.server}/resets', lambda msg: callback(ResetEvent.from_msg(msg)),
+            RESET_QOS)
+
+    def spin_until(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
+        """
+        Run this client's callbacks (on_reset without a node) until ``condition()`` is true.
+
+        Raise :class:`SimClockTimeout` after ``timeout`` s (None: wait as long as it takes).
+        """
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        self._spin_until(condition, deadline, f'not done within {timeout} s')
 
     # -- plumbing ------------------------------------------------------------------------------
 

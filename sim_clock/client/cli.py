@@ -57,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sync.add_argument('state', choices=('on', 'off'))
     rate = commands.add_parser('rate', help='set real_time_factor (0: as fast as possible)')
     rate.add_argument('factor', type=float)
+    resets = commands.add_parser(
+        'resets', help='print each reset as it comes (the last one before first), until Ctrl-C')
+    resets.add_argument('--count', type=int, default=0, metavar='N',
+                        help='end after N resets (default: 0, never)')
     mode = commands.add_parser('mode', help='switch mode (resets time)')
     mode.add_argument('mode', choices=('real_time', 'simulation'))
 
@@ -136,6 +140,34 @@ def watch(client, interval: float, out=sys.stdout) -> int:
         return 0
 
 
+def format_reset(event) -> str:
+    """Return the line ``resets`` prints for a :class:`~sim_clock.client.api.ResetEvent`."""
+    state = event.mode if event.mode == 'real_time' else (
+        f'{event.mode}, sync {"on" if event.sync else "off"}')
+    return (f'epoch {event.epoch}: {format_time(event.time_before_ns)} -> '
+            f'{format_time(event.time_after_ns)} ({state}): {event.cause}')
+
+
+def follow_resets(client, count: int, out=sys.stdout) -> int:
+    """Print each reset event on its own line; 0 after ``count`` of them (0: never) or Ctrl-C."""
+    from rclpy.executors import ExternalShutdownException
+    if count < 0:
+        print(f'--count must be 0 or more, got {count}', file=sys.stderr)
+        return EXIT_USAGE
+    seen = []
+
+    def on_reset(event):
+        seen.append(event)
+        out.write(format_reset(event) + '\n')
+        out.flush()
+    client.on_reset(on_reset)
+    try:
+        client.spin_until(lambda: count and len(seen) >= count)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass  # Ctrl-C
+    return 0
+
+
 def run(args) -> int:
     """Carry out a parsed command; print the result or the reason; return the exit code."""
     import rclpy
@@ -150,6 +182,8 @@ def run(args) -> int:
     try:
         if args.command == 'status' and args.watch:
             return watch(client, args.interval)
+        if args.command == 'resets':
+            return follow_resets(client, args.count)
         print(_carry_out(client, args))
         sys.stdout.flush()
         return 0

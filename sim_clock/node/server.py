@@ -59,6 +59,7 @@ from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import FrameSink
+from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import detach_time_source
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
@@ -85,6 +86,7 @@ class ClockServer(Node):
         self._parameter_bridge = parameters.ParameterBridge(
             self, lambda: self._timeline.status().mode, self._apply_settings)
         self._listeners = []
+        self._reset_events = ResetEvents(self)
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
         self.sink = (sink or (lambda node: ClockSink(node, clock_offset_ns)))(self)

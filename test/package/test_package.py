@@ -31,9 +31,9 @@ LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
                      BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
 
 
-@pytest.mark.parametrize('name', ['srv/SyncModeCmd.srv', 'srv/Step.srv', 'srv/GetStatus.srv',
-                                  'srv/Seek.srv', 'srv/GetProgress.srv', 'srv/Join.srv',
-                                  'srv/Leave.srv', 'msg/Done.msg'])
+@pytest.mark.parametrize('name', sorted(
+    f'{folder}/{name}' for folder in ('srv', 'msg')
+    for name in os.listdir(os.path.join(ROOT, folder))))
 def test_every_interface_field_is_commented(name):
     """Each field of our services and messages has a trailing comment: meaning and limits."""
     with open(os.path.join(ROOT, name)) as interface:

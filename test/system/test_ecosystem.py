@@ -147,6 +147,31 @@ def test_cli_output_to_a_reader_that_went_away(start_server, client, domain_id):
         assert process.returncode == 0 and stderr == '', (watch, stderr)
 
 
+def test_cli_resets_prints_each_reset_the_last_one_first(start_server, client, domain_id):
+    """`simclock resets`: the last reset before it started, then each one; Ctrl-C ends it."""
+    start_server({'sync': True, 'time_step': 0.01})
+    client.wait_for_clock()
+    client.step('', 3)
+    client.trigger('reset')
+    executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
+    follower = subprocess.Popen(
+        [executable, 'resets'], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = follower.stdout.readline()
+        client.set_sync(False)
+        second = follower.stdout.readline()
+    finally:
+        follower.send_signal(signal.SIGINT)
+        _, errors = follower.communicate(timeout=15)
+    assert follower.returncode == 0 and 'Traceback' not in errors, errors
+    assert first == ('epoch 1: 0.030000000 s -> 0.000000000 s (simulation, sync on): '
+                     '~/reset called\n')
+    assert second.startswith('epoch 2: ') and '(simulation, sync off)' in second, second
+    counted = _simclock(domain_id, 'resets', '--count', '1')
+    assert (counted.returncode, counted.stdout.startswith('epoch 2: ')) == (0, True), counted
+
+
 def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id):
     """A watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
     start_server({'real_time_factor': 2.0, 'time_step': 0.01})

@@ -1,0 +1,45 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Every reset as a message on ``~/resets``: a change listener of the server."""
+
+from sim_clock.core.state import Change
+from sim_clock.core.units import split_ns
+from sim_clock.msg import Reset
+from sim_clock.names import RESET_QOS
+from sim_clock.names import RESETS_TOPIC
+
+
+class ResetEvents:
+    """
+    Publish a :class:`~sim_clock.msg.Reset` for each reset of ``server``'s timeline.
+
+    Reliable and transient local (depth 1), so that a node that starts late learns of the last
+    one; times are /clock times (a bag player's offset included).
+    """
+
+    def __init__(self, server):
+        self._server = server
+        self._publisher = server.create_publisher(Reset, RESETS_TOPIC, RESET_QOS)
+        server.add_change_listener(self._on_change)
+
+    def _on_change(self, change: Change) -> None:
+        if not change.reset:
+            return
+        msg = Reset(epoch=change.epoch, cause=change.cause, mode=change.mode.value,
+                    sync=change.sync)
+        for stamp, time_ns in ((msg.time_before, change.time_before_ns),
+                               (msg.time_after, change.time_after_ns)):
+            stamp.sec, stamp.nanosec = split_ns(self._server.clock_ns(time_ns))
+        self._publisher.publish(msg)
