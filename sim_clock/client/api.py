@@ -120,6 +120,8 @@ class Status:
     real_time_factor: float
     time_step_ns: int
     publish_rate: float
+    #: Other nodes publishing on /clock ("<node> on <topic>"): an alarm; empty: none.
+    other_clock_sources: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,8 @@ class SimClockClient:
         """Return the server's state."""
         r = self._call(GetStatus, 'get_status', GetStatus.Request())
         return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
-                      r.real_time_factor, r.time_step_ns, r.publish_rate)
+                      r.real_time_factor, r.time_step_ns, r.publish_rate,
+                      tuple(r.other_clock_sources))
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

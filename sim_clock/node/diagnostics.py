@@ -18,7 +18,8 @@ The clock server's state on /diagnostics, about once a second, as diagnostic_upd
 One DiagnosticStatus named ``<node name>: clock``: mode, sync, paused, frame, epoch, holder,
 time, time step, the configured real-time factor and the one measured over the last period
 (simulated over wall time, within one epoch). The level is WARN while free run falls more than
-10% behind its configured pace (the host cannot keep up), OK otherwise.
+10% behind its configured pace (the host cannot keep up) or participants are late, ERROR
+while another node publishes on /clock (``node/alarm.py``), OK otherwise.
 """
 
 import time
@@ -41,8 +42,9 @@ PACE_WARN_FRACTION = 0.9
 class ClockDiagnostics:
     """Publish a :class:`Timeline`'s state on /diagnostics from a steady timer of ``node``."""
 
-    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock):
+    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock, alarm):
         self._node = node
+        self._alarm = alarm
         self._timeline = timeline
         self._barrier = barrier
         self._wall_clock = Clock(clock_type=ClockType.SYSTEM_TIME)
@@ -95,6 +97,10 @@ class ClockDiagnostics:
             values[f'participant {name}'] = (
                 f'last done {participant.last_done_ns} ns, '
                 f'slowest {participant.slowest_ns / 1e9:.6f} s')
+        values['other_clock_sources'] = ', '.join(self._alarm.others)
+        if self._alarm.others:
+            level = DiagnosticStatus.ERROR
+            message = f'another clock source: {", ".join(self._alarm.others)}'
         report = DiagnosticStatus(
             level=level, name=f'{self._node.get_name()}: clock', message=message,
             hardware_id='sim_clock',

@@ -71,3 +71,4 @@ class ServerStatus:
     participants_done: List[TimeMsg]
     participants_slowest: List[float]
     waiting_for: List[str]
+    other_clock_sources: List[str]

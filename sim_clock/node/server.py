@@ -51,6 +51,7 @@ from sim_clock.node import parameters
 from sim_clock.node import runtime
 from sim_clock.node import simulation_interfaces
 from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.alarm import ClockSourceAlarm
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
@@ -102,8 +103,9 @@ class ClockServer(Node):
         self._full_speed = self._driven = False
         self._retime()
         self._republish()
+        self.alarm = ClockSourceAlarm(self, self.steady_clock)
         self._diagnostics = ClockDiagnostics(
-            self, self._timeline, self._core.barrier, self.steady_clock)
+            self, self._timeline, self._core.barrier, self.steady_clock, self.alarm)
         if simulation_interfaces.AVAILABLE:
             self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
         status = self._timeline.status()
@@ -250,7 +252,7 @@ class ClockServer(Node):
             s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
             float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns,
             [p.name for p in joined], done, [p.slowest_ns / NS_PER_SEC for p in joined],
-            barrier.waiting_for)
+            barrier.waiting_for, self.alarm.others)
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
