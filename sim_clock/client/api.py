@@ -43,7 +43,9 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.core.rules import check_whole_steps
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
+from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
@@ -154,11 +156,13 @@ class SimClockClient:
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
     :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
+    :param retries: how many times a step is asked again after a timeout; never stepped twice.
     """
 
     def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
                  user_id: str = '', timeout: float = DEFAULT_TIMEOUT,
-                 context: Optional[Context] = None, time_step: Optional[float] = None):
+                 context: Optional[Context] = None, time_step: Optional[float] = None,
+                 retries: int = 2):
         self.server = server.rstrip('/')
         self._time_step = time_step
         self.user_id = user_id
@@ -175,6 +179,10 @@ class SimClockClient:
         self._clients = {}
         self._held = False
         self._user_node = node
+        self.retries = retries
+        #: (frame, epoch) where this client's last step left time, while it holds sync mode:
+        #: the base of the next step's target frame. None: ask ~/get_status first.
+        self._known = None
 
     # -- sync mode ----------------------------------------------------------------------------
 
@@ -235,19 +243,68 @@ class SimClockClient:
         """
         Advance ``n`` frames; return once the last new time is published (and finished).
 
-        Finished: by the participants the frames were due for, if any are joined.
+        Finished: by the participants the frames were due for, if any are joined. Retry-safe:
+        the request names the frame to reach and the epoch it expects, so a call asked again
+        after a lost answer (up to ``retries`` times) never steps twice, and a reset in
+        between is refused instead of stepped over.
 
         :raises SimClockLate: participants were late; the step stopped where ``result`` says.
-        :raises SimClockRefused: not in sync mode, another user holds it, or ``n`` is invalid.
+        :raises SimClockRefused: not in sync mode, another user holds it, ``n`` is invalid, or
+            time was reset since this client last looked.
         """
-        response = self._call(Step, 'step', Step.Request(user_id=self.user_id, steps=n))
+        self._check_whole(n, f'a step of {n}')
+        if not 1 <= n <= MAX_STEPS_PER_CALL:
+            raise SimClockRefused(self.server, f'a step of {n}',
+                                  f'steps must be between 1 and {MAX_STEPS_PER_CALL}, got {n}')
+        frame, epoch = self._where()
+        return self._step_to(frame + n, epoch, f'a step of {n}')
+
+    def step_to(self, frame: int) -> StepResult:
+        """
+        Step until the frame counter is ``frame`` (nothing if it is there or past); retry-safe.
+
+        More than 10^6 frames ahead goes in several calls, each retry-safe.
+        """
+        self._check_whole(frame, f'a step to frame {frame}')
+        current, epoch = self._where()
+        result = StepResult(current, self.status().time_ns, epoch) if frame <= current else None
+        while current < frame:
+            current = min(frame, current + MAX_STEPS_PER_CALL)
+            result = self._step_to(current, epoch, f'a step to frame {current}')
+        return result
+
+    def _check_whole(self, number, what: str) -> None:
+        try:
+            check_whole_steps(number)
+        except Refused as refused:
+            raise SimClockRefused(self.server, what, refused.reason) from None
+
+    def _where(self) -> tuple:
+        """Return (frame, epoch) where time is: from the last step while holding, else asked."""
+        if self._known is None or not self._held:
+            status = self.status()
+            self._known = (status.frame, status.epoch)
+        return self._known
+
+    def _step_to(self, target: int, epoch: int, what: str) -> StepResult:
+        request = Step.Request(user_id=self.user_id, steps=1, target_frame=target,
+                               check_epoch=True, epoch=epoch)
+        for attempt in itertools.count():
+            try:
+                response = self._call(Step, 'step', request)
+                break
+            except SimClockTimeout:
+                if attempt >= self.retries:
+                    self._known = None
+                    raise
         result = StepResult(response.frame, join_ns(response.clock), response.epoch,
                             tuple(response.unacknowledged))
+        moved = response.success or response.late
+        self._known = (response.frame, response.epoch) if moved else None
         if response.late:
-            raise SimClockLate(self.server, f'a step of {n}', response.message, response.late,
-                               result)
+            raise SimClockLate(self.server, what, response.message, response.late, result)
         if not response.success:
-            raise SimClockRefused(self.server, f'a step of {n}', response.message)
+            raise SimClockRefused(self.server, what, response.message)
         return result
 
     def step_until(self, time_ns: int) -> StepResult:
@@ -358,6 +415,8 @@ class SimClockClient:
     def _call(self, srv_type, name: str, request):
         if self._node is None:
             raise SimClockError('this SimClockClient was closed')
+        if name not in ('step', 'get_status'):
+            self._known = None  # it may move time: the next step asks where time is
         full_name = f'{self.server}/{name}'
         client = self._clients.get(name)
         if client is None:

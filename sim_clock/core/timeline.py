@@ -178,16 +178,20 @@ class Timeline:
         count = min(count, (MAX_TIME_NS - self._time_ns) // self._time_step_ns)
         return self._advance(max(count, 0))
 
-    def check_step(self, user_id: str, steps: int) -> None:
+    def check_step(self, user_id: str, steps: int, target_frame: int = 0,
+                   epoch: Optional[int] = None) -> int:
         """
         Refuse what :meth:`step` would refuse, changing nothing (a lapsed hold lapses, though).
 
         Allowed in simulation mode with sync on (only for the holder, if one holds it) or while
-        paused.
+        paused. Return the frames the step advances: ``steps``, or with ``target_frame`` > 0
+        the frames up to it (0 when it is reached: a retried call advances nothing). With
+        ``epoch`` given, refuse unless no reset came since the caller saw that epoch.
         """
         check_user_id(user_id)
         self.release_lapsed_holder()
         check_whole_steps(steps)
+        check_whole_steps(target_frame)
         if self._mode is Mode.REAL_TIME:
             raise Refused(
                 'cannot step in real_time mode (time follows the wall clock); switch to '
@@ -200,15 +204,28 @@ class Timeline:
             raise Refused(
                 f'sync mode is held by {self._holder!r}; only that user_id may step',
                 holder=self._holder)
+        if epoch is not None and epoch != self._epoch:
+            raise Refused(
+                f'time was reset since the caller saw it: epoch is {self._epoch}, the request '
+                f'expected {epoch}; nothing advanced (ask ~/get_status, then step again)')
+        if target_frame < 0:
+            raise Refused(f'target_frame must be 0 (use steps) or more, got {target_frame}')
+        if target_frame:
+            steps = target_frame - self._frame
+            if steps <= 0:
+                return 0
         check_steps(steps, self._time_ns, self._time_step_ns)
+        return steps
 
-    def step(self, user_id: str, steps: int) -> range:
+    def step(self, user_id: str, steps: int, target_frame: int = 0,
+             epoch: Optional[int] = None) -> range:
         """
-        Advance ``steps`` frames for ``user_id``; return the times of the new frames.
+        Advance ``steps`` frames (or up to ``target_frame``) for ``user_id``; return the times.
 
-        Refused (:meth:`check_step`) with nothing changed.
+        Refused (:meth:`check_step`) with nothing changed; a target already reached advances
+        nothing (an empty range).
         """
-        self.check_step(user_id, steps)
+        steps = self.check_step(user_id, steps, target_frame, epoch)
         if self._holder:
             self._holder_seen_ns = self._now_ns()
         frames = self._advance(steps)

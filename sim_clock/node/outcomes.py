@@ -19,6 +19,14 @@ from dataclasses import field
 from typing import List
 
 from builtin_interfaces.msg import Time as TimeMsg
+from sim_clock.core.units import split_ns
+
+
+def time_msg(time_ns: int) -> TimeMsg:
+    """Return ``time_ns`` as a builtin_interfaces/Time."""
+    stamp = TimeMsg()
+    stamp.sec, stamp.nanosec = split_ns(time_ns)
+    return stamp
 
 
 @dataclass

@@ -25,8 +25,6 @@ import time
 from typing import Callable
 from typing import Optional
 
-from builtin_interfaces.msg import Time as TimeMsg
-
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.node import Node
@@ -57,6 +55,7 @@ from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import StepOutcome
 from sim_clock.node.outcomes import SyncOutcome
+from sim_clock.node.outcomes import time_msg
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import FrameSink
@@ -134,13 +133,18 @@ class ClockServer(Node):
 
     # -- the public methods that services call -------------------------------------------------
 
-    def step(self, user_id: str, steps: int) -> StepOutcome:
-        """Advance ``steps`` frames for ``user_id`` and publish each; answer where time is."""
+    def step(self, user_id: str, steps: int, target_frame: int = 0, epoch=None) -> StepOutcome:
+        """
+        Advance ``steps`` frames (or to ``target_frame``) for ``user_id``, publish each.
+
+        With ``epoch``: only if no reset came since. Answer where time is.
+        """
         if self._steps_wait():
             return self._step_outcome(False, 'steps wait (for participants or acknowledgements):'
                                              ' only ~/step and ~/step_once can')
         try:
-            frames = self.apply_change(lambda: self._timeline.step(user_id, steps))
+            frames = self.apply_change(
+                lambda: self._timeline.step(user_id, steps, target_frame, epoch))
         except Refused as refused:
             self.get_logger().warning(
                 f'step refused: {refused.reason}', throttle_duration_sec=1.0)
@@ -150,7 +154,8 @@ class ClockServer(Node):
         timeline = self._timeline
         return self._step_outcome(True, f'frame {timeline.frame}, time {self.clock_now()} ns')
 
-    async def step_async(self, user_id: str, steps: int) -> StepOutcome:
+    async def step_async(self, user_id: str, steps: int, target_frame: int = 0,
+                         epoch=None) -> StepOutcome:
         """
         :meth:`step`, waiting for the participants each frame is due for before the next.
 
@@ -158,14 +163,14 @@ class ClockServer(Node):
         (success false, the late ones named); the next step waits for it first.
         """
         if not self._steps_wait():
-            return self.step(user_id, steps)
+            return self.step(user_id, steps, target_frame, epoch)
         timeline, barrier = self._timeline, self._core.barrier
         try:
-            self.apply_change(lambda: timeline.check_step(user_id, steps))
+            steps = remaining = self.apply_change(
+                lambda: timeline.check_step(user_id, steps, target_frame, epoch))
         except Refused as refused:
             return self._step_outcome(False, refused.reason)
         barrier.count_again(time.monotonic_ns())
-        remaining = steps
         while True:
             late = await self.participants.wait()
             if late:
@@ -243,11 +248,7 @@ class ClockServer(Node):
         s = self._timeline.status()
         barrier = self._core.barrier
         joined = sorted(barrier.participants.values(), key=lambda p: p.name)
-        done = []
-        for participant in joined:
-            stamp = TimeMsg()
-            stamp.sec, stamp.nanosec = split_ns(participant.last_done_ns or 0)
-            done.append(stamp)
+        done = [time_msg(participant.last_done_ns or 0) for participant in joined]
         return ServerStatus(
             s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
             float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns,

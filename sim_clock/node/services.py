@@ -53,6 +53,12 @@ def serve(node, table, callback_group=None) -> list:
             for srv_type, name, callback in table]
 
 
+def _step_arguments(request) -> tuple:
+    """Return a Step request as the server's step methods take it."""
+    return (request.user_id, request.steps, request.target_frame,
+            request.epoch if request.check_epoch else None)
+
+
 class ControlServices:
     """``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services."""
 
@@ -78,7 +84,7 @@ class ControlServices:
         step.callback, step_once.callback = self._on_step_waiting, self._on_step_once_waiting
 
     async def _on_step_waiting(self, request, response):
-        return fill(response, await self._server.step_async(request.user_id, request.steps))
+        return fill(response, await self._server.step_async(*_step_arguments(request)))
 
     async def _on_step_once_waiting(self, request, response):
         return fill(response, await self._server.step_async(ANONYMOUS_USER, 1))
@@ -88,7 +94,7 @@ class ControlServices:
             request.user_id, request.start_sync_mode, request.time_step))
 
     def _on_step(self, request, response):
-        return fill(response, self._server.step(request.user_id, request.steps))
+        return fill(response, self._server.step(*_step_arguments(request)))
 
     def _on_get_status(self, request, response):
         return fill(response, self._server.status())

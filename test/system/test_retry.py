@@ -1,0 +1,121 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Retry-safe steps: a step addressed by frame and epoch never advances twice, through DDS.
+
+Answers are lost for real: a frozen reliable reader of /clock makes each acknowledged step
+answer only after ``ack_timeout``, long after the client's own timeout, so the client gives
+up on the first answer and asks again.
+"""
+
+import os
+import signal
+import time
+
+from harness import ChildProcess
+import pytest
+from sim_clock.client import SimClockClient
+from sim_clock.client import SimClockRefused
+from sim_clock.srv import Step
+
+MS = 1_000_000
+
+#: A reliable /clock reader that the test freezes with SIGSTOP; ready once it has a /clock.
+READER = """
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+rclpy.init()
+node = rclpy.create_node('frozen_reader')
+received = []
+node.create_subscription(Clock, '/clock', received.append,
+                         QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
+while rclpy.ok() and not received:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print('ready', flush=True)
+while rclpy.ok():
+    rclpy.spin_once(node, timeout_sec=0.1)
+"""
+
+
+def _step(client, **fields):
+    request = Step.Request(user_id='', steps=1)
+    for name, value in fields.items():
+        setattr(request, name, value)
+    return client.call(Step, 'step', request)
+
+
+def test_a_target_frame_reached_advances_nothing_and_answers_it(start_server, client):
+    """target_frame: to the frame, then the same request again advances nothing."""
+    start_server({'sync': True, 'time_step': 0.001})
+    client.wait_for_clock()
+    first = _step(client, target_frame=7, check_epoch=True, epoch=0)
+    assert (first.success, first.frame, first.clock.nanosec) == (True, 7, 7 * MS)
+    again = _step(client, target_frame=7, check_epoch=True, epoch=0)
+    assert (again.success, again.frame, again.epoch) == (True, 7, 0)
+    behind = _step(client, target_frame=3)
+    assert (behind.success, behind.frame) == (True, 7)
+    assert client.status().frame == 7
+    assert client.distinct_times_since_reset()[-7:] == [k * MS for k in range(1, 8)]
+
+
+def test_a_reset_in_between_is_refused_and_changes_nothing(start_server, client):
+    """check_epoch: after a reset the same request is refused, naming both epochs."""
+    start_server({'sync': True, 'time_step': 0.001})
+    client.wait_for_clock()
+    assert _step(client, target_frame=5, check_epoch=True, epoch=0).success
+    client.trigger('reset')
+    refused = _step(client, target_frame=5, check_epoch=True, epoch=0)
+    assert not refused.success
+    assert 'epoch is 1, the request expected 0' in refused.message
+    assert (refused.frame, refused.epoch) == (0, 1)
+    assert client.status().frame == 0
+    relative = _step(client, steps=2, check_epoch=True, epoch=0)
+    assert not relative.success and client.status().frame == 0
+
+
+@pytest.mark.parametrize('ack_timeout', [2.0])
+def test_the_client_retries_a_lost_answer_without_stepping_twice(
+        start_server, client, domain_id, tmp_path, ack_timeout):
+    """Each answer comes after the client gave up on it: retried, every step advances once."""
+    start_server({'sync': True, 'time_step': 0.001, 'ack_timeout': ack_timeout})
+    reader = ChildProcess(domain_id, READER, str(tmp_path))
+    try:
+        reader.expect('ready')
+        client.wait_for_clock()
+        clock = SimClockClient(context=client.context, timeout=0.7, retries=6)
+        try:
+            clock.acquire()
+            os.kill(reader.pid, signal.SIGSTOP)
+            started = time.monotonic()
+            result = clock.step(10)
+            elapsed = time.monotonic() - started
+            assert elapsed > 0.7 + 0.7  # the first answer was given up on, and a retry too
+            assert result.frame == 10 and result.time_ns == 10 * MS
+            assert clock.status().frame == 10
+            assert clock.step(5).frame == 15  # the frozen topic is skipped now: no retry
+            assert clock.step_to(15).frame == 15
+            assert clock.step_to(40).frame == 40
+            assert clock.status().frame == 40
+            # Someone else resets: the next step is refused, not stepped from the new zero.
+            client.trigger('reset')
+            with pytest.raises(SimClockRefused, match='time was reset'):
+                clock.step(1)
+            assert clock.step(2).frame == 2  # the client asked where time is, and went on
+        finally:
+            clock.close()
+    finally:
+        os.kill(reader.pid, signal.SIGCONT)
+        reader.kill()
