@@ -21,6 +21,7 @@ Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage
 
 import argparse
 import os
+import signal
 import sys
 
 from sim_clock.core.units import format_seconds
@@ -50,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='seconds between refreshes with --watch (default: %(default)s)')
     step = commands.add_parser('step', help='advance N frames (sync mode, or while paused)')
     step.add_argument('frames', nargs='?', type=int, default=1, metavar='N')
+    step.add_argument('--to', type=int, metavar='FRAME',
+                      help='step until the frame counter is FRAME (nothing if it is there)')
     commands.add_parser('pause', help='freeze real-time and free-run time')
     commands.add_parser('resume', help='unfreeze time')
     commands.add_parser('reset', help='time and frame to 0 (epoch + 1)')
@@ -175,6 +178,9 @@ def run(args) -> int:
     from sim_clock.client.api import SimClockRefused
     from sim_clock.client.api import SimClockTimeout
 
+    # Ctrl-C ends every command, also where the parent started this one with SIGINT ignored
+    # (a background job of a non-interactive shell): rclpy chains its handler to this one.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     client = SimClockClient(
@@ -208,7 +214,7 @@ def _carry_out(client, args) -> str:
     if command == 'status':
         return format_status(client.status())
     if command == 'step':
-        result = client.step(args.frames)
+        result = client.step(args.frames) if args.to is None else client.step_to(args.to)
         return f'frame {result.frame}, time {format_time(result.time_ns)} (epoch {result.epoch})'
     if command in ('pause', 'resume', 'reset'):
         return getattr(client, command)()

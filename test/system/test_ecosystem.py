@@ -158,9 +158,9 @@ def test_cli_resets_prints_each_reset_the_last_one_first(start_server, client, d
         [executable, 'resets'], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        first = follower.stdout.readline()
+        first, = _status_lines(follower, 1)
         client.set_sync(False)
-        second = follower.stdout.readline()
+        second, = _status_lines(follower, 1)
     finally:
         follower.send_signal(signal.SIGINT)
         _, errors = follower.communicate(timeout=15)
@@ -172,17 +172,35 @@ def test_cli_resets_prints_each_reset_the_last_one_first(start_server, client, d
     assert (counted.returncode, counted.stdout.startswith('epoch 2: ')) == (0, True), counted
 
 
-def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id):
-    """A watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0."""
+def _status_lines(process, count):
+    """Read ``count`` lines of simclock's status from ``process``, skipping Fast DDS's logs."""
+    lines = []
+    while len(lines) < count:
+        line = process.stdout.readline()
+        assert line, f'simclock ended after {lines}'
+        if 'RTPS_' not in line:
+            lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize('ignored', [False, True])
+def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id, ignored):
+    """
+    A watch prints a line per refresh with the measured rate; Ctrl-C ends it with 0.
+
+    Also when started with SIGINT ignored, as a background job of a non-interactive shell is.
+    """
     start_server({'real_time_factor': 2.0, 'time_step': 0.01})
     client.status()  # the server is up
     executable = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'simclock')
     watcher = subprocess.Popen(
         [executable, 'status', '--watch', '--interval', '0.2'],
         env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None)
     try:
-        lines = [watcher.stdout.readline() for _ in range(4)]
+        # Status lines only: Fast DDS may print an error of its own on stdout under load.
+        lines = _status_lines(watcher, 4)
     finally:
         watcher.send_signal(signal.SIGINT)
         _, errors = watcher.communicate(timeout=15)
@@ -217,6 +235,8 @@ def test_cli_commands_and_exit_codes(start_server, client, domain_id):
     assert _simclock(domain_id, 'sync', 'on').returncode == 0
     stepped = _simclock(domain_id, 'step', '5')
     assert stepped.returncode == 0 and 'frame 5, time 0.050000000 s' in stepped.stdout
+    stepped = _simclock(domain_id, 'step', '--to', '8')
+    assert stepped.returncode == 0 and 'frame 8, time 0.080000000 s' in stepped.stdout
     bad = _simclock(domain_id, 'step', '0')
     assert bad.returncode == 1 and 'between 1 and' in bad.stderr
     assert _simclock(domain_id, 'rate', '-1').returncode == 1
@@ -382,3 +402,23 @@ def test_client_cost_benchmark_runs(tmp_path):
     assert [f['name'] for f in figures] == [
         'SimClockClient.step', 'baseline spin_until_future_complete']
     assert all(f['first_us'] > 0 and f['last_us'] > 0 for f in figures)
+
+
+def test_domain_ids_claimed_by_another_run_are_skipped():
+    """Two allocators (two test runs on one host) never hand out the same DDS domain."""
+    from sim_clock.client.domains import claim
+    from sim_clock.client.domains import DomainIds
+    from sim_clock.client.domains import HELD
+
+    def free(domain):
+        claimer = claim(domain)
+        return claimer is not None and claimer.close() is None
+    # A run of ids nobody holds now (this run's own allocator holds a few).
+    base = next(d for d in range(1, 90) if all(free(d + k) for k in range(HELD + 4)))
+    first, second = DomainIds(first=base), DomainIds(first=base)
+    taken = [first.take(), second.take(), first.take(), second.take()]
+    assert taken == [base, base + 1, base + 2, base + 3], taken
+    # An allocator lets its oldest claims go: it keeps HELD of them.
+    for _ in range(HELD):
+        first.take()
+    assert DomainIds(first=base).take() == base
