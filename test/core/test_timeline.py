@@ -468,6 +468,35 @@ def test_step_returns_the_new_frame_times(clock, new_user_id):
     assert (timeline.frame, timeline.time_ns) == (4, 28)
 
 
+def test_step_to_a_target_frame_is_retry_safe(clock):
+    """target_frame: up to it once; reached or passed: nothing advances, no change recorded."""
+    timeline = Timeline(clock, sync=True, time_step_ns=5)
+    assert list(timeline.step('', 1, target_frame=3)) == [5, 10, 15]
+    timeline.take_changes()
+    for target in (3, 2):
+        assert list(timeline.step('', 1, target_frame=target)) == []
+        assert (timeline.frame, timeline.time_ns, timeline.take_changes()) == (3, 15, [])
+    assert list(timeline.step('', 1, target_frame=4)) == [20]
+    with pytest.raises(Refused, match='steps must be between 1 and'):
+        timeline.step('', 1, target_frame=4 + MAX_STEPS_PER_CALL + 1)
+    with pytest.raises(Refused, match='target_frame must be 0'):
+        timeline.step('', 1, target_frame=-1)
+    assert timeline.frame == 4
+
+
+@pytest.mark.parametrize('target_frame', [0, 9])
+def test_a_step_expecting_an_old_epoch_is_refused(clock, target_frame):
+    """epoch: a reset since the caller looked is refused, naming both; nothing changes."""
+    timeline = Timeline(clock, sync=True, time_step_ns=5)
+    timeline.step('', 2)
+    timeline.reset()
+    timeline.take_changes()
+    with pytest.raises(Refused, match='epoch is 1, the request expected 0'):
+        timeline.step('', 2, target_frame=target_frame, epoch=0)
+    assert (timeline.frame, timeline.epoch, timeline.take_changes()) == (0, 1, [])
+    assert len(timeline.step('', 2, target_frame=target_frame, epoch=1)) == (target_frame or 2)
+
+
 def test_step_may_reach_the_last_day_but_not_pass_it(clock):
     """Steps up to MAX_TIME_NS are allowed; one more is refused."""
     timeline = Timeline(clock, sync=True, time_step_ns=MAX_TIME_STEP_NS)
