@@ -45,6 +45,8 @@ PARAMETER_ARGUMENTS = {
                      '0 never.',
     'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
     'ack_timeout': 'Seconds a step waits for its frames to be acknowledged; 0 no wait.',
+    'start_time': "Where time starts and resets go: 0, 'wall' (the wall clock then), or "
+                  'seconds.',
 }
 
 

@@ -33,6 +33,7 @@ import time
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
@@ -52,6 +53,8 @@ from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
+from sim_clock.core.rules import Refused
+from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.timeline import Change
 from sim_clock.core.units import join_ns
 from sim_clock.names import NODE_NAME
@@ -257,6 +260,14 @@ class BagFrames:
         self._ended = True
 
 
+def check_bag_start(start_time) -> None:
+    """Refuse a start_time other than 0: a bag player's time is the bag's."""
+    if start_time_from_value(start_time) != 0:
+        raise Refused(
+            f"a bag player's time is the bag's: start_time must be 0, got {start_time!r} (the "
+            'bag sets where /clock starts; --start-at-zero starts it at 0)')
+
+
 class BagPlayer:
     """
     Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
@@ -279,11 +290,13 @@ class BagPlayer:
         self.frames = None
         try:
             self.node = ClockServer(sink=self._make_frames, clock_offset_ns=origin_ns, **kwargs)
+            check_bag_start(self.node.get_parameter('start_time').value)
         except BaseException:
             self.reader.close()
             raise
         node = self.node
         self.frames.loop = node.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
+        node.add_on_set_parameters_callback(self._refuse_start_time)
         node.add_post_set_parameters_callback(self._apply_loop)
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
@@ -327,6 +340,16 @@ class BagPlayer:
 
     def _on_get_progress(self, request, response):
         return fill(response, self.frames.progress.report())
+
+    @staticmethod
+    def _refuse_start_time(parameters: List[Parameter]) -> SetParametersResult:
+        try:
+            for parameter in parameters:
+                if parameter.name == 'start_time':
+                    check_bag_start(parameter.value)
+        except Refused as refused:
+            return SetParametersResult(successful=False, reason=refused.reason)
+        return SetParametersResult(successful=True)
 
     def _apply_loop(self, parameters: List[Parameter]) -> None:
         for parameter in parameters:

@@ -18,6 +18,7 @@ import decimal
 import enum
 from fractions import Fraction
 import math
+import re
 
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_MS
@@ -178,6 +179,37 @@ def participant_timeout_from_seconds(seconds: float) -> int:
 def ack_timeout_from_seconds(seconds: float) -> int:
     """Validate how long a step waits for acknowledgements (0: not at all); return ns."""
     return _duration_from_seconds(seconds, 'ack_timeout', 0, '0 (steps do not wait)')
+
+
+#: start_time's value for the wall clock at the moment time starts or resets.
+WALL_START = 'wall'
+_START_TIME = re.compile(r'(\d{1,10})(?:\.(\d{1,9}))?')
+
+
+def start_time_from_value(value):
+    """
+    Parse where time starts and resets go: ``'wall'`` -> None (the wall clock then), else ns.
+
+    Seconds as a number (converted once, to the nearest ns) or as decimal text, exact to the
+    nanosecond ('0', '1700000000.123456789').
+    """
+    if value == WALL_START:
+        return None
+    if isinstance(value, str):
+        match = _START_TIME.fullmatch(value)
+        time_ns = (int(match.group(1)) * NS_PER_SEC + int((match.group(2) or '').ljust(9, '0'))
+                   if match else -1)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            isinstance(value, int) or math.isfinite(value)):
+        time_ns = seconds_to_ns(value, 'start_time')
+    else:
+        time_ns = -1
+    if not 0 <= time_ns <= MAX_TIME_NS:
+        raise Refused(
+            f'start_time must be {WALL_START!r} (the wall clock at each start and reset) or '
+            f'seconds from 0 to {MAX_TIME_NS // NS_PER_SEC}, a number or decimal text exact to '
+            f"the ns (e.g. 0, 1700000000.5, '1700000000.123456789'), got {value!r}")
+    return time_ns
 
 
 def publish_period_from_rate(rate_hz: float) -> int:

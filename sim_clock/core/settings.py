@@ -42,6 +42,7 @@ from sim_clock.core.rules import parse_mode
 from sim_clock.core.rules import participant_timeout_from_seconds
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
+from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_SEC
@@ -70,6 +71,8 @@ class Setting:
     #: The closed range of a double parameter, as ROS enforces it; None: no range.
     low: Optional[float] = None
     high: Optional[float] = None
+    #: Takes values of several types (dynamic_typing): 'wall' or a number, say.
+    dynamic: bool = False
 
 
 SETTINGS = (
@@ -122,6 +125,13 @@ SETTINGS = (
         'steps answer once their frames are published.',
         ack_timeout_from_seconds, constraints='s, 0 = no wait',
         low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
+    Setting(
+        'start_time', '0',
+        "Where time starts, and where every reset takes it: '0' (MORAI's rule), 'wall' (the "
+        "wall clock at that moment, as MORSE starts), or seconds ('1700000000.5', exact to "
+        'the ns). Frames are whole steps from there. A change applies at the next reset.',
+        start_time_from_value, constraints="'wall', or seconds: a number or decimal text",
+        dynamic=True),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -177,6 +187,8 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
         core.barrier.timeout_ns = parsed['participant_timeout']
     if 'ack_timeout' in parsed:
         core.ack_timeout_ns = parsed['ack_timeout']
+    if 'start_time' in parsed:
+        timeline.set_start_ns(parsed['start_time'])
 
 
 def initial(values: Mapping[str, object], **timeline_options) -> Core:
@@ -185,7 +197,8 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
     timeline = Timeline(
         mode=parsed['mode'], sync=parsed['sync'], paused=parsed['paused'],
         time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
-        holder_timeout_ns=parsed['owner_timeout'], **timeline_options)
+        holder_timeout_ns=parsed['owner_timeout'], start_ns=parsed['start_time'],
+        **timeline_options)
     return Core(timeline, Pacing(parsed['publish_rate']),
                 Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'])
 

@@ -65,6 +65,8 @@ class Timeline:
         real_time_factor: Fraction = Fraction(1),
         holder_timeout_ns: int = 0,
         new_user_id: Callable[[], str] = _default_user_id,
+        start_ns: Optional[int] = 0,
+        wall_ns: Callable[[], int] = time.time_ns,
     ):
         check_mode_sync(mode, sync)
         check_time_step_ns(time_step_ns)
@@ -79,8 +81,10 @@ class Timeline:
         self._holder_timeout_ns = check_owner_timeout_ns(holder_timeout_ns)
         self._holder = ''
         self._holder_seen_ns = 0
+        self._start_ns = start_ns
+        self._wall_ns = wall_ns
         self._frame = 0
-        self._time_ns = 0
+        self._time_ns = self._origin_ns()
         self._epoch = 0
         self._changes: List[Change] = []
         self._snapshot()
@@ -344,8 +348,12 @@ class Timeline:
         self._holder_seen_ns = self._now_ns()
 
     def reset(self, reason: str = 'reset requested') -> None:
-        """Set time and frame to zero and bump the epoch; mode, sync and holder stay."""
+        """Set time to the start and frame to zero, bump the epoch; mode, sync, holder stay."""
         self._reset(reason)
+
+    def set_start_ns(self, start_ns: Optional[int]) -> None:
+        """Where time starts at the next reset: ns, or None for the wall clock then."""
+        self._start_ns = start_ns
 
     def seek(self, time_ns: int, reason: str = 'seek requested') -> None:
         """
@@ -411,9 +419,13 @@ class Timeline:
         self._sync = sync
         self._reset(reason)
 
-    def _reset(self, reason: str, time_ns: int = 0) -> None:
+    def _origin_ns(self) -> int:
+        """Return where time starts: start_ns, or the wall clock now (None)."""
+        return min(self._wall_ns(), MAX_TIME_NS) if self._start_ns is None else self._start_ns
+
+    def _reset(self, reason: str, time_ns: Optional[int] = None) -> None:
         before = self._time_ns
-        self._time_ns = time_ns
+        self._time_ns = self._origin_ns() if time_ns is None else time_ns
         self._frame = 0
         self._epoch += 1
         self._snapshot()

@@ -31,7 +31,8 @@ from sim_clock.node.runtime import coerce_integer_overrides
 def descriptor(setting: settings.Setting) -> ParameterDescriptor:
     """Return the ROS descriptor of a setting: description, constraints and range."""
     result = ParameterDescriptor(
-        description=setting.description, additional_constraints=setting.constraints)
+        description=setting.description, additional_constraints=setting.constraints,
+        dynamic_typing=setting.dynamic)
     if setting.low is not None:
         result.floating_point_range = [
             FloatingPointRange(from_value=setting.low, to_value=setting.high, step=0.0)]

@@ -34,6 +34,7 @@ from sim_clock.core.rules import parse_mode
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import seconds_to_ns
+from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.rules import time_step_from_ms
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
@@ -1040,3 +1041,48 @@ def test_timeline_seek_refuses_bad_times_unchanged(time_ns):
     with pytest.raises(Refused, match='seek time must be between 0 and'):
         timeline.seek(time_ns)
     assert timeline.status() == before
+
+
+def test_time_starts_and_resets_at_start_ns(clock):
+    """start_ns: time starts there, frames are whole steps from it, every reset goes back."""
+    start = 1_700_000_000 * NS_PER_SEC + 123_456_789
+    timeline = Timeline(clock, sync=True, time_step_ns=7, start_ns=start)
+    assert (timeline.time_ns, timeline.frame) == (start, 0)
+    assert list(timeline.step('', 3)) == [start + 7, start + 14, start + 21]
+    timeline.reset()
+    assert (timeline.time_ns, timeline.frame, timeline.epoch) == (start, 0, 1)
+    timeline.set_start_ns(5)  # applies at the next reset, not now
+    assert timeline.time_ns == start
+    timeline.set_mode_sync(Mode.SIMULATION, False)
+    assert timeline.time_ns == 5
+
+
+def test_time_starts_at_the_wall_clock_of_each_reset(clock):
+    """start_ns None: the injected wall clock at the start and at every reset."""
+    wall = FakeSteadyClock(1_800_000_000 * NS_PER_SEC)
+    timeline = Timeline(clock, sync=True, start_ns=None, wall_ns=wall)
+    assert timeline.time_ns == 1_800_000_000 * NS_PER_SEC
+    wall.advance(42)
+    timeline.reset()
+    assert timeline.time_ns == 1_800_000_000 * NS_PER_SEC + 42
+    timeline.seek(10)  # a seek goes where it is told
+    assert timeline.time_ns == 10
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('0', 0), (0, 0), (0.0, 0), ('wall', None), (1_700_000_000.5, 1_700_000_000_500_000_000),
+    ('1700000000.123456789', 1_700_000_000_123_456_789), ('12.5', 12_500_000_000), (3, 3 * 10**9),
+])
+def test_start_time_values(value, expected):
+    """start_time: 'wall', a number of seconds, or decimal text exact to the ns."""
+    assert start_time_from_value(value) == expected
+
+
+@pytest.mark.parametrize('value', [
+    '-1', -1, -0.5, 'now', '1.0000000001', '1e9', float('nan'), float('inf'), True, '',
+    MAX_TIME_NS, ' 1',
+])
+def test_start_time_refusals_say_what_is_allowed(value):
+    """A bad start_time is refused with the forms allowed."""
+    with pytest.raises(Refused, match="start_time must be 'wall'.*or seconds"):
+        start_time_from_value(value)

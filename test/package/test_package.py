@@ -28,7 +28,8 @@ LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's
 LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
-                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
+                     # A bag player's time is the bag's: its start_time stays 0.
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) - {'start_time'} | {'loop'}}
 
 
 @pytest.mark.parametrize('name', sorted(
