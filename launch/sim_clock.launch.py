@@ -52,6 +52,8 @@ PARAMETER_ARGUMENTS = {
 
 def _node(context):
     overrides = {'use_sim_time': yaml.safe_load(context.launch_configurations['use_sim_time'])}
+    if context.launch_configurations['clock_views_file']:
+        overrides['clock_views_file'] = context.launch_configurations['clock_views_file']
     for name in PARAMETER_ARGUMENTS:
         value = context.launch_configurations[name]
         if value != '':
@@ -81,6 +83,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'node_name', default_value='sim_clock',
             description='Node name; services live under /<namespace>/<node_name>/.'),
+        DeclareLaunchArgument(
+            'clock_views_file', default_value='',
+            description='YAML file of clock views, each published on /<name>/clock '
+                        '(config/clock_views.yaml is an example); empty: none.'),
         DeclareLaunchArgument(
             'namespace', default_value='',
             description='Namespace of the clock server node (/clock stays global).'),

@@ -80,3 +80,4 @@ class ServerStatus:
     participants_slowest: List[float]
     waiting_for: List[str]
     other_clock_sources: List[str]
+    clock_views: List[str]

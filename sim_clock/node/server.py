@@ -63,6 +63,7 @@ from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import detach_time_source
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
+from sim_clock.node.views import ClockViews
 
 
 class ClockServer(Node):
@@ -89,7 +90,9 @@ class ClockServer(Node):
         self._reset_events = ResetEvents(self)
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
-        self.sink = (sink or (lambda node: ClockSink(node, clock_offset_ns)))(self)
+        make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
+        self.views = ClockViews(self)
+        self.sink = self.views.wrap(make_sink(self))
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         # One single-threaded executor runs every callback: the timeline needs no lock.
@@ -102,7 +105,7 @@ class ClockServer(Node):
         self._full_speed = self._driven = False
         self._retime()
         self._republish()
-        self.alarm = ClockSourceAlarm(self, self.steady_clock)
+        self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
             self, self._timeline, self._core.barrier, self.steady_clock, self.alarm)
         if simulation_interfaces.AVAILABLE:
@@ -134,11 +137,7 @@ class ClockServer(Node):
     # -- the public methods that services call -------------------------------------------------
 
     def step(self, user_id: str, steps: int, target_frame: int = 0, epoch=None) -> StepOutcome:
-        """
-        Advance ``steps`` frames (or to ``target_frame``) for ``user_id``, publish each.
-
-        With ``epoch``: only if no reset came since. Answer where time is.
-        """
+        """Advance ``steps`` frames, or to ``target_frame`` (if no reset since ``epoch``)."""
         if self._steps_wait():
             return self._step_outcome(False, 'steps wait (for participants or acknowledgements):'
                                              ' only ~/step and ~/step_once can')
@@ -253,7 +252,7 @@ class ClockServer(Node):
             s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
             float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns,
             [p.name for p in joined], done, [p.slowest_ns / NS_PER_SEC for p in joined],
-            barrier.waiting_for, self.alarm.others)
+            barrier.waiting_for, self.alarm.others, self.views.describe())
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""

@@ -1,0 +1,130 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Clock views on the node: each view of ``core/views.py`` published on ``/<view>/clock``.
+
+The views come from a YAML file named by the read-only parameter ``clock_views_file``
+(``config/clock_views.yaml`` is an example). :class:`ClockViews` wraps the server's frame sink:
+after each frame's own publishing, every view publishes the frame's time as it sees it; idle
+republishing too. A reset starts every view's drift again (a change listener).
+"""
+
+from typing import List
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.core.rules import Refused
+from sim_clock.core.state import Change
+from sim_clock.core.views import parse_views
+from sim_clock.core.views import View
+from sim_clock.names import CLOCK_QOS
+from sim_clock.names import CLOCK_TOPIC
+from sim_clock.node.publishing import clock_publisher
+from sim_clock.node.publishing import publisher_destroyed
+import yaml
+
+VIEWS_PARAMETER = 'clock_views_file'
+VIEWS_DESCRIPTOR = ParameterDescriptor(
+    description='YAML file of clock views ({views: {name: {offset: s, drift_ppm: ppm}}}), each '
+                "published on /<name>/clock; '' none. Read at start.",
+    additional_constraints='a readable YAML file, or empty', read_only=True)
+
+
+def load_views(path: str) -> List[View]:
+    """Return the views of the YAML file at ``path`` ('' none); refuse a bad file."""
+    if not path:
+        return []
+    try:
+        with open(path) as views_file:
+            document = yaml.safe_load(views_file) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise Refused(f'{VIEWS_PARAMETER} {path!r} cannot be read: {error}') from None
+    if not isinstance(document, dict) or set(document) - {'views'}:
+        raise Refused(f'{VIEWS_PARAMETER} {path!r} must hold one key, views, got {document!r}')
+    return parse_views(document.get('views') or {})
+
+
+class ClockViews:
+    """The views of ``server``: their publishers, the epoch's start, and the sink wrapper."""
+
+    def __init__(self, server):
+        self._server = server
+        path = server.declare_parameter(VIEWS_PARAMETER, '', VIEWS_DESCRIPTOR).value
+        self.views = load_views(path)
+        self._publishers = [server.create_publisher(ClockMsg, view.topic, CLOCK_QOS)
+                            for view in self.views]
+        self._publish = [clock_publisher(publisher) for publisher in self._publishers]
+        self._start_ns = server.timeline.time_ns
+        server.add_change_listener(self._on_change)
+
+    @property
+    def topics(self) -> tuple:
+        """Return /clock and the views' topics: where one clock source is expected each."""
+        return (CLOCK_TOPIC, *(view.topic for view in self.views))
+
+    def describe(self) -> List[str]:
+        """Return each view in words, for ~/get_status."""
+        return [view.describe() for view in self.views]
+
+    def wrap(self, sink):
+        """Return ``sink``, with every view published after each of its frames (if any)."""
+        return _ViewSink(sink, self) if self.views else sink
+
+    def publish(self, times) -> None:
+        """Publish each view at each of ``times`` (timeline times)."""
+        clock_ns = self._server.clock_ns
+        start = clock_ns(self._start_ns)
+        for view, publish in zip(self.views, self._publish):
+            for time_ns in times:
+                publish(view.time_ns(clock_ns(time_ns), start))
+
+    def close(self) -> None:
+        """From now on a publish raises: the node destroys the publishers next."""
+        self._publish = [publisher_destroyed] * len(self._publish)
+
+    def publishers(self) -> list:
+        """Return the views' publishers."""
+        return list(self._publishers)
+
+    def _on_change(self, change: Change) -> None:
+        if change.reset:
+            self._start_ns = change.time_after_ns
+
+
+class _ViewSink:
+    """A frame sink that publishes the views after what the sink it wraps publishes."""
+
+    def __init__(self, sink, views: ClockViews):
+        self._sink = sink
+        self._views = views
+
+    def publish_frames(self, frames: range) -> None:
+        self._sink.publish_frames(frames)
+        self._views.publish(frames)
+
+    def publish_time(self, time_ns: int) -> None:
+        self._sink.publish_time(time_ns)
+        self._views.publish((time_ns,))
+
+    def publishers(self) -> list:
+        return self._sink.publishers() + self._views.publishers()
+
+    def close(self) -> None:
+        self._views.close()
+        self._sink.close()
+
+    def __getattr__(self, name):
+        # The bag player reaches its own sink's attributes (cursor, loop, ...) through it.
+        return getattr(self._sink, name)

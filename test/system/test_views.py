@@ -1,0 +1,97 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Clock views through DDS: each on /<view>/clock at every frame, exact; they follow resets."""
+
+from harness import ServerProcess
+from harness import TestClient
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sim_clock.srv import Step
+
+NS = 1_000_000_000
+MS = 1_000_000
+VIEWS = """views:
+  robot1: {offset: 0.25, drift_ppm: 50}
+  robot2: {offset: -0.1, drift_ppm: -20.5}
+"""
+
+
+def robot1(t):
+    return t + 250 * MS + t * 50 // 10**6
+
+
+def robot2(t):
+    return max(t - 100 * MS + (t * -41) // (2 * 10**6), 0)
+
+
+def _views_file(tmp_path):
+    path = tmp_path / 'views.yaml'
+    path.write_text(VIEWS)
+    return str(path)
+
+
+def test_views_publish_every_frame_exactly_and_follow_resets(start_server, domain_id, tmp_path):
+    """Every frame on each view, exact over 10^5 frames; status lists them; a reset restarts."""
+    start_server({'sync': True, 'time_step': 0.001, 'clock_views_file': _views_file(tmp_path)})
+    # No /clock reader here: stepping 10^5 frames waits for none (flow control), and this
+    # process takes the views' messages only.
+    client = TestClient(domain_id, name='views_client', subscribe_clock=False)
+    try:
+        _check_views(client)
+    finally:
+        client.close()
+
+
+def _check_views(client):
+    keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+    seen = {'robot1': [], 'robot2': []}
+    for name, times in seen.items():
+        client.node.create_subscription(
+            Clock, f'/{name}/clock', lambda msg, times=times: times.append(
+                msg.clock.sec * NS + msg.clock.nanosec), keep_all)
+    status = client.status_when_ready()
+    assert list(status.clock_views) == [
+        'robot1: offset 0.25 s, drift 50 ppm, on /robot1/clock',
+        'robot2: offset -0.1 s, drift -20.5 ppm, on /robot2/clock']
+    client.spin_until(lambda: all(seen.values()), 'both views')
+    for _ in range(20):
+        assert client.step('', 1).success
+    client.spin_until(lambda: robot1(20 * MS) in seen['robot1'], 'twenty frames')
+    assert list(dict.fromkeys(seen['robot1']))[-21:] == [robot1(k * MS) for k in range(21)]
+    assert set(seen['robot2']) == {0}  # 100 ms behind: held at 0 for the first 100 ms
+    response = client.call(Step, 'step', Step.Request(user_id='', steps=100_000), timeout=120.0)
+    assert response.success, response.message
+    last = (100_000 + 20) * MS
+    client.spin_until(lambda: seen['robot1'][-1] == robot1(last), 'the last frame', timeout=60)
+    assert robot1(last) == last + 250 * MS + 5_001_000  # 100.02 s at 50 ppm: 5.001 ms
+    client.spin_until(lambda: seen['robot2'][-1] == robot2(last), 'robot2 too', timeout=60)
+    client.trigger('reset')
+    client.spin_until(lambda: seen['robot1'][-1] == robot1(0), 'the view after the reset')
+    assert client.step('', 1).success
+    client.spin_until(lambda: seen['robot1'][-1] == robot1(MS), 'a frame after the reset')
+
+
+def test_a_bad_views_file_stops_the_server_with_the_reason(domain_id, tmp_path):
+    """A views file that cannot be used: FATAL naming the problem, exit code 1."""
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('views:\n  robot1: {offset: soon}\n')
+    for path, reason in ((str(bad), "clock view 'robot1' offset must be a number"),
+                         (str(tmp_path / 'missing.yaml'), 'cannot be read')):
+        server = ServerProcess(domain_id, str(tmp_path), {'clock_views_file': path})
+        assert server.process.wait(60) == 1
+        assert server.stop() == 1
+        assert reason in server.log(), server.log()
