@@ -376,3 +376,25 @@ def rss_kib(pid: int) -> int:
             if line.startswith('VmRSS:'):
                 return int(line.split()[1])
     raise AssertionError(f'no VmRSS for process {pid}')
+
+
+#: A reliable /clock reader in a process of its own, which the test freezes with SIGSTOP. It is
+#: ready once it has received a /clock: the server's writer has matched it then.
+FROZEN_READER = """
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+rclpy.init()
+node = rclpy.create_node('frozen_reader')
+received = []
+node.create_subscription(Clock, '/clock', received.append,
+                         QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
+while rclpy.ok() and not received:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print('ready', flush=True)
+try:
+    while rclpy.ok():
+        rclpy.spin_once(node, timeout_sec=0.1)
+except KeyboardInterrupt:
+    pass
+"""

@@ -24,30 +24,10 @@ import signal
 import time
 
 from harness import ChildProcess
+from harness import FROZEN_READER as READER
 from sim_clock.srv import Step
 
 MS = 1_000_000
-
-#: A reliable /clock reader in a process of its own, which the test freezes with SIGSTOP. It is
-#: ready once it has received a /clock: the server's writer has matched it then.
-READER = """
-import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rosgraph_msgs.msg import Clock
-rclpy.init()
-node = rclpy.create_node('frozen_reader')
-received = []
-node.create_subscription(Clock, '/clock', received.append,
-                         QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
-while rclpy.ok() and not received:
-    rclpy.spin_once(node, timeout_sec=0.1)
-print('ready', flush=True)
-try:
-    while rclpy.ok():
-        rclpy.spin_once(node, timeout_sec=0.1)
-except KeyboardInterrupt:
-    pass
-"""
 
 
 def _step(client, steps, timeout=30.0):

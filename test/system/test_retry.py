@@ -25,29 +25,13 @@ import signal
 import time
 
 from harness import ChildProcess
+from harness import FROZEN_READER as READER
 import pytest
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
 from sim_clock.srv import Step
 
 MS = 1_000_000
-
-#: A reliable /clock reader that the test freezes with SIGSTOP; ready once it has a /clock.
-READER = """
-import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rosgraph_msgs.msg import Clock
-rclpy.init()
-node = rclpy.create_node('frozen_reader')
-received = []
-node.create_subscription(Clock, '/clock', received.append,
-                         QoSProfile(depth=100000, reliability=ReliabilityPolicy.RELIABLE))
-while rclpy.ok() and not received:
-    rclpy.spin_once(node, timeout_sec=0.1)
-print('ready', flush=True)
-while rclpy.ok():
-    rclpy.spin_once(node, timeout_sec=0.1)
-"""
 
 
 def _step(client, **fields):
