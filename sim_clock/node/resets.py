@@ -15,10 +15,10 @@
 """Every reset as a message on ``~/resets``: a change listener of the server."""
 
 from sim_clock.core.state import Change
-from sim_clock.core.units import split_ns
 from sim_clock.msg import Reset
 from sim_clock.names import RESET_QOS
 from sim_clock.names import RESETS_TOPIC
+from sim_clock.node.outcomes import time_msg
 
 
 class ResetEvents:
@@ -37,9 +37,8 @@ class ResetEvents:
     def _on_change(self, change: Change) -> None:
         if not change.reset:
             return
-        msg = Reset(epoch=change.epoch, cause=change.cause, mode=change.mode.value,
-                    sync=change.sync)
-        for stamp, time_ns in ((msg.time_before, change.time_before_ns),
-                               (msg.time_after, change.time_after_ns)):
-            stamp.sec, stamp.nanosec = split_ns(self._server.clock_ns(time_ns))
-        self._publisher.publish(msg)
+        clock_ns = self._server.clock_ns
+        self._publisher.publish(Reset(
+            epoch=change.epoch, time_before=time_msg(clock_ns(change.time_before_ns)),
+            time_after=time_msg(clock_ns(change.time_after_ns)), cause=change.cause,
+            mode=change.mode.value, sync=change.sync))

@@ -124,7 +124,3 @@ class _ViewSink:
     def close(self) -> None:
         self._views.close()
         self._sink.close()
-
-    def __getattr__(self, name):
-        # The bag player reaches its own sink's attributes (cursor, loop, ...) through it.
-        return getattr(self._sink, name)
