@@ -18,7 +18,9 @@ Clock views on the node: each view of ``core/views.py`` published on ``/<view>/c
 The views come from a YAML file named by the read-only parameter ``clock_views_file``
 (``config/clock_views.yaml`` is an example). :class:`ClockViews` wraps the server's frame sink:
 after each frame's own publishing, every view publishes the frame's time as it sees it; idle
-republishing too. A reset starts every view's drift again (a change listener).
+republishing too. Stepped view frames are flow-controlled like /clock (a view's reader that
+keeps every frame gets them all, and a full history never blocks a publish). A reset starts
+every view's drift again (a change listener).
 """
 
 from typing import List
@@ -31,6 +33,7 @@ from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
+from sim_clock.node.flow import FlowControl
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import publisher_destroyed
 import yaml
@@ -66,6 +69,8 @@ class ClockViews:
         self._publishers = [server.create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
+        # Stepped view frames are flow-controlled as /clock's are (node/flow.py).
+        self._flow = FlowControl(server, self._publishers)
         self._start_ns = server.timeline.time_ns
         server.add_change_listener(self._on_change)
 
@@ -83,12 +88,17 @@ class ClockViews:
         return _ViewSink(sink, self) if self.views else sink
 
     def publish(self, times) -> None:
-        """Publish each view at each of ``times`` (timeline times)."""
-        clock_ns = self._server.clock_ns
+        """Publish each view at each of ``times`` (timeline times), a window at a time."""
+        clock_ns, flow = self._server.clock_ns, self._flow
         start = clock_ns(self._start_ns)
-        for view, publish in zip(self.views, self._publish):
-            for time_ns in times:
-                publish(view.time_ns(clock_ns(time_ns), start))
+        flow.start()
+        for index, (view, publish) in enumerate(zip(self.views, self._publish)):
+            left = times
+            while left:
+                window = left[:flow.take(index, len(left))]
+                for time_ns in window:
+                    publish(view.time_ns(clock_ns(time_ns), start))
+                left = left[len(window):]
 
     def close(self) -> None:
         """From now on a publish raises: the node destroys the publishers next."""
