@@ -80,6 +80,7 @@ def test_client_releases_when_the_block_raises(start_server, client):
 def test_client_refusal_names_the_holder(start_server, client, sim_client):
     """A refused acquire raises SimClockRefused naming the holder; nothing changes."""
     start_server()
+    client.status_when_ready()  # answering first: sync_mode_cmd is not asked twice
     assert client.sync_mode_cmd('holder', True, 0).result
     with pytest.raises(SimClockRefused, match='holder') as refused:
         sim_client.acquire()
