@@ -124,6 +124,8 @@ class Status:
     publish_rate: float
     #: Other nodes publishing on /clock ("<node> on <topic>"): an alarm; empty: none.
     other_clock_sources: tuple = ()
+    #: The clock views ("<name>: offset <s> s, drift <ppm> ppm, on /<name>/clock").
+    clock_views: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -323,7 +325,7 @@ class SimClockClient:
         r = self._call(GetStatus, 'get_status', GetStatus.Request())
         return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
                       r.real_time_factor, r.time_step_ns, r.publish_rate,
-                      tuple(r.other_clock_sources))
+                      tuple(r.other_clock_sources), tuple(r.clock_views))
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

@@ -90,7 +90,8 @@ def format_status(status) -> str:
         f'time_step: {status.time_step_ns} ns',
         f'rate:      {pace}',
         f'publish:   {status.publish_rate:g} Hz',
-    ] + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources])
+    ] + [f'view:      {view}' for view in status.clock_views]
+      + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources])
 
 
 def measured_rate(previous, current):

@@ -20,6 +20,7 @@ from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sim_clock.client import SimClockClient
 from sim_clock.srv import Step
 
 NS = 1_000_000_000
@@ -64,6 +65,11 @@ def _check_views(client):
             Clock, f'/{name}/clock', lambda msg, times=times: times.append(
                 msg.clock.sec * NS + msg.clock.nanosec), keep_all)
     status = client.status_when_ready()
+    views = SimClockClient(context=client.context)
+    try:
+        assert views.status().clock_views == tuple(status.clock_views)
+    finally:
+        views.close()
     assert list(status.clock_views) == [
         'robot1: offset 0.25 s, drift 50 ppm, on /robot1/clock',
         'robot2: offset -0.1 s, drift -20.5 ppm, on /robot2/clock']
