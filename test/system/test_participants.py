@@ -42,6 +42,7 @@ import rclpy
 from rclpy.parameter import Parameter
 from sim_clock.client.participant import Participant
 name, period, work, vanish = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+readers = int(sys.argv[5])
 rclpy.init()
 node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
 fired = []
@@ -51,6 +52,10 @@ def tick():
     time.sleep(work)  # the work of a slow node under test
 node.create_timer(period, tick)
 participant = Participant(node, name=name, period=period)
+# Joined once the done writer has matched every reader (the server's, and the test's if it
+# has one): a done sent before a reader matched would never reach it.
+while participant._done.get_subscription_count() < readers:
+    rclpy.spin_once(node, timeout_sec=0.05)
 print('joined', flush=True)
 try:
     while rclpy.ok():
@@ -71,9 +76,10 @@ rclpy.try_shutdown()
 """
 
 
-def _participant(domain_id, tmp_path, name='p', period=0.01, work=0.0, vanish=0):
+def _participant(domain_id, tmp_path, name='p', period=0.01, work=0.0, vanish=0, readers=2):
+    """Start a participant; ``readers``: the done readers it waits for (the test has one)."""
     child = ChildProcess(domain_id, PARTICIPANT, str(tmp_path),
-                         args=(name, period, work, vanish))
+                         args=(name, period, work, vanish, readers))
     child.expect('joined')
     return child
 
@@ -195,7 +201,7 @@ def test_a_participant_whose_node_leaves_the_graph_is_dropped(
         start_server, client, domain_id, tmp_path):
     """A node gone without leaving: dropped with a warning, and the step goes on."""
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
-    child = _participant(domain_id, tmp_path, name='gone', vanish=2)
+    child = _participant(domain_id, tmp_path, name='gone', vanish=2, readers=1)
     try:
         response = _step(client, 5)
         assert response.success, response.message
@@ -231,7 +237,8 @@ def test_free_run_goes_at_the_participants_pace(start_server, client, domain_id,
 def test_real_time_mode_ignores_participants(start_server, client, domain_id, tmp_path):
     """A participant that never finishes does not hold real time."""
     start_server({'mode': 'real_time'})
-    child = _participant(domain_id, tmp_path, name='stuck', period=0.001, work=30.0)
+    child = _participant(domain_id, tmp_path, name='stuck', period=0.001, work=30.0,
+                         readers=1)
     try:
         first = client.wait_for_clock(lambda t: t > 0)
         client.wait_for_clock(lambda t: t > first + 200 * MS, timeout=10.0)
