@@ -160,9 +160,10 @@ def test_a_frozen_reader_costs_one_wait_then_is_not_waited_for(
             assert response.success, response.message
         wait_s = WAIT_TIMEOUT_NS / 1e9
         assert durations[0] >= wait_s  # a window waited for the frozen reader
-        # Then it is skipped: later steps take nowhere near a wait per window (the other
-        # reader, this test's, still holds each window for its acknowledgements).
-        assert max(durations[1:]) < windows * wait_s / 2, durations
+        # Then it is skipped: later steps take less than a wait per window would (the other
+        # reader, this test's, still holds each window for its acknowledgements, which on a
+        # loaded machine took up to 3.5 s a step).
+        assert max(durations[1:]) < windows * wait_s, durations
         assert 'stalled reliable readers of: /clock' in server.log()
     finally:
         os.kill(reader.pid, signal.SIGCONT)
