@@ -100,6 +100,7 @@ class ClockServer(Node):
         self.participants = Participants(self, self._core.barrier)
         self._acks = Acknowledgements(self)
         self._waiting_steps = False
+        self._wants_waiting_steps = self._core.ack_timeout_ns > 0
         self._tick_timer = self._tick_period_ns = None
         self._full_speed = self._driven = False
         self._retime()
@@ -137,7 +138,7 @@ class ClockServer(Node):
 
     def step(self, user_id: str, steps: int, target_frame: int = 0, epoch=None) -> StepOutcome:
         """Advance ``steps`` frames, or to ``target_frame`` (if no reset since ``epoch``)."""
-        if self._steps_may_wait():
+        if self._steps_wait():
             return self._step_outcome(False, 'steps wait (for participants or acknowledgements):'
                                              ' only ~/step and ~/step_once can')
         try:
@@ -263,7 +264,8 @@ class ClockServer(Node):
     # -- changes -------------------------------------------------------------------------------
 
     def participants_changed(self) -> None:
-        """Note that a participant joined or left."""
+        """Note that a participant joined or left: steps must be able to wait from now on."""
+        self._wants_waiting_steps = True
         self._retime()
 
     def barrier_cleared(self) -> None:
@@ -279,12 +281,10 @@ class ClockServer(Node):
         """Whether a step waits (for participants or acknowledgements) after its frames."""
         return self.barrier_applies() or bool(self._core.ack_timeout_ns)
 
-    def _steps_may_wait(self) -> bool:
-        """Whether a step could wait now: not in free run, where no step is allowed."""
-        return self._steps_wait() and not self._timeline.free_running
-
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
+        if self._core.ack_timeout_ns:
+            self._wants_waiting_steps = True
 
     def _dispatch(self) -> None:
         changes = self._timeline.take_changes()
@@ -407,14 +407,13 @@ class ClockServer(Node):
         """
         One round of the spin loop: an event, and at full speed a batch of frames.
 
-        Once a step could wait (participants joined or ack_timeout set, and time not free
-        running), steps become coroutines: on an executor that cannot await them without a
-        busy loop, the node moves to one that can (returned; doc/design.md, "Executors").
-        Free run held by participants stays on the faster one.
+        Once a participant has joined, steps become coroutines that wait for it: on an
+        executor that cannot await them without a busy loop, the node moves to one that can
+        (returned; doc/design.md, "Executors").
         """
         if not self._driven:
             self.drive_full_speed()
-        if not self._waiting_steps and self._steps_may_wait():
+        if self._wants_waiting_steps and not self._waiting_steps:
             if not runtime.awaits_coroutines(executor):
                 executor = runtime.move_to_coroutine_executor(self, executor)
                 self.get_logger().info(
