@@ -123,7 +123,7 @@ def run_once(workdir: str, domain: int, participant: bool) -> List[Message]:
     node = rclpy.create_node('determinism_probe', context=context)
     client = SimClockClient(node, timeout=TIMEOUT)
     try:
-        _ready(client, node, participant)
+        _ready(client, node, participant, os.path.join(workdir, 'log.txt'))
         for _ in range(CALLS):
             client.step(FRAMES)
         client.step(1)
@@ -138,14 +138,16 @@ def run_once(workdir: str, domain: int, participant: bool) -> List[Message]:
         logs.close()
 
 
-def _ready(client: SimClockClient, node, participant: bool) -> None:
-    """Wait until the node under test has joined (or exists) and the recorder subscribes."""
+def _ready(client: SimClockClient, node, participant: bool, log_path: str) -> None:
+    """Wait until the node under test has joined (or exists) and the recorder stamps."""
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         status = client._call(GetStatus, 'get_status', GetStatus.Request())
         joined = 'fusion' in ' '.join(status.participants)
+        with open(log_path) as log:
+            stamping = 'first /clock received' in log.read()
         if ((joined or not participant) and node.count_publishers('/fused')
-                and node.count_subscribers('/fused')):
+                and node.count_subscribers('/fused') and stamping):
             return
         time.sleep(0.05)
     raise TimeoutError('the node under test or the recorder did not come up')

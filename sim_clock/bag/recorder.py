@@ -232,6 +232,11 @@ class Recorder(Node):
 
     def _on_clock(self, msg, info) -> None:
         self.callbacks += 1
+        if self.clock_ns is None:
+            # Messages published before this /clock are not recorded: a caller that starts
+            # the recorder and then drives time waits for this line first.
+            self.get_logger().info(
+                f'first {CLOCK_TOPIC} received ({join_ns(msg.clock)} ns): stamping from here on')
         self.clock_ns = join_ns(msg.clock)
         self.summary.clock(self.clock_ns)
         self._clock_sources.append(info['source_timestamp'])

@@ -316,6 +316,10 @@ def test_recorder_writes_simulated_time(start_server, bag_client, sqlite_bag, tm
         'the recorder to subscribe')
     bag_client.spin_until(lambda: bag_client.node.count_subscribers('/pose') >= 2,
                           'the recorder on /pose')
+    # The player republishes frame 0 while idle: once the recorder has one /clock, every
+    # message of the steps has a /clock published before it.
+    bag_client.spin_until(lambda: 'first /clock received' in recorder.log(),
+                          'the recorder to receive /clock')
     _step_through(bag_client, records)
     assert recorder.process.wait(30) == 0
     summary = recorder.log()
