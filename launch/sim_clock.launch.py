@@ -47,6 +47,8 @@ PARAMETER_ARGUMENTS = {
     'ack_timeout': 'Seconds a step waits for its frames to be acknowledged; 0 no wait.',
     'start_time': "Where time starts and resets go: 0, 'wall' (the wall clock then), or "
                   'seconds.',
+    'max_clock_rate': 'Free run: at most this many /clock messages a wall second (a grid of '
+                      'frames); 0 every frame.',
 }
 
 

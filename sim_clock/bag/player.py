@@ -53,6 +53,7 @@ from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
+from sim_clock.core.clock_rate import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.timeline import Change
@@ -268,6 +269,19 @@ def check_bag_start(start_time) -> None:
             'bag sets where /clock starts; --start-at-zero starts it at 0)')
 
 
+def check_bag_clock_rate(max_clock_rate) -> None:
+    """Refuse a /clock rate cap: a bag player publishes every frame's data before its /clock."""
+    if max_clock_rate_from_float(max_clock_rate) != 0:
+        raise Refused(
+            f'the bag player does not cap /clock: max_clock_rate must be 0, got '
+            f'{max_clock_rate!r} (every frame goes out with its data; a larger time_step '
+            'publishes fewer frames)')
+
+
+#: The parameters a bag player takes fewer values of than the clock server, and their checks.
+BAG_CHECKS = {'start_time': check_bag_start, 'max_clock_rate': check_bag_clock_rate}
+
+
 class BagPlayer:
     """
     Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
@@ -290,13 +304,14 @@ class BagPlayer:
         self.frames = None
         try:
             self.node = ClockServer(sink=self._make_frames, clock_offset_ns=origin_ns, **kwargs)
-            check_bag_start(self.node.get_parameter('start_time').value)
+            for name, check in BAG_CHECKS.items():
+                check(self.node.get_parameter(name).value)
         except BaseException:
             self.reader.close()
             raise
         node = self.node
         self.frames.loop = node.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
-        node.add_on_set_parameters_callback(self._refuse_start_time)
+        node.add_on_set_parameters_callback(self._refuse_bag_values)
         node.add_post_set_parameters_callback(self._apply_loop)
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
@@ -342,11 +357,11 @@ class BagPlayer:
         return fill(response, self.frames.progress.report())
 
     @staticmethod
-    def _refuse_start_time(parameters: List[Parameter]) -> SetParametersResult:
+    def _refuse_bag_values(parameters: List[Parameter]) -> SetParametersResult:
         try:
             for parameter in parameters:
-                if parameter.name == 'start_time':
-                    check_bag_start(parameter.value)
+                if parameter.name in BAG_CHECKS:
+                    BAG_CHECKS[parameter.name](parameter.value)
         except Refused as refused:
             return SetParametersResult(successful=False, reason=refused.reason)
         return SetParametersResult(successful=True)

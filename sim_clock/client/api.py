@@ -126,6 +126,9 @@ class Status:
     other_clock_sources: tuple = ()
     #: The clock views ("<name>: offset <s> s, drift <ppm> ppm, on /<name>/clock").
     clock_views: tuple = ()
+    #: Free run's /clock cap, Hz (0: none), and its stride (1 frame in clock_stride goes out).
+    max_clock_rate: float = 0.0
+    clock_stride: int = 1
 
 
 @dataclass(frozen=True)
@@ -324,8 +327,8 @@ class SimClockClient:
         """Return the server's state."""
         r = self._call(GetStatus, 'get_status', GetStatus.Request())
         return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
-                      r.real_time_factor, r.time_step_ns, r.publish_rate,
-                      tuple(r.other_clock_sources), tuple(r.clock_views))
+                      r.real_time_factor, r.time_step_ns, r.publish_rate, *map(tuple, (
+                          r.other_clock_sources, r.clock_views)), r.max_clock_rate, r.clock_stride)
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

@@ -89,9 +89,18 @@ def format_status(status) -> str:
         f'holder:    {status.owner or "(none)"}',
         f'time_step: {status.time_step_ns} ns',
         f'rate:      {pace}',
-        f'publish:   {status.publish_rate:g} Hz',
+        f'publish:   {status.publish_rate:g} Hz' + _cap(status),
     ] + [f'view:      {view}' for view in status.clock_views]
       + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources])
+
+
+def _cap(status) -> str:
+    """Say the free-run /clock cap, if one is set."""
+    if not getattr(status, 'max_clock_rate', 0):
+        return ''
+    stride = getattr(status, 'clock_stride', 1)
+    every = 'every frame' if stride == 1 else f'1 frame in {stride}'
+    return f' idle; free run at most {status.max_clock_rate:g} Hz ({every})'
 
 
 def measured_rate(previous, current):

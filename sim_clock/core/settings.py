@@ -21,12 +21,16 @@ table into ROS parameters with descriptors (``sim_clock.node.parameters``). The 
 """
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Callable
 from typing import Dict
 from typing import Mapping
 from typing import Optional
 
 from sim_clock.core.barrier import Barrier
+from sim_clock.core.clock_rate import ClockRateCap
+from sim_clock.core.clock_rate import MAX_CLOCK_RATE
+from sim_clock.core.clock_rate import max_clock_rate_from_float
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
@@ -57,6 +61,8 @@ class Core:
     barrier: Barrier
     #: How long a step waits for its frames to be acknowledged, ns; 0: it does not.
     ack_timeout_ns: int = 0
+    #: Which free-run frames go out under max_clock_rate.
+    rate_cap: ClockRateCap = field(default_factory=ClockRateCap)
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,15 @@ SETTINGS = (
         'the ns). Frames are whole steps from there. A change applies at the next reset.',
         start_time_from_value, constraints="'wall', or seconds: a number or decimal text",
         dynamic=True),
+    Setting(
+        'max_clock_rate', 0.0,
+        'Free run: at most this many /clock messages per wall second, in Hz; 0 publishes every '
+        'frame. Frames go out on a grid (every 1st, 2nd, 5th, 10th, 20th, ... frame since the '
+        'last reset, the smallest stride under the cap), each at its exact time, so a '
+        "subscriber's timer whose period is a multiple of the stride fires at its exact times. "
+        'Steps and sync mode are never capped.',
+        max_clock_rate_from_float, constraints='Hz, 0 = no cap',
+        low=0.0, high=float(MAX_CLOCK_RATE)),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -189,6 +204,8 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
         core.ack_timeout_ns = parsed['ack_timeout']
     if 'start_time' in parsed:
         timeline.set_start_ns(parsed['start_time'])
+    if 'max_clock_rate' in parsed:
+        core.rate_cap.set_max_rate(parsed['max_clock_rate'])
 
 
 def initial(values: Mapping[str, object], **timeline_options) -> Core:
@@ -200,7 +217,8 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
         holder_timeout_ns=parsed['owner_timeout'], start_ns=parsed['start_time'],
         **timeline_options)
     return Core(timeline, Pacing(parsed['publish_rate']),
-                Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'])
+                Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'],
+                ClockRateCap(parsed['max_clock_rate']))
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:

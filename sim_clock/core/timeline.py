@@ -125,6 +125,11 @@ class Timeline:
         return self._time_step_ns
 
     @property
+    def real_time_factor(self) -> Fraction:
+        """Return free run's pace: simulated over wall time (0: as fast as possible)."""
+        return self._rtf
+
+    @property
     def holder(self) -> str:
         """Return the user_id that holds sync mode, or ''."""
         return self._holder

@@ -81,3 +81,5 @@ class ServerStatus:
     waiting_for: List[str]
     other_clock_sources: List[str]
     clock_views: List[str]
+    max_clock_rate: float = 0.0
+    clock_stride: int = 1

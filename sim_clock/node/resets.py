@@ -12,13 +12,26 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Every reset as a message on ``~/resets``: a change listener of the server."""
+"""Every change in the log, and every reset as a message on ``~/resets``."""
 
 from sim_clock.core.state import Change
+from sim_clock.core.state import ChangeKind
 from sim_clock.msg import Reset
 from sim_clock.names import RESET_QOS
 from sim_clock.names import RESETS_TOPIC
 from sim_clock.node.outcomes import time_msg
+
+
+def log_change(logger, change: Change, at_ns: int) -> None:
+    """Log a change of the timeline; ``at_ns``: the /clock time after it."""
+    if change.reset:
+        logger.info(f'time reset to {at_ns} ns (epoch {change.epoch}): {change.cause}')
+    elif change.kind in (ChangeKind.PAUSE, ChangeKind.RESUME):
+        logger.info(f'time {change.kind.value}d at {at_ns} ns')
+    elif change.kind is ChangeKind.LAPSE:
+        logger.warning(change.cause)
+    else:
+        logger.debug(change.cause)
 
 
 class ResetEvents:

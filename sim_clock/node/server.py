@@ -36,7 +36,6 @@ from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
-from sim_clock.core.state import ChangeKind
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_MS
@@ -59,6 +58,8 @@ from sim_clock.node.outcomes import time_msg
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import FrameSink
+from sim_clock.node.rate_cap import CappedSink
+from sim_clock.node.resets import log_change
 from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import detach_time_source
 from sim_clock.node.runtime import spin_until_stopped
@@ -92,7 +93,8 @@ class ClockServer(Node):
         self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
         self.views = ClockViews(self)
-        self.sink = self.views.wrap(make_sink(self))
+        # Free run under max_clock_rate: the views follow the frames that go out on /clock.
+        self.sink = CappedSink(self.views.wrap(make_sink(self)), self, self._core.rate_cap)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         # One single-threaded executor runs every callback: the timeline needs no lock.
@@ -252,7 +254,8 @@ class ClockServer(Node):
             s.mode.value, s.sync, s.paused, s.frame, self.clock_ns(s.time_ns), s.epoch, s.holder,
             float(s.real_time_factor), s.time_step_ns, NS_PER_SEC / self._pacing.publish_period_ns,
             [p.name for p in joined], done, [p.slowest_ns / NS_PER_SEC for p in joined],
-            barrier.waiting_for, self.alarm.others, self.views.describe())
+            barrier.waiting_for, self.alarm.others, self.views.describe(),
+            float(self._core.rate_cap.max_rate), self._core.rate_cap.stride)
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
@@ -289,7 +292,7 @@ class ClockServer(Node):
     def _dispatch(self) -> None:
         changes = self._timeline.take_changes()
         for change in changes:
-            self._log(change)
+            log_change(self.get_logger(), change, self.clock_ns(change.time_after_ns))
             for listener in self._listeners:
                 listener(change)
         if any(change.reset for change in changes):
@@ -298,18 +301,6 @@ class ClockServer(Node):
         if changes:
             self._parameter_bridge.mirror(settings.mirrored(
                 self._timeline, self.get_parameter('time_step').value))
-
-    def _log(self, change: Change) -> None:
-        logger = self.get_logger()
-        at = self.clock_ns(change.time_after_ns)
-        if change.reset:
-            logger.info(f'time reset to {at} ns (epoch {change.epoch}): {change.cause}')
-        elif change.kind in (ChangeKind.PAUSE, ChangeKind.RESUME):
-            logger.info(f'time {change.kind.value}d at {at} ns')
-        elif change.kind is ChangeKind.LAPSE:
-            logger.warning(change.cause)
-        else:
-            logger.debug(change.cause)
 
     def _step_outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
@@ -431,6 +422,7 @@ class ClockServer(Node):
     def _retime(self) -> None:
         """Make the tick timer's period fit the current state."""
         period = self._timeline.frame_period_ns()
+        self._core.rate_cap.pace(self._timeline.time_step_ns, self._timeline.real_time_factor)
         self._full_speed = period == 0
         tick_ns = self._pacing.tick_period_ns(period, self._driven)
         if tick_ns == self._tick_period_ns:

@@ -29,7 +29,8 @@ BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's
 LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
                      # A bag player's time is the bag's: its start_time stays 0.
-                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) - {'start_time'} | {'loop'}}
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) - {'start_time', 'max_clock_rate'}
+                     | {'loop'}}
 
 
 @pytest.mark.parametrize('name', sorted(

@@ -1,0 +1,68 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The /clock rate cap on the node: a frame sink that lets out only the frames of the grid.
+
+:class:`~sim_clock.core.clock_rate.ClockRateCap` chooses the frames; :class:`CappedSink`
+wraps the server's sink, outside the clock views (so the views follow /clock), and applies
+the cap in free run only: steps, sync mode, pause and real-time mode pass through. An idle
+republish carries the last time that went out, never a frame that was left out (a timer due
+before it would fire late), and never one older than that; a reset starts from its new time.
+"""
+
+import time
+from typing import Optional
+
+
+class CappedSink:
+    """A frame sink that applies ``cap`` to ``server``'s free run before ``sink`` publishes."""
+
+    def __init__(self, sink, server, cap):
+        self._sink, self._server, self._cap = sink, server, cap
+        self._last_out: Optional[int] = None
+        server.add_change_listener(self._on_change)
+
+    def _capping(self) -> bool:
+        """Whether frames are capped now: a cap is set and simulation time free-runs."""
+        return self._cap.active and self._server.timeline.frame_period_ns() is not None
+
+    def publish_frames(self, frames) -> None:
+        """Publish the frames that go out under the cap (all of them when not capping)."""
+        if self._capping():
+            server = self._server
+            frames = self._cap.select(frames, server.timeline.frame, time.monotonic_ns(),
+                                      keep_last=server.barrier_applies())
+        if frames:
+            self._sink.publish_frames(frames)
+            self._last_out = frames[-1]
+
+    def publish_time(self, time_ns: int) -> None:
+        """Publish ``time_ns`` again; in capped free run, the last time that went out."""
+        if self._capping() and self._last_out is not None:
+            time_ns = self._last_out
+        self._sink.publish_time(time_ns)
+        self._last_out = time_ns
+
+    def publishers(self) -> list:
+        """Return the publishers of the sink it wraps."""
+        return self._sink.publishers()
+
+    def close(self) -> None:
+        """Close the sink it wraps."""
+        self._sink.close()
+
+    def _on_change(self, change) -> None:
+        if change.reset:
+            self._last_out = None

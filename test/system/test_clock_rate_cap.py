@@ -1,0 +1,135 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""max_clock_rate through DDS: the grid, the bound, timers on time, steps untouched."""
+
+from bisect import bisect_left
+
+from bags import write_test_bag
+from harness import executable
+from harness import ServerProcess
+from harness import stamp_ns
+from harness import TestClient
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+
+NS = 1_000_000_000
+MS = 1_000_000
+
+
+def _most_in_a_second(sources: list) -> int:
+    """Return the most messages whose source timestamps fall within one second."""
+    sources = sorted(sources)
+    return max((bisect_left(sources, start + NS) - index
+                for index, start in enumerate(sources)), default=0)
+
+
+def test_capped_free_run_publishes_every_grid_frame_and_timers_fire_on_time(
+        start_server, client, domain_id):
+    """
+    At rtf 10, 1 ms frames (10^4 frames/s) under a 10 Hz cap: 1 frame in 1000 goes out.
+
+    Every second of simulated time arrives, exactly, none between; at most the cap a wall
+    second (source timestamps); a use_sim_time node's 2 s timer fires at each deadline.
+    """
+    start_server({'time_step': 0.001, 'real_time_factor': 10.0, 'max_clock_rate': 10.0,
+                  'paused': True})
+    status = client.status_when_ready()
+    assert (status.max_clock_rate, status.clock_stride) == (10.0, 1000)
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    node = rclpy.create_node('timer_under_cap', context=context,
+                             parameter_overrides=[Parameter('use_sim_time', value=True)])
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    fired = []
+
+    def spin_both(condition):
+        def check():
+            executor.spin_once(timeout_sec=0)
+            return condition()
+        return check
+    try:
+        # A step while paused (never capped) takes the node to 1 s: its timer counts from a
+        # time it has received, on the grid, so its deadlines are 3, 5, 7, ... s.
+        client.wait_for_clock(what='/clock matched before the step')
+        assert client.step('', 1000).success
+        client.spin_until(spin_both(lambda: node.get_clock().now().nanoseconds == NS),
+                          'the use_sim_time node at 1 s')
+        node.create_timer(2.0, lambda: fired.append(node.get_clock().now().nanoseconds))
+        assert client.trigger('resume').success
+        client.spin_until(spin_both(lambda: len(fired) >= 6), 'six firings of the timer')
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert fired[:6] == [(2 * k + 1) * NS for k in range(1, 7)]
+    after_step = [t for t in client.distinct_times() if t > NS]
+    assert after_step[:12] == [k * NS for k in range(2, 14)]
+    moving = [source for source, sim in zip(client.clock_sources, client.times()) if sim > NS]
+    assert _most_in_a_second(moving) <= 10 + 2
+    assert client.status().clock_stride == 1000
+
+
+def test_full_speed_under_a_cap_stays_under_it_on_a_grid(start_server, client):
+    """At rtf 0 under 200 Hz: every time out is a whole stride of frames; at most 200 + 20 a s."""
+    start_server({'time_step': 0.001, 'real_time_factor': 0.0, 'max_clock_rate': 200.0})
+    client.spin_until(lambda: len(client.clocks) >= 400, '2 s of capped /clock')
+    status = client.status()
+    assert status.clock_stride > 1 and status.frame > 10_000
+    moving = [(source, sim) for source, sim in zip(client.clock_sources, client.times())
+              if sim > 0]
+    assert _most_in_a_second([source for source, _ in moving]) <= 200 + 20
+    sims = [sim for _, sim in moving]
+    assert sims == sorted(set(sims))  # no frame twice, none back
+    # Once the stride is measured (a quarter second): a grid of 10 frames or more.
+    settled = moving[0][0] + NS // 2
+    assert all(sim % (10 * MS) == 0 for source, sim in moving if source > settled)
+
+
+def test_steps_and_parameters_are_not_capped(start_server, client):
+    """A cap leaves steps whole; it is set at run time; a bad one is refused, unchanged."""
+    start_server({'sync': True, 'time_step': 0.001, 'max_clock_rate': 10.0})
+    client.wait_for_clock(what='/clock matched before the step')
+    response = client.step('', 1000)
+    assert response.success and response.frame == 1000
+    client.wait_for_time(NS)
+    assert client.distinct_times_since_reset() == [k * MS for k in range(1001)]
+    refused = client.set_parameter('max_clock_rate', -5.0)
+    assert not refused.successful
+    assert client.get_parameter('max_clock_rate') == 10.0
+    assert client.set_parameter('max_clock_rate', 0.0).successful
+    assert client.status().max_clock_rate == 0.0
+    assert not client.set_parameter('max_clock_rate', 'fast').successful
+
+
+def test_a_bag_player_refuses_a_cap(start_server, domain_id, tmp_path):
+    """The bag player publishes every frame with its data: a cap is refused, at start or later."""
+    path = str(tmp_path / 'bag')
+    write_test_bag(path)
+    player = ServerProcess(domain_id, str(tmp_path), {'max_clock_rate': 100.0}, argv=[path],
+                           executable=executable('bag_player'))
+    assert player.process.wait(60) == 1
+    assert player.stop() == 1
+    assert 'the bag player does not cap /clock: max_clock_rate must be 0' in player.log()
+    start_server({'sync': True}, argv=[path], executable=executable('bag_player'))
+    client = TestClient(domain_id, name='cap_bag_client')
+    try:
+        client.status_when_ready()
+        refused = client.set_parameter('max_clock_rate', 100.0)
+        assert not refused.successful and 'max_clock_rate must be 0' in refused.reason
+        assert stamp_ns(client.status().clock) >= 0
+    finally:
+        client.close()
