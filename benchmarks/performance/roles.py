@@ -50,6 +50,7 @@ from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -415,6 +416,9 @@ def status(args) -> None:
         # The rate needs two answers: when one answer passed every mark, wait for the next.
         state['done'] = (not marks and len(state['seen']) > 1 if args.marks
                          else len(state['latencies']) >= args.calls)
+        if args.window and state['seen']:
+            # Or a wall-time window from the first mark: the rate over that window.
+            state['done'] = len(state['seen']) > 1 and now - state['seen'][0][0] >= args.window
 
     def poll():
         if state['pending'] is None:
@@ -446,6 +450,24 @@ def listener(args) -> None:
     role.node.create_subscription(ClockMsg, '/clock', on_clock, TIME_SOURCE_QOS)
     say('ready')
     role.spin_forever()
+
+
+def sim_time_node(args) -> None:
+    """
+    Be a node of a simulated system: use_sim_time and a 10 ms timer, on the default executor.
+
+    What each /clock message costs such a node is its TimeSource's subscription callback (in
+    Python, rclpy#1378) and the timer's wake-ups; the benchmark adds up the CPU of many.
+    """
+    node = rclpy.create_node('sim_time_node', start_parameter_services=False,
+                             parameter_overrides=[Parameter('use_sim_time', value=True)])
+    fired = {'n': 0}
+    node.create_timer(0.01, lambda: fired.__setitem__('n', fired['n'] + 1))
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    say('ready')
+    while node.context.ok():
+        executor.spin_once(timeout_sec=1.0)
 
 
 def pacing(args) -> None:
@@ -494,6 +516,7 @@ ROLES = {
     'step-throughput': step_throughput,
     'status': status,
     'listener': listener,
+    'sim-time-node': sim_time_node,
     'pacing': pacing,
 }
 
@@ -514,6 +537,8 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--steps', type=int, default=1000)
     parser.add_argument('--marks', type=int, nargs='*', default=[])
     parser.add_argument('--duration', type=float, default=10.0)
+    parser.add_argument('--window', type=float, default=0.0,
+                        help='status: the rate over this many seconds from the first mark')
     parser.add_argument('--timeout', type=float, default=300.0)
     parser.add_argument('--name', default='resume', help='call-trigger: the service')
     return parser.parse_args(argv)

@@ -50,6 +50,9 @@ from sim_clock.testing import parameter_arguments
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'roles.py')
 TIMEOUT = 60.0
+#: The clock_rate_cap case: how many use_sim_time processes, and the cap.
+SIM_TIME_NODES = 20
+CAP_HZ = 100.0
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 
 
@@ -119,6 +122,13 @@ FIGURES = [
            '(baseline: a bare rclpy barrier: publish a Clock, wait for the dones)'),
     Figure('participants_4_fps', 'frames/s', 'ratio>=', 1 / 1.3,
            'the same with 4 participants, each in its own process'),
+    Figure('sim_time_nodes_cpu_capped', '% of a core', 'ratio<=', 0.5,
+           f'{SIM_TIME_NODES} use_sim_time rclpy processes (a 10 ms timer each), their CPU '
+           f'summed, during free run at rtf 0 under max_clock_rate {CAP_HZ:g} Hz '
+           '(baseline: the same without a cap)'),
+    Figure('free_run_throughput_capped', 'frames/s', 'ratio>=', 0.9,
+           f'free run at rtf 0 beside those processes, under max_clock_rate {CAP_HZ:g} Hz '
+           '(baseline: the same without a cap)'),
 ]
 BY_NAME = {figure.name: figure for figure in FIGURES}
 
@@ -134,12 +144,13 @@ class Settings:
     pacing_s: float
     cpu_s: float
     barrier_frames: int
+    sim_time_nodes: int = SIM_TIME_NODES
 
 
 FULL = Settings(repetitions=3, latency_calls=2000, throughput_calls=20, frames=1_000_000,
                 pacing_s=10.0, cpu_s=10.0, barrier_frames=3000)
 SMOKE = Settings(repetitions=1, latency_calls=50, throughput_calls=2, frames=20_000,
-                 pacing_s=0.5, cpu_s=0.5, barrier_frames=200)
+                 pacing_s=0.5, cpu_s=0.5, barrier_frames=200, sim_time_nodes=2)
 
 
 class Process:
@@ -442,8 +453,40 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     return figures
 
 
+def clock_rate_cap(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """
+    Many use_sim_time processes beside free run at rtf 0, without and with max_clock_rate.
+
+    Their CPU, summed, and the server's frame rate, both over the same window of ``cpu_s``
+    wall seconds from the status probe's mark (``frames`` / 10 frames into the run).
+    """
+    nodes = [bench.role('sim-time-node') for _ in range(settings.sim_time_nodes)]
+    bench.ready(*nodes)
+    warmup = settings.frames // 10
+    measured = {}
+    for cap in (0.0, CAP_HZ):
+        server = bench.server(real_time_factor=0.0, time_step=0.001, max_clock_rate=cap)
+        probe = bench.role('status', '--marks', warmup, '--window', settings.cpu_s)
+        probe.expect('mark', TIMEOUT)
+        cpu0, wall0 = sum(node.cpu_seconds() for node in nodes), time.monotonic()
+        fps = probe.result(TIMEOUT + settings.cpu_s)['fps']
+        cpu = (sum(node.cpu_seconds() for node in nodes) - cpu0) / (
+            time.monotonic() - wall0) * 100
+        measured[cap] = (cpu, fps)
+        for process in (probe, server):
+            process.stop()
+            bench.processes.remove(process)
+        print(f'    {len(nodes)} use_sim_time processes, max_clock_rate {cap:g}: '
+              f'{cpu:.0f}% of a core in all; free run {measured[cap][1]:.0f} frames/s',
+              flush=True)
+    bench.stop_all()
+    (cpu_free, fps_free), (cpu_capped, fps_capped) = measured[0.0], measured[CAP_HZ]
+    return {'sim_time_nodes_cpu_capped': (cpu_capped, cpu_free),
+            'free_run_throughput_capped': (fps_capped, fps_free)}
+
+
 CASES = [step_latency, throughput, pacing, publishing_cpu, participants, step_latency_udp,
-         acked_step]
+         acked_step, clock_rate_cap]
 
 
 # -- summary ---------------------------------------------------------------------------------
