@@ -133,3 +133,15 @@ def test_a_bag_player_refuses_a_cap(start_server, domain_id, tmp_path):
         assert stamp_ns(client.status().clock) >= 0
     finally:
         client.close()
+
+
+def test_simclock_status_says_the_cap():
+    """The publish line names the cap and the stride; without a cap it says nothing more."""
+    from sim_clock.client.api import Status
+    from sim_clock.client.cli import format_status
+    capped = Status('simulation', False, False, 10, 10 * MS, 0, '', 0.0, MS, 100.0,
+                    max_clock_rate=100.0, clock_stride=50)
+    assert 'publish:   100 Hz idle; free run at most 100 Hz (1 frame in 50)' in format_status(
+        capped)
+    plain = Status('simulation', False, False, 10, 10 * MS, 0, '', 0.0, MS, 100.0)
+    assert format_status(plain).splitlines()[-1] == 'publish:   100 Hz'
