@@ -31,11 +31,11 @@ The stride follows from the pace when free run is paced (exact). At a real-time 
 the frame rate is measured over windows of :data:`WINDOW_NS` and the stride taken with a
 margin of :data:`HEADROOM`. A token bucket holds the bound itself (at most ``max_rate`` a
 second plus a burst of :data:`BURST_NS` worth, at least :data:`MIN_BURST`): a grid frame over
-it is skipped and counted (:attr:`ClockRateCap.skipped`), which happens only while the server
-catches up or the measured stride grows. Frames that must go out (a participant's due frame:
-the last of a batch when ``keep_last``) always do; an extra frame between grid frames fires no
-timer early.
-Steps and sync mode never pass through the cap.
+it is skipped and counted (:attr:`ClockRateCap.skipped`), which happens at a real-time factor
+of 0 while the stride is measured or grows. Paced, :meth:`ClockRateCap.limit` holds the run
+back instead (after a stall, say), so no grid frame is skipped. Frames that must go out (a
+participant's due frame: the last of a batch when ``keep_last``) always do; an extra frame
+between grid frames fires no timer early. Steps and sync mode never pass through the cap.
 """
 
 from fractions import Fraction
@@ -129,6 +129,22 @@ class ClockRateCap:
         else:
             self._paced_fps = None
         self._window_start_ns = None
+
+    def limit(self, limit: int, frame: int, now_ns: int) -> int:
+        """
+        Return how many frames after ``frame`` a paced free run may advance now, up to ``limit``.
+
+        Paced, the grid frames the bucket cannot afford yet are held back, not skipped: the
+        run stops short of them and catches up as the bucket refills (after a stall, say), so
+        every grid frame goes out. At a real-time factor of 0 nothing is held back.
+        """
+        if not self.active or self._paced_fps is None:
+            return limit
+        self._refill(now_ns)
+        stride = self.stride
+        next_on_grid = (frame // stride + 1) * stride
+        affordable = self._credit // NS_PER_SEC
+        return max(0, min(limit, next_on_grid + affordable * stride - 1 - frame))
 
     def select(self, frames: range, last_frame: int, now_ns: int,
                keep_last: bool = False) -> Sequence[int]:

@@ -38,6 +38,12 @@ class CappedSink:
         """Whether frames are capped now: a cap is set and simulation time free-runs."""
         return self._cap.active and self._server.timeline.frame_period_ns() is not None
 
+    def limit(self, limit: int) -> int:
+        """Return how many frames free run may advance now, up to ``limit`` (paced: held back)."""
+        if not self._capping():
+            return limit
+        return self._cap.limit(limit, self._server.timeline.frame, time.monotonic_ns())
+
     def publish_frames(self, frames) -> None:
         """Publish the frames that go out under the cap (all of them when not capping)."""
         if self._capping():

@@ -341,8 +341,8 @@ class ClockServer(Node):
             frames = self._barrier_frames()
         elif self._full_speed:
             frames = self._full_speed_batch()
-        else:
-            frames = timeline.poll(FRAMES_PER_TICK)
+        else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
+            frames = timeline.poll(self.sink.limit(FRAMES_PER_TICK))
         if frames:
             self._emit(frames)
             if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:

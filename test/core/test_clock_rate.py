@@ -222,3 +222,19 @@ def test_a_new_cap_applies_from_the_next_frame():
     cap.set_max_rate(Fraction(0))
     frames = range(MS, 5 * MS, MS)
     assert cap.select(frames, 4, 0) is frames
+
+
+def test_a_paced_run_after_a_stall_holds_frames_back_and_skips_none():
+    """A 1 s stall at rtf 10 under 10 Hz: the catch-up sends every grid frame, within the bound."""
+    cap, timeline, clock = paced(Fraction(10), MS, Fraction(10))
+    assert cap.stride == 1000
+    out = []
+    for tick in range(3000):
+        clock[0] += MS if not 1000 <= tick < 1001 else NS  # one tick that comes 1 s late
+        frames = timeline.poll(cap.limit(100_000, timeline.frame, clock[0]))
+        out += [(clock[0], t) for t in cap.select(frames, timeline.frame, clock[0])]
+    times = [t for _, t in out]
+    assert times == list(range(NS, times[-1] + 1, NS)) and cap.skipped == 0
+    steady = [s for s, _ in out]
+    for index, start in enumerate(steady):
+        assert bisect_left(steady, start + NS) - index <= 10 + MIN_BURST

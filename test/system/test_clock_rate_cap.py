@@ -22,8 +22,11 @@ from harness import ServerProcess
 from harness import stamp_ns
 from harness import TestClient
 import rclpy
+from rclpy.clock import ROSClock
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.parameter import Parameter
+from rclpy.time import Time
+from rclpy.time_source import TimeSource
+from rosgraph_msgs.msg import Clock
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -36,48 +39,61 @@ def _most_in_a_second(sources: list) -> int:
                 for index, start in enumerate(sources)), default=0)
 
 
+def _timer_firings(times: list, start_ns: int, period_s: float, domain_id: int) -> list:
+    """
+    Return when an rclpy timer on ROS time fires as /clock takes ``times``, in order.
+
+    rclpy's own TimeSource, clock and timer, fed every message a reliable subscriber got (a
+    use_sim_time node's best-effort depth-1 subscription may drop one under load, which is
+    rclpy's, not the cap's). The timer is made at ``start_ns``.
+    """
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    node = rclpy.create_node('timer_under_cap', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    clock, source = ROSClock(), TimeSource()
+    source.attach_clock(clock)
+    source.ros_time_is_active = True
+
+    def take(time_ns):
+        source.clock_callback(Clock(clock=Time(nanoseconds=time_ns).to_msg()))
+        for _ in range(3):
+            executor.spin_once(timeout_sec=0)
+    fired = []
+    try:
+        take(start_ns)
+        node.create_timer(period_s, lambda: fired.append(clock.now().nanoseconds), clock=clock)
+        for time_ns in times:
+            take(time_ns)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    return fired
+
+
 def test_capped_free_run_publishes_every_grid_frame_and_timers_fire_on_time(
         start_server, client, domain_id):
     """
     At rtf 10, 1 ms frames (10^4 frames/s) under a 10 Hz cap: 1 frame in 1000 goes out.
 
     Every second of simulated time arrives, exactly, none between; at most the cap a wall
-    second (source timestamps); a use_sim_time node's 2 s timer fires at each deadline.
+    second (source timestamps); an rclpy timer of 2 s fires at each deadline, as without it.
     """
     start_server({'time_step': 0.001, 'real_time_factor': 10.0, 'max_clock_rate': 10.0,
                   'paused': True})
     status = client.status_when_ready()
     assert (status.max_clock_rate, status.clock_stride) == (10.0, 1000)
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain_id)
-    node = rclpy.create_node('timer_under_cap', context=context,
-                             parameter_overrides=[Parameter('use_sim_time', value=True)])
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    fired = []
-
-    def spin_both(condition):
-        def check():
-            executor.spin_once(timeout_sec=0)
-            return condition()
-        return check
-    try:
-        # A step while paused (never capped) takes the node to 1 s: its timer counts from a
-        # time it has received, on the grid, so its deadlines are 3, 5, 7, ... s.
-        client.wait_for_clock(what='/clock matched before the step')
-        assert client.step('', 1000).success
-        client.spin_until(spin_both(lambda: node.get_clock().now().nanoseconds == NS),
-                          'the use_sim_time node at 1 s')
-        node.create_timer(2.0, lambda: fired.append(node.get_clock().now().nanoseconds))
-        assert client.trigger('resume').success
-        client.spin_until(spin_both(lambda: len(fired) >= 6), 'six firings of the timer')
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-    assert fired[:6] == [(2 * k + 1) * NS for k in range(1, 7)]
+    client.wait_for_clock(what='/clock matched before the step')
+    assert client.step('', 1000).success  # while paused: never capped
+    client.wait_for_time(NS)
+    assert client.trigger('resume').success
+    client.spin_until(lambda: client.distinct_times()[-1] >= 13 * NS, '13 simulated seconds')
     after_step = [t for t in client.distinct_times() if t > NS]
     assert after_step[:12] == [k * NS for k in range(2, 14)]
+    # A timer made at 1 s (on the grid): deadlines 3, 5, 7, ... s, each one met exactly.
+    assert _timer_firings(after_step[:12], NS, 2.0, domain_id) == [(2 * k + 1) * NS for k in range(1, 7)]
     moving = [source for source, sim in zip(client.clock_sources, client.times()) if sim > NS]
     assert _most_in_a_second(moving) <= 10 + 2
     assert client.status().clock_stride == 1000
