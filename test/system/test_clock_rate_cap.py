@@ -16,11 +16,6 @@
 
 from bisect import bisect_left
 
-from bags import write_test_bag
-from harness import executable
-from harness import ServerProcess
-from harness import stamp_ns
-from harness import TestClient
 import rclpy
 from rclpy.clock import ROSClock
 from rclpy.executors import SingleThreadedExecutor
@@ -130,26 +125,6 @@ def test_steps_and_parameters_are_not_capped(start_server, client):
     assert client.set_parameter('max_clock_rate', 0.0).successful
     assert client.status().max_clock_rate == 0.0
     assert not client.set_parameter('max_clock_rate', 'fast').successful
-
-
-def test_a_bag_player_refuses_a_cap(start_server, domain_id, tmp_path):
-    """The bag player publishes every frame with its data: a cap is refused, at start or later."""
-    path = str(tmp_path / 'bag')
-    write_test_bag(path)
-    player = ServerProcess(domain_id, str(tmp_path), {'max_clock_rate': 100.0}, argv=[path],
-                           executable=executable('bag_player'))
-    assert player.process.wait(60) == 1
-    assert player.stop() == 1
-    assert 'the bag player does not cap /clock: max_clock_rate must be 0' in player.log()
-    start_server({'sync': True}, argv=[path], executable=executable('bag_player'))
-    client = TestClient(domain_id, name='cap_bag_client')
-    try:
-        client.status_when_ready()
-        refused = client.set_parameter('max_clock_rate', 100.0)
-        assert not refused.successful and 'max_clock_rate must be 0' in refused.reason
-        assert stamp_ns(client.status().clock) >= 0
-    finally:
-        client.close()
 
 
 def test_simclock_status_says_the_cap():

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""start_time through DDS: where time starts and resets go (0, the wall clock, a given time)."""
+"""start_time through DDS: where time starts and resets go; what a bag player refuses."""
 
 import time
 
@@ -21,6 +21,7 @@ from harness import executable
 from harness import ServerProcess
 from harness import stamp_ns
 from harness import TestClient
+import pytest
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -58,21 +59,27 @@ def test_wall_start_time_starts_and_resets_at_the_wall_clock(start_server, clien
     assert after_reset > stamp_ns(status.clock)
 
 
-def test_a_bag_player_refuses_another_start_time(start_server, domain_id, tmp_path):
-    """A bag player's time is the bag's: start_time other than 0, at start or later, refused."""
+@pytest.mark.parametrize('name, at_start, later, ok, reason', [
+    ('start_time', 'wall', 5.0, 0, "a bag player's time is the bag's: start_time must be 0"),
+    ('max_clock_rate', 100.0, 100.0, 0.0,
+     'the bag player does not cap /clock: max_clock_rate must be 0'),
+])
+def test_a_bag_player_refuses_what_only_the_server_takes(
+        start_server, domain_id, tmp_path, name, at_start, later, ok, reason):
+    """A bag player's time is the bag's, every frame with its data: refused at start or later."""
     path = str(tmp_path / 'bag')
     write_test_bag(path)
-    player = ServerProcess(domain_id, str(tmp_path), {'start_time': 'wall'}, argv=[path],
+    player = ServerProcess(domain_id, str(tmp_path), {name: at_start}, argv=[path],
                            executable=executable('bag_player'))
     assert player.process.wait(60) == 1
     assert player.stop() == 1
-    assert "a bag player's time is the bag's: start_time must be 0" in player.log()
+    assert reason in player.log()
     start_server({'sync': True}, argv=[path], executable=executable('bag_player'))
-    client = TestClient(domain_id, name='start_time_bag_client')
+    client = TestClient(domain_id, name='bag_refusal_client')
     try:
         client.status_when_ready()
-        refused = client.set_parameter('start_time', 5.0)
-        assert not refused.successful and 'start_time must be 0' in refused.reason
-        assert client.set_parameter('start_time', 0).successful
+        refused = client.set_parameter(name, later)
+        assert not refused.successful and f'{name} must be 0' in refused.reason
+        assert client.set_parameter(name, ok).successful
     finally:
         client.close()
