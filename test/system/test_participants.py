@@ -35,7 +35,7 @@ MS = 1_000_000
 #: A node under test: a use_sim_time timer of PERIOD s that works WORK s (a slow node), run
 #: as a participant by sim_clock.client.participant; at its VANISH-th firing (0: never) it
 #: destroys its node without leaving (as a crash that the graph sees). Prints each firing.
-#: A line 'leave' on its stdin makes it leave and end. Prints each done it says, too.
+#: A line 'leave' on its stdin makes it leave and end.
 PARTICIPANT = """
 import select, sys, time
 import rclpy
@@ -52,11 +52,6 @@ def tick():
     time.sleep(work)  # the work of a slow node under test
 node.create_timer(period, tick)
 participant = Participant(node, name=name, period=period)
-publish_done = participant._publish_done
-def said_done(time_ns):  # each done, printed: what a failing test reports
-    publish_done(time_ns)
-    print('done', time_ns, flush=True)
-participant._publish_done = said_done
 # Joined once the done writer has matched every reader (the server's, and the test's if it
 # has one): a done sent before a reader matched would never reach it.
 while participant._done.get_subscription_count() < readers:
@@ -90,11 +85,13 @@ def _participant(domain_id, tmp_path, name='p', period=0.01, work=0.0, vanish=0,
 
 
 def _printed(child: ChildProcess) -> str:
-    """Return all a child has printed, reading what is waiting in its pipe first."""
+    """End the child; return all it printed (read to the end of its pipe: bounded)."""
+    child.process.kill()
+    child.process.wait()
     try:
         while True:
-            child.read_line(0.5)
-    except AssertionError:
+            child.read_line(5.0)
+    except AssertionError:  # the end of the pipe
         pass
     return child.output()
 
