@@ -53,7 +53,7 @@ from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
-from sim_clock.core.clock_rate import max_clock_rate_from_float
+from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.timeline import Change

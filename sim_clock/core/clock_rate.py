@@ -42,12 +42,8 @@ from fractions import Fraction
 from typing import Optional
 from typing import Sequence
 
-from sim_clock.core.rules import finite_decimal
-from sim_clock.core.rules import Refused
 from sim_clock.core.units import NS_PER_SEC
 
-#: The largest cap: beyond it a cap would not lower what a subscriber pays.
-MAX_CLOCK_RATE = 1_000_000
 #: The frame rate at a real-time factor of 0 is measured over windows this long (wall ns).
 WINDOW_NS = 250_000_000
 #: The measured frame rate is taken this much higher when the stride is chosen.
@@ -70,15 +66,6 @@ def stride_for(frames_per_sec: Fraction, max_rate: Fraction) -> int:
             if base * scale >= need:
                 return base * scale
         scale *= 10
-
-
-def max_clock_rate_from_float(value) -> Fraction:
-    """Validate a /clock rate cap in Hz (0: none) and return it as an exact fraction."""
-    exact = Fraction(finite_decimal(value, 'max_clock_rate'))
-    if not 0 <= exact <= MAX_CLOCK_RATE:
-        raise Refused(f'max_clock_rate must be 0 (no cap) or up to {MAX_CLOCK_RATE} Hz, '
-                      f'got {value!r}')
-    return exact
 
 
 class ClockRateCap:

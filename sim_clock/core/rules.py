@@ -30,6 +30,8 @@ MAX_TIME_STEP_NS = 86_400 * NS_PER_SEC
 MAX_STEPS_PER_CALL = 1_000_000
 #: The fastest paced free run; above it, use 0 (as fast as possible).
 MAX_REAL_TIME_FACTOR = 10_000
+#: The largest /clock rate cap: beyond it a cap would not lower what a subscriber pays.
+MAX_CLOCK_RATE = 1_000_000
 #: The longest user_id accepted, in characters.
 MAX_USER_ID_LENGTH = 256
 #: The range of the /clock rate while time does not advance, in Hz.
@@ -155,6 +157,15 @@ def check_real_time_factor(factor: Fraction, given=None) -> Fraction:
             f'real_time_factor must be between 0 (as fast as possible) and '
             f'{MAX_REAL_TIME_FACTOR}, got {factor if given is None else repr(given)}')
     return factor
+
+
+def max_clock_rate_from_float(value: float) -> Fraction:
+    """Validate a /clock rate cap in Hz (0: none) and return it as an exact fraction."""
+    exact = Fraction(finite_decimal(value, 'max_clock_rate'))
+    if not 0 <= exact <= MAX_CLOCK_RATE:
+        raise Refused(f'max_clock_rate must be 0 (no cap) or up to {MAX_CLOCK_RATE} Hz, '
+                      f'got {value!r}')
+    return exact
 
 
 def owner_timeout_from_seconds(seconds: float) -> int:

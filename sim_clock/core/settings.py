@@ -29,11 +29,11 @@ from typing import Optional
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.clock_rate import ClockRateCap
-from sim_clock.core.clock_rate import MAX_CLOCK_RATE
-from sim_clock.core.clock_rate import max_clock_rate_from_float
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
+from sim_clock.core.rules import MAX_CLOCK_RATE
+from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import MAX_PUBLISH_RATE
 from sim_clock.core.rules import MAX_REAL_TIME_FACTOR
 from sim_clock.core.rules import MAX_TIME_STEP_NS

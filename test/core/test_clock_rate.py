@@ -24,10 +24,10 @@ import pytest
 from sim_clock.core.clock_rate import BURST_NS
 from sim_clock.core.clock_rate import ClockRateCap
 from sim_clock.core.clock_rate import HEADROOM
-from sim_clock.core.clock_rate import max_clock_rate_from_float
 from sim_clock.core.clock_rate import MIN_BURST
 from sim_clock.core.clock_rate import stride_for
 from sim_clock.core.clock_rate import WINDOW_NS
+from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.timeline import Timeline
 
