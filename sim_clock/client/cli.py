@@ -96,10 +96,9 @@ def format_status(status) -> str:
 
 def _cap(status) -> str:
     """Say the free-run /clock cap, if one is set."""
-    if not getattr(status, 'max_clock_rate', 0):
+    if not status.max_clock_rate:
         return ''
-    stride = getattr(status, 'clock_stride', 1)
-    every = 'every frame' if stride == 1 else f'1 frame in {stride}'
+    every = 'every frame' if status.clock_stride == 1 else f'1 frame in {status.clock_stride}'
     return f' idle; free run at most {status.max_clock_rate:g} Hz ({every})'
 
 

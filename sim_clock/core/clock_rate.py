@@ -76,28 +76,25 @@ class ClockRateCap:
     """
 
     def __init__(self, max_rate: Fraction = Fraction(0)):
-        self.max_rate = Fraction(max_rate)
         #: The stride in force: every stride-th frame since the last reset goes out.
         self.stride = 1
         #: Grid frames left out to hold the bound (the server ran behind, or the stride grew).
         self.skipped = 0
+        #: Free run's frames a wall second when paced (None: as fast as possible, or unknown).
         self._paced_fps: Optional[Fraction] = None
         self._pace: Optional[tuple] = None
         self._credit = 0
-        self._credit_ns: Optional[int] = None
-        self._window_start_ns: Optional[int] = None
         self._window_frames = 0
-
-    @property
-    def active(self) -> bool:
-        """Whether a cap is set."""
-        return self.max_rate > 0
+        self.set_max_rate(max_rate)
 
     def set_max_rate(self, max_rate: Fraction) -> None:
         """Change the cap from the next frame on; the stride is chosen again."""
         self.max_rate = Fraction(max_rate)
+        #: Whether a cap is set (a plain flag: it is read for every batch of free run).
+        self.active = self.max_rate > 0
         self.stride = 1 if self._paced_fps is None else stride_for(self._paced_fps, max_rate)
-        self._credit_ns = self._window_start_ns = None
+        self._credit_ns: Optional[int] = None
+        self._window_start_ns: Optional[int] = None
 
     def pace(self, time_step_ns: int, real_time_factor: Fraction) -> None:
         """
