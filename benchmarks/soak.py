@@ -199,7 +199,7 @@ def main() -> int:
         return 0 if ok else 1
     finally:
         for watcher in (free_watcher, sync_watcher):
-            watcher.kill()
+            watcher.stop()
         for closing in (status_client, holder):
             closing.close()
         free.stop()

@@ -58,6 +58,17 @@ TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TEST_DIR)
 TIMEOUT = 15.0
 
+#: The environment of a test process that will be SIGKILLed: Fast DDS over UDP on 127.0.0.1,
+#: no shared memory. A process SIGKILLed on shared memory (what rmw_fastrtps installs for a
+#: LOCALHOST discovery range) leaves its port segment and lock files in /dev/shm; the next
+#: process of that domain with the same participant id gets the same port, and a writer can
+#: then fail to deliver to it for good, or freeze (eProsima/Fast-DDS#6485, #5469, #5053;
+#: doc/reliability.md, "Shared memory and killed processes").
+UDP_LOOPBACK_ENV = {
+    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
+    'FASTRTPS_DEFAULT_PROFILES_FILE': os.path.join(TEST_DIR, 'loopback_udp_only.xml'),
+}
+
 
 def server_executable() -> str:
     """Return the installed clock_server launcher."""
@@ -337,8 +348,29 @@ class ChildProcess:
         self.process.stdin.write(line.encode() + b'\n')
         self.process.stdin.flush()
 
+    def stop(self, timeout: float = TIMEOUT) -> None:
+        """
+        End the child as Ctrl-C does, so that its DDS participants leave; reap it.
+
+        SIGINT (and SIGCONT, for a child a test stopped); SIGKILL only if it has not ended
+        after ``timeout`` s. A child SIGKILLed on shared memory leaves its Fast DDS port to
+        the next process of that domain and participant id, which then may never receive
+        (see :data:`UDP_LOOPBACK_ENV`).
+        """
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process.wait(TIMEOUT)
+        if not self.process.stdout.closed:  # keep what it printed last (it has ended)
+            self._pending += self.process.stdout.read()
+        self.close_pipes()
+
     def kill(self) -> None:
-        """SIGKILL the child and reap it."""
+        """SIGKILL the child and reap it: a crash; start such a child with UDP_LOOPBACK_ENV."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(TIMEOUT)

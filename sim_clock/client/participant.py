@@ -39,6 +39,7 @@ from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
+from sim_clock.client.api import SimClockError
 from sim_clock.core.rules import seconds_to_ns
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
@@ -136,7 +137,16 @@ class Participant:
         is applied and what became due runs (its timers, and what they set off); then done.
         A time the server publishes again while it waits is answered again, in case the
         first done went out before the server's reader had matched this writer.
+
+        Raise :class:`SimClockError` if the node is no longer in this participant's executor:
+        ``rclpy.spin_once(node)`` or another executor's ``add_node`` takes it away, and then
+        nothing would take /clock again and the server would wait for this node forever.
         """
+        if self.node not in self.executor.get_nodes():
+            raise SimClockError(
+                f'participant {self.name!r}: its node was taken out of the participant '
+                'executor (by rclpy.spin_once(node), or add_node of another executor); spin '
+                'the node only through the participant (spin_once, spin)')
         self.executor.spin_once(timeout_sec=timeout_sec)
         if not self._clocks:
             return

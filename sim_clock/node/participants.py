@@ -98,8 +98,12 @@ class Participants:
         if not self.barrier.leave(name):
             return LeaveOutcome(False, f'no participant named {name!r}')
         self._joined_at.pop(name, None)
-        logger = self._server.get_logger()
-        (logger.info if why == 'left' else logger.warning)(f'participant {name!r} {why}')
+        # One call per severity: rclpy refuses a second severity from the same line (it raised
+        # in the server when a participant was dropped after another had left).
+        if why == 'left':
+            self._server.get_logger().info(f'participant {name!r} left')
+        else:
+            self._server.get_logger().warning(f'participant {name!r} {why}')
         self._wake()
         self._server.participants_changed()
         return LeaveOutcome(True, f'{name!r} {why}')

@@ -78,4 +78,4 @@ def test_a_reader_that_does_not_acknowledge_is_named_then_not_waited_for(
         assert list(response.unacknowledged) == []
     finally:
         os.kill(reader.pid, signal.SIGCONT)
-        reader.kill()
+        reader.stop()

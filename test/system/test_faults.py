@@ -19,31 +19,25 @@ A holder killed mid-run, the server killed and restarted, a client gone in the m
 long step, a client that starts before the server.
 """
 
-import os
 import signal
 import time
 
 from harness import ChildProcess
 from harness import ServerProcess
 from harness import stamp_ns
-from harness import TEST_DIR
+from harness import UDP_LOOPBACK_ENV
 import pytest
 from sim_clock.srv import GetStatus
 
 MS = 1_000_000
 
-# The processes that get SIGKILLed here talk UDP on 127.0.0.1 only. Over Fast DDS shared
-# memory (what rmw_fastrtps installs for a LOCALHOST discovery range, whatever the server asks)
-# a process SIGKILLed while it takes a sample can freeze the server's next send to it for good,
-# a Fast DDS 2.14 bug (eProsima/Fast-DDS#6485; README, Transports). With the ghost below on
-# shared memory its test hit it once in eight runs under load: the server stuck in the step,
-# deaf to SIGINT. The server cannot avoid that under LOCALHOST; these tests are about the rest.
-UDP_LOOPBACK_ENV = {
-    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
-    'FASTRTPS_DEFAULT_PROFILES_FILE': os.path.join(TEST_DIR,
-                                                   'loopback_udp_only.xml'),
-}
-
+# The processes that get SIGKILLed here talk UDP on 127.0.0.1 only (UDP_LOOPBACK_ENV). Over
+# Fast DDS shared memory (what rmw_fastrtps installs for a LOCALHOST discovery range, whatever
+# the server asks) a process SIGKILLed while it takes a sample can freeze the server's next
+# send to it for good, a Fast DDS 2.14 bug (eProsima/Fast-DDS#6485; README, Transports). With
+# the ghost below on shared memory its test hit it once in eight runs under load: the server
+# stuck in the step, deaf to SIGINT. The server cannot avoid that under LOCALHOST; these tests
+# are about the rest.
 
 # Takes sync mode as argv[1], then steps one frame at a time until it is killed.
 STEPPING_HOLDER = """
@@ -137,7 +131,9 @@ def test_holder_killed_mid_run_both_ways_out(start_server, client, domain_id, tm
 def test_server_killed_and_restarted(domain_id, tmp_path, client):
     """SIGKILL the server: calls time out instead of hanging; a restart is seen and announced."""
     log_dir = str(tmp_path)
-    first = ServerProcess(domain_id, log_dir, {'sync': True, 'time_step': 0.001})
+    # SIGKILLed below: over UDP only, as every process killed in this file.
+    first = ServerProcess(domain_id, log_dir, {'sync': True, 'time_step': 0.001},
+                          env=UDP_LOOPBACK_ENV)
     second = None
     try:
         assert client.step('', 50).success
@@ -200,4 +196,4 @@ def test_client_started_before_server(start_server, domain_id, tmp_path):
         assert early.expect('answered', timeout=60).split()[0] == 'simulation'
         assert early.finish() == 0, early.output()
     finally:
-        early.kill()
+        early.stop()

@@ -128,7 +128,7 @@ def test_steps_under_polling_and_reliable_subscribers(start_server, domain_id, t
             assert child.finish() == 0, child.output()
     finally:
         for child in children:
-            child.kill()
+            child.stop()
         client.close()
     for result in results:
         assert result['in_order'], result

@@ -111,7 +111,7 @@ def test_steps_and_clock_across_a_link(two_hosts, domain_id, tmp_path):
         assert far.expect('clock', timeout=90) == 'True 1001'
         assert far.finish() == 0, far.output()
     finally:
-        far.kill()
+        far.stop()
         code = server.stop()
     assert code == 0, server.log()
     assert 'sync_mode_cmd from' in server.log() and "'far'" in server.log()

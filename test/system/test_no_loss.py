@@ -121,7 +121,7 @@ def test_a_bag_step_of_any_size_loses_nothing_at_a_keep_all_reader(
         reader.expect('ready', timeout=60.0)
         clocks, burst, frames = _stepped(client, reader, START_NS, STEPS)
     finally:
-        reader.kill()
+        reader.stop()
     assert burst == list(range(BURST))
     assert clocks[-frames:] == [k * MS for k in range(1, frames + 1)]
 
@@ -136,7 +136,7 @@ def test_a_clock_step_beyond_the_history_loses_nothing(start_server, client, dom
         reader.expect('ready', timeout=60.0)
         clocks, _, frames = _stepped(client, reader, 0, [30_000])
     finally:
-        reader.kill()
+        reader.stop()
     assert clocks[-frames:] == [k * MS for k in range(1, frames + 1)]
 
 
@@ -167,4 +167,4 @@ def test_a_frozen_reader_costs_one_wait_then_is_not_waited_for(
         assert 'stalled reliable readers of: /clock' in server.log()
     finally:
         os.kill(reader.pid, signal.SIGCONT)
-        reader.kill()
+        reader.stop()

@@ -106,4 +106,4 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
             clock.close()
     finally:
         os.kill(reader.pid, signal.SIGCONT)
-        reader.kill()
+        reader.stop()

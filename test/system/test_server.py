@@ -25,6 +25,7 @@ from harness import NS
 from harness import stamp_ns
 from harness import status_tuple
 from harness import TEST_DIR
+from harness import UDP_LOOPBACK_ENV
 import pytest
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType
@@ -436,7 +437,8 @@ def test_holder_killed_operator_override(start_server, client, domain_id, tmp_pa
     """A holder killed with SIGKILL is cleared by ~/set_sync false; then anyone can take it."""
     start_server()
     holder = subprocess.Popen(
-        [sys.executable, '-c', _HOLDER_SCRIPT], env=_env(domain_id), text=True,
+        [sys.executable, '-c', _HOLDER_SCRIPT], env=dict(_env(domain_id), **UDP_LOOPBACK_ENV),
+        text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(tmp_path))
     try:
         assert holder.stdout.readline().strip() == 'held'
