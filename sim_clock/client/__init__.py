@@ -19,14 +19,14 @@ Imports nothing of the node or the bags: ``import sim_clock.client`` loads rclpy
 service and message types only.
 """
 
-from sim_clock.client.api import ResetEvent
 from sim_clock.client.api import SimClockClient
-from sim_clock.client.api import SimClockError
-from sim_clock.client.api import SimClockLate
-from sim_clock.client.api import SimClockRefused
-from sim_clock.client.api import SimClockTimeout
-from sim_clock.client.api import Status
-from sim_clock.client.api import StepResult
+from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockLate
+from sim_clock.client.results import SimClockRefused
+from sim_clock.client.results import SimClockTimeout
+from sim_clock.client.results import Status
+from sim_clock.client.results import StepResult
 
 __all__ = [
     'ResetEvent', 'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockRefused',

@@ -30,7 +30,6 @@ are measured on the steady clock, never on ROS time. Per-call cost stays flat ov
 calls (doc/design.md, "Executors").
 """
 
-from dataclasses import dataclass
 import itertools
 import math
 import time
@@ -43,6 +42,13 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockLate
+from sim_clock.client.results import SimClockRefused
+from sim_clock.client.results import SimClockTimeout
+from sim_clock.client.results import Status
+from sim_clock.client.results import StepResult
 from sim_clock.core.rules import check_whole_steps
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.core.rules import Refused
@@ -62,91 +68,12 @@ from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
 DEFAULT_TIMEOUT = 10.0
+#: The services whose request, made twice, changes nothing more than once: asked again after
+#: a timeout (up to ``retries`` times), as a lost answer looks the same as a slow one. A step
+#: is, as this client asks it (by target frame and epoch). A reset is not (see reset()).
+REPEATABLE = frozenset(('get_status', 'pause', 'resume', 'set_sync', 'set_parameters', 'step'))
 
 _instances = itertools.count()
-
-
-class SimClockError(RuntimeError):
-    """A sim_clock call did not do what was asked."""
-
-
-class SimClockRefused(SimClockError):
-    """The server refused a request; ``reason`` says why, ``holder`` who holds sync mode."""
-
-    def __init__(self, server: str, what: str, reason: str, holder: str = ''):
-        super().__init__(f'{server} refused {what}: {reason}')
-        self.reason = reason
-        self.holder = holder
-
-
-class SimClockLate(SimClockRefused):
-    """Participants were late: the step stopped at ``result``; ``late`` names them."""
-
-    def __init__(self, server: str, what: str, reason: str, late, result: 'StepResult'):
-        super().__init__(server, what, reason)
-        self.late = list(late)
-        self.result = result
-
-
-class SimClockTimeout(SimClockError, TimeoutError):
-    """No answer within the timeout; the message names the server and what was waited for."""
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """Where a step left time: the frame counter, the time in ns and the epoch (resets)."""
-
-    frame: int
-    time_ns: int
-    epoch: int
-    #: With ack_timeout on: the topics not acknowledged by all their reliable readers in time.
-    unacknowledged: tuple = ()
-
-    @property
-    def time_sec(self) -> float:
-        """Return the time in seconds, for display."""
-        return self.time_ns / NS_PER_SEC
-
-
-@dataclass(frozen=True)
-class Status:
-    """The server's state, as ``~/get_status`` reports it."""
-
-    mode: str
-    sync: bool
-    paused: bool
-    frame: int
-    time_ns: int
-    epoch: int
-    owner: str
-    real_time_factor: float
-    time_step_ns: int
-    publish_rate: float
-    #: Other nodes publishing on /clock ("<node> on <topic>"): an alarm; empty: none.
-    other_clock_sources: tuple = ()
-    #: The clock views ("<name>: offset <s> s, drift <ppm> ppm, on /<name>/clock").
-    clock_views: tuple = ()
-    #: Free run's /clock cap, Hz (0: none), and its stride (1 frame in clock_stride goes out).
-    max_clock_rate: float = 0.0
-    clock_stride: int = 1
-
-
-@dataclass(frozen=True)
-class ResetEvent:
-    """A reset of the server's time, as ``~/resets`` announces it (times are /clock times)."""
-
-    epoch: int
-    time_before_ns: int
-    time_after_ns: int
-    cause: str
-    mode: str
-    sync: bool
-
-    @classmethod
-    def from_msg(cls, msg: Reset) -> 'ResetEvent':
-        """Return the event a ``sim_clock/msg/Reset`` message carries."""
-        return cls(msg.epoch, join_ns(msg.time_before), join_ns(msg.time_after), msg.cause,
-                   msg.mode, msg.sync)
 
 
 class SimClockClient:
@@ -161,7 +88,8 @@ class SimClockClient:
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
     :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
-    :param retries: how many times a step is asked again after a timeout; never stepped twice.
+    :param retries: how many times a call safe to repeat (REPEATABLE) is asked again after a
+        timeout; never stepped twice.
     """
 
     def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
@@ -294,14 +222,11 @@ class SimClockClient:
     def _step_to(self, target: int, epoch: int, what: str) -> StepResult:
         request = Step.Request(user_id=self.user_id, steps=1, target_frame=target,
                                check_epoch=True, epoch=epoch)
-        for attempt in itertools.count():
-            try:
-                response = self._call(Step, 'step', request)
-                break
-            except SimClockTimeout:
-                if attempt >= self.retries:
-                    self._known = None
-                    raise
+        try:
+            response = self._call(Step, 'step', request)
+        except SimClockTimeout:
+            self._known = None
+            raise
         result = StepResult(response.frame, join_ns(response.clock), response.epoch,
                             tuple(response.unacknowledged))
         moved = response.success or response.late
@@ -339,8 +264,22 @@ class SimClockClient:
         return self._trigger('resume')
 
     def reset(self) -> str:
-        """Set time and frame to zero (epoch + 1); mode, sync and holder stay."""
-        return self._trigger('reset')
+        """
+        Set time and frame to zero (epoch + 1); mode, sync and holder stay.
+
+        Never asked twice (a slow first request would reset again): it waits for the answer
+        as long as the calls safe to repeat wait in all (``timeout`` times ``1 + retries``);
+        then, if a reset happened since it asked the epoch, the answer was lost and the reset
+        is taken as done. A timeout still leaves open whether the reset happens later.
+        """
+        epoch = self.status().epoch
+        try:
+            return self._trigger('reset', patience=1 + self.retries)
+        except SimClockTimeout:
+            now = self.status().epoch
+            if now == epoch:
+                raise
+            return f'time reset (epoch {now}); its answer was lost'
 
     def set_sync(self, on: bool) -> str:
         """Operator switch: sync on with no holder, or off releasing any holder."""
@@ -411,13 +350,21 @@ class SimClockClient:
             self._node.destroy_node()
             self._node = None
 
-    def _trigger(self, name: str) -> str:
-        response = self._call(Trigger, name, Trigger.Request())
+    def _trigger(self, name: str, patience: int = 1) -> str:
+        response = self._call(Trigger, name, Trigger.Request(), patience)
         if not response.success:
             raise SimClockRefused(self.server, name, response.message)
         return response.message
 
-    def _call(self, srv_type, name: str, request):
+    def _call(self, srv_type, name: str, request, patience: int = 1):
+        for attempt in itertools.count():
+            try:
+                return self._call_once(srv_type, name, request, patience * self.timeout)
+            except SimClockTimeout:
+                if name not in REPEATABLE or attempt >= self.retries:
+                    raise
+
+    def _call_once(self, srv_type, name: str, request, timeout: float):
         if self._node is None:
             raise SimClockError('this SimClockClient was closed')
         if name not in ('step', 'get_status'):
@@ -428,15 +375,15 @@ class SimClockClient:
             # As deep as the server's services: an answer is not lost while the caller is busy.
             client = self._node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
             self._clients[name] = client
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + timeout
         if not client.service_is_ready():
             self._spin_until(client.service_is_ready, deadline, (
-                f'service {full_name} did not appear within {self.timeout} s: is the clock '
+                f'service {full_name} did not appear within {timeout} s: is the clock '
                 f'server running, on this ROS_DOMAIN_ID, under that name?'))
         future = client.call_async(request)
         try:
             self._spin_until(future.done, deadline, (
-                f'no answer from {full_name} within {self.timeout} s'))
+                f'no answer from {full_name} within {timeout} s'))
         except SimClockTimeout:
             client.remove_pending_request(future)
             raise

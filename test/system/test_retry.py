@@ -20,8 +20,10 @@ answer only after ``ack_timeout``, long after the client's own timeout, so the c
 up on the first answer and asks again.
 """
 
+import contextlib
 import os
 import signal
+import threading
 import time
 
 from harness import ChildProcess
@@ -107,3 +109,42 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
     finally:
         os.kill(reader.pid, signal.SIGCONT)
         reader.stop()
+
+
+def test_calls_safe_to_repeat_ride_over_a_frozen_server(start_server, client):
+    """Server frozen beyond the timeout: pause and status are asked again; a reset waits."""
+    server = start_server({'sync': True, 'time_step': 0.001})
+    clock = SimClockClient(context=client.context, retries=20)
+    try:
+        assert clock.status().epoch == 0  # discovered, with the default timeout
+        clock.timeout = 0.5
+        with _frozen(server):
+            assert 'paused' in clock.pause()  # asked again until the server answered
+        assert client.status().paused
+        # The reset request (not reset()'s first question, the epoch) finds the server frozen
+        # beyond the timeout: not asked again, it waits for its answer (retries x timeout).
+        send = clock._call_once
+        with contextlib.ExitStack() as frozen:
+            def freeze_before_the_reset(srv_type, name, request, timeout):
+                if name == 'reset':
+                    frozen.enter_context(_frozen(server))
+                return send(srv_type, name, request, timeout)
+            clock._call_once = freeze_before_the_reset
+            message = clock.reset()
+        assert 'epoch 1' in message, message
+        assert client.status().epoch == 1  # reset once
+    finally:
+        clock.close()
+
+
+@contextlib.contextmanager
+def _frozen(server, seconds: float = 1.2):
+    """SIGSTOP the server; a timer SIGCONTs it after ``seconds`` (and so does the exit)."""
+    os.kill(server.process.pid, signal.SIGSTOP)
+    thaw = threading.Timer(seconds, os.kill, (server.process.pid, signal.SIGCONT))
+    thaw.start()
+    try:
+        yield
+    finally:
+        thaw.cancel()
+        os.kill(server.process.pid, signal.SIGCONT)

@@ -1,0 +1,109 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What the client's calls return and raise: results, status, reset events, errors.
+
+Dataclasses and exceptions, importable from ``sim_clock.client`` and, as before, from
+``sim_clock.client.api``.
+"""
+
+from dataclasses import dataclass
+
+from sim_clock.core.units import join_ns
+from sim_clock.core.units import NS_PER_SEC
+from sim_clock.msg import Reset
+
+
+class SimClockError(RuntimeError):
+    """A sim_clock call did not do what was asked."""
+
+
+class SimClockRefused(SimClockError):
+    """The server refused a request; ``reason`` says why, ``holder`` who holds sync mode."""
+
+    def __init__(self, server: str, what: str, reason: str, holder: str = ''):
+        super().__init__(f'{server} refused {what}: {reason}')
+        self.reason = reason
+        self.holder = holder
+
+
+class SimClockLate(SimClockRefused):
+    """Participants were late: the step stopped at ``result``; ``late`` names them."""
+
+    def __init__(self, server: str, what: str, reason: str, late, result: 'StepResult'):
+        super().__init__(server, what, reason)
+        self.late = list(late)
+        self.result = result
+
+
+class SimClockTimeout(SimClockError, TimeoutError):
+    """No answer within the timeout; the message names the server and what was waited for."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Where a step left time: the frame counter, the time in ns and the epoch (resets)."""
+
+    frame: int
+    time_ns: int
+    epoch: int
+    #: With ack_timeout on: the topics not acknowledged by all their reliable readers in time.
+    unacknowledged: tuple = ()
+
+    @property
+    def time_sec(self) -> float:
+        """Return the time in seconds, for display."""
+        return self.time_ns / NS_PER_SEC
+
+
+@dataclass(frozen=True)
+class Status:
+    """The server's state, as ``~/get_status`` reports it."""
+
+    mode: str
+    sync: bool
+    paused: bool
+    frame: int
+    time_ns: int
+    epoch: int
+    owner: str
+    real_time_factor: float
+    time_step_ns: int
+    publish_rate: float
+    #: Other nodes publishing on /clock ("<node> on <topic>"): an alarm; empty: none.
+    other_clock_sources: tuple = ()
+    #: The clock views ("<name>: offset <s> s, drift <ppm> ppm, on /<name>/clock").
+    clock_views: tuple = ()
+    #: Free run's /clock cap, Hz (0: none), and its stride (1 frame in clock_stride goes out).
+    max_clock_rate: float = 0.0
+    clock_stride: int = 1
+
+
+@dataclass(frozen=True)
+class ResetEvent:
+    """A reset of the server's time, as ``~/resets`` announces it (times are /clock times)."""
+
+    epoch: int
+    time_before_ns: int
+    time_after_ns: int
+    cause: str
+    mode: str
+    sync: bool
+
+    @classmethod
+    def from_msg(cls, msg: Reset) -> 'ResetEvent':
+        """Return the event a ``sim_clock/msg/Reset`` message carries."""
+        return cls(msg.epoch, join_ns(msg.time_before), join_ns(msg.time_after), msg.cause,
+                   msg.mode, msg.sync)
