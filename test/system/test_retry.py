@@ -31,6 +31,7 @@ from harness import FROZEN_READER as READER
 import pytest
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
+from sim_clock.client import SimClockTimeout
 from sim_clock.srv import Step
 
 MS = 1_000_000
@@ -133,6 +134,38 @@ def test_calls_safe_to_repeat_ride_over_a_frozen_server(start_server, client):
             message = clock.reset()
         assert 'epoch 1' in message, message
         assert client.status().epoch == 1  # reset once
+    finally:
+        clock.close()
+
+
+@pytest.mark.parametrize('reached', [True, False], ids=['carried-out', 'never-arrived'])
+def test_a_reset_whose_answer_is_lost_is_told_by_the_epoch(start_server, client, reached):
+    """
+    The reset's answer never reaches the client: done if the epoch moved, else a timeout.
+
+    The server is real and really resets (or never hears of it); only the client's receipt of
+    the answer is taken away, as a lost DDS reply would take it.
+    """
+    start_server({'sync': True, 'time_step': 0.001})
+    clock = SimClockClient(context=client.context, timeout=2.0, retries=0)
+    try:
+        assert clock.status().epoch == 0
+        send = clock._call_once
+
+        def lose_the_answer(srv_type, name, request, timeout):
+            if name != 'reset':
+                return send(srv_type, name, request, timeout)
+            if reached:
+                send(srv_type, name, request, timeout)  # carried out, answered...
+            raise SimClockTimeout(f'lost {name} answer')  # ...but the answer is lost
+        clock._call_once = lose_the_answer
+        if reached:
+            assert clock.reset() == 'time reset (epoch 1); its answer was lost'
+            assert client.status().epoch == 1
+        else:
+            with pytest.raises(SimClockTimeout, match='lost reset answer'):
+                clock.reset()
+            assert client.status().epoch == 0  # nothing reset, and it says so
     finally:
         clock.close()
 
