@@ -24,15 +24,22 @@ until they have (``Publisher.wait_for_all_acked``) and goes on with a full windo
 not held back: as fast as possible outruns every reader by design (doc/design.md, "Flow
 control").
 
-A reader that acknowledges nothing of a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
+A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
 dead process keeps its match until its lease ends): its topic is not waited for again while
 its readers stay the same and have not caught up, as for acknowledged steps.
+
+A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
+that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end
+the server: the writer's readers get :data:`WAIT_TIMEOUT_NS` more to acknowledge, then the
+frame is published again; if they still have not, the rest of that run of frames is not
+published on that topic (a warning says how many), as free run drops frames for slow readers.
 """
 
 from array import array
 from typing import Callable
 from typing import List
 
+from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.node.acks import Acknowledgements
@@ -43,6 +50,10 @@ MAX_WINDOW = 500
 WAIT_TIMEOUT_NS = 1_000_000_000
 #: The budget of a writer that is not held back.
 UNLIMITED = -1
+
+
+class PublisherDestroyed(RuntimeError):
+    """A publish after the node began to destroy its publishers: never a refused sample."""
 
 
 def window(qos) -> int:
@@ -90,6 +101,46 @@ class FlowControl:
         taken = min(budget, wanted)
         self.budgets[which] = budget - taken
         return taken
+
+    def publish(self, which: int, publish: Callable[[int], None], times) -> None:
+        """
+        Publish each of ``times`` (a sequence) with ``publish`` on writer ``which``.
+
+        In windows if flow control is armed (:meth:`start` first). A refused publish is
+        published again once its writer's readers have caught up; if they do not within
+        :data:`WAIT_TIMEOUT_NS`, or it is refused again, the rest of ``times`` is dropped on it.
+        """
+        retried = False
+        while times:
+            window = times[:self.take(which, len(times))] if self._armed else times
+            sent = 0
+            try:
+                for sent, time_ns in enumerate(window):
+                    publish(time_ns)
+            except PublisherDestroyed:
+                raise
+            except RuntimeError as error:
+                if not self._node.context.ok():
+                    raise  # shut down while publishing: the caller ends
+                if self.budgets[which] >= 0:
+                    self.budgets[which] += len(window) - sent  # not spent: not sent
+                times = times[sent:]
+                if (retried and sent == 0) or not self._caught_up(which):
+                    self._dropped(which, error, len(times))
+                    return
+                retried = True
+                continue
+            times = times[len(window):]
+
+    def _caught_up(self, which: int) -> bool:
+        """Wait until writer ``which``'s readers have everything, at most WAIT_TIMEOUT_NS."""
+        return self._publishers[which].wait_for_all_acked(Duration(nanoseconds=WAIT_TIMEOUT_NS))
+
+    def _dropped(self, which: int, error: RuntimeError, frames: int) -> None:
+        self._node.get_logger().warning(
+            f'{self._publishers[which].topic_name} refused a sample ({error}) and its readers '
+            f'did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: {frames} frames not '
+            f'published on it', throttle_duration_sec=5.0)
 
     def refill(self) -> None:
         """Wait until the writers whose budget is spent are acknowledged; give them a window."""

@@ -31,6 +31,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
 from sim_clock.core.units import split_ns
 from sim_clock.node.flow import FlowControl
+from sim_clock.node.flow import PublisherDestroyed
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
@@ -106,8 +107,8 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
 
 
 def publisher_destroyed(*args) -> None:
-    """Stand in for a publish function whose publisher is destroyed: raise RuntimeError."""
-    raise RuntimeError('the node is destroyed; its publishers are gone')
+    """Stand in for a publish function whose publisher is destroyed: raise PublisherDestroyed."""
+    raise PublisherDestroyed('the node is destroyed; its publishers are gone')
 
 
 class ClockSink:
@@ -120,16 +121,8 @@ class ClockSink:
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""
-        publish_clock = self._publish_clock
-        if not self._flow.start():
-            for time_ns in frames:
-                publish_clock(time_ns)
-            return
-        while frames:
-            window = frames[:self._flow.take(0, len(frames))]
-            for time_ns in window:
-                publish_clock(time_ns)
-            frames = frames[len(window):]
+        self._flow.start()
+        self._flow.publish(0, self._publish_clock, frames)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""

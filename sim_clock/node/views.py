@@ -89,16 +89,12 @@ class ClockViews:
 
     def publish(self, times) -> None:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
-        clock_ns, flow = self._server.clock_ns, self._flow
+        clock_ns = self._server.clock_ns
         start = clock_ns(self._start_ns)
-        flow.start()
+        self._flow.start()
         for index, (view, publish) in enumerate(zip(self.views, self._publish)):
-            left = times
-            while left:
-                window = left[:flow.take(index, len(left))]
-                for time_ns in window:
-                    publish(view.time_ns(clock_ns(time_ns), start))
-                left = left[len(window):]
+            self._flow.publish(index, publish, [view.time_ns(clock_ns(time_ns), start)
+                                                for time_ns in times])
 
     def close(self) -> None:
         """From now on a publish raises: the node destroys the publishers next."""
