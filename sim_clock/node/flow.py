@@ -112,8 +112,7 @@ class FlowControl:
         """
         retried = False
         while times:
-            window = times[:self.take(which, len(times))] if self._armed else times
-            sent = 0
+            window = times[:self.take(which, len(times))]
             try:
                 for sent, time_ns in enumerate(window):
                     publish(time_ns)

@@ -93,8 +93,9 @@ class ClockViews:
         start = clock_ns(self._start_ns)
         self._flow.start()
         for index, (view, publish) in enumerate(zip(self.views, self._publish)):
-            self._flow.publish(index, publish, [view.time_ns(clock_ns(time_ns), start)
-                                                for time_ns in times])
+            def publish_view(time_ns, view=view, publish=publish):
+                publish(view.time_ns(clock_ns(time_ns), start))
+            self._flow.publish(index, publish_view, times)
 
     def close(self) -> None:
         """From now on a publish raises: the node destroys the publishers next."""
