@@ -26,7 +26,9 @@ control").
 
 A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
 dead process keeps its match until its lease ends): its topic is not waited for again while
-its readers stay the same and have not caught up, as for acknowledged steps.
+its readers stay the same and have not caught up, as for acknowledged steps. The wait is long
+enough for a slow reader that is alive to take a whole window on a loaded machine (100
+samples a second), so that only a frozen or dead one counts as stalled and loses samples.
 
 A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
 that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end
@@ -47,7 +49,8 @@ from sim_clock.node.acks import Acknowledgements
 #: The most samples a writer has out, unacknowledged, between two waits.
 MAX_WINDOW = 500
 #: The longest one wait for a window's acknowledgements, in ns; then its readers are stalled.
-WAIT_TIMEOUT_NS = 1_000_000_000
+#: 1 s counted a live keep-all reader as stalled on a loaded machine, and it lost frames.
+WAIT_TIMEOUT_NS = 5_000_000_000
 #: The budget of a writer that is not held back.
 UNLIMITED = -1
 
@@ -148,8 +151,9 @@ class FlowControl:
         if stalled:
             self._node.get_logger().warning(
                 f'publishing on without waiting for stalled reliable readers of: '
-                f'{", ".join(stalled)} (they acknowledged nothing for '
-                f'{WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they catch up)',
+                f'{", ".join(stalled)} (they did not acknowledge {MAX_WINDOW} samples or '
+                f'fewer within {WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they '
+                f'catch up)',
                 throttle_duration_sec=5.0)
         for index in spent:
             self.budgets[index] = self._windows[index]

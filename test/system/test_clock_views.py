@@ -24,10 +24,13 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sim_clock.client import SimClockClient
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 NS = 1_000_000_000
 MS = 1_000_000
+#: The pausing reader's pause: longer than flow control's wait, so it is taken as stalled.
+PAUSE_S = WAIT_TIMEOUT_NS / NS + 0.5
 VIEWS = """views:
   robot1: {offset: 0.25, drift_ppm: 50}
   robot2: {offset: -0.1, drift_ppm: -20.5}
@@ -111,11 +114,12 @@ def test_a_bad_views_file_stops_the_server_with_the_reason(domain_id, tmp_path):
 def test_a_reader_pausing_during_a_long_step_does_not_end_the_server(
         start_server, domain_id, tmp_path, topic):
     """
-    A reader that keeps all pauses 1.5 s, twice, in a 10^5-frame step: the server goes on.
+    A keep-all reader pausing past the stall wait, twice, in a 10^5-frame step: the server lives.
 
-    Taken as stalled after 1 s, its samples pile up; Fast DDS 3 then refuses the writer's
-    next samples, which ended the server before (node/flow.py). The step still succeeds, the
-    reader ends on the step's last time, and the server exits 0 (the fixture checks).
+    Taken as stalled after WAIT_TIMEOUT_NS, its samples pile up; Fast DDS 3 then refuses the
+    writer's next samples, which ended the server before (node/flow.py). The step still
+    succeeds, the reader ends on the step's last time, and the server exits 0 (the fixture
+    checks).
     """
     start_server({'sync': True, 'time_step': 0.001, 'clock_views_file': _views_file(tmp_path)})
     client = TestClient(domain_id, name='pausing_reader', subscribe_clock=False)
@@ -125,7 +129,7 @@ def test_a_reader_pausing_during_a_long_step_does_not_end_the_server(
     def take(msg):
         seen.append(msg.clock.sec * NS + msg.clock.nanosec)
         if len(seen) in (3_000, 30_000):
-            time.sleep(1.5)  # the pause under test, inside the reader's callback
+            time.sleep(PAUSE_S)  # the pause under test, inside the reader's callback
     try:
         client.node.create_subscription(Clock, topic, take, keep_all)
         client.status_when_ready()

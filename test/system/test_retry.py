@@ -32,6 +32,7 @@ import pytest
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 MS = 1_000_000
@@ -83,7 +84,9 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
     try:
         reader.expect('ready')
         client.wait_for_clock()
-        clock = SimClockClient(context=client.context, retries=6)
+        # The first step also waits WAIT_TIMEOUT_NS for the frozen reader (flow control):
+        # enough retries of 0.7 s to outlast it.
+        clock = SimClockClient(context=client.context, retries=6 + int(WAIT_TIMEOUT_NS / 7e8))
         try:
             clock.acquire()  # with the default timeout: discovery may take a while under load
             clock.status()  # the status service's first answer, which may be slow, too
