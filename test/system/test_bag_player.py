@@ -75,8 +75,13 @@ class BagClient(TestClient):
         return callback
 
     def wait_matched(self, topics) -> None:
-        """Wait until a publisher is matched on each of ``topics``."""
+        """Wait until a publisher is matched on each of ``topics``, and it matched us."""
         self.spin_until(lambda: set(topics) <= self.matched, f'publishers on {topics}')
+        # Our match is not the writer's: a step published before it matched these readers
+        # loses its data (a fresh-clone run, beside a second suite). The server learns of
+        # this node's readers in the order they were made, and the answer reader of the status
+        # client, made now, comes after them: once it is answered, every writer has matched.
+        self.status_when_ready()
 
     def wait_data(self, count: int) -> None:
         """Wait until ``count`` data messages have arrived in all."""
