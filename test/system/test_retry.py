@@ -36,6 +36,8 @@ from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 MS = 1_000_000
+#: The client's timeout while the frozen reader holds each acknowledged step's answer.
+ANSWER_S = 0.7
 
 
 def _step(client, **fields):
@@ -85,17 +87,18 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
         reader.expect('ready')
         client.wait_for_clock()
         # The first step also waits WAIT_TIMEOUT_NS for the frozen reader (flow control):
-        # enough retries of 0.7 s to outlast it.
-        clock = SimClockClient(context=client.context, retries=6 + int(WAIT_TIMEOUT_NS / 7e8))
+        # enough retries of ANSWER_S to outlast it.
+        clock = SimClockClient(context=client.context,
+                               retries=6 + int(WAIT_TIMEOUT_NS / 1e9 / ANSWER_S))
         try:
             clock.acquire()  # with the default timeout: discovery may take a while under load
             clock.status()  # the status service's first answer, which may be slow, too
-            clock.timeout = 0.7  # from now on, each answer comes after the client gave up
+            clock.timeout = ANSWER_S  # from now on, each answer comes after the client gave up
             os.kill(reader.pid, signal.SIGSTOP)
             started = time.monotonic()
             result = clock.step(10)
             elapsed = time.monotonic() - started
-            assert elapsed > 0.7 + 0.7  # the first answer was given up on, and a retry too
+            assert elapsed > 2 * ANSWER_S  # the first answer was given up on, and a retry too
             assert result.frame == 10 and result.time_ns == 10 * MS
             assert client.status().frame == 10
             clock.timeout = 10.0  # the rest does not wait for the frozen reader
