@@ -79,8 +79,9 @@ class BagClient(TestClient):
         self.spin_until(lambda: set(topics) <= self.matched, f'publishers on {topics}')
         # Our match is not the writer's: a step published before it matched these readers
         # loses its data (a fresh-clone run, beside a second suite). The server learns of
-        # this node's readers in the order they were made, and the answer reader of the status
-        # client, made now, comes after them: once it is answered, every writer has matched.
+        # this node's readers in the order they were made, and the status client's answer
+        # reader comes after them (clients are made on first use, after __init__'s readers):
+        # once it is answered, every writer has matched.
         self.status_when_ready()
 
     def wait_data(self, count: int) -> None:
