@@ -293,6 +293,8 @@ class ChildProcess:
 
     The script can import this module (``from harness import TestClient``). Lines it prints
     are read with a timeout, so a test waits for what a child says, never for a fixed time.
+    A script that ends on its own closes its client last, so that the executor, node and
+    context are torn down in that order rather than by the interpreter's exit, in any order.
     """
 
     def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None,

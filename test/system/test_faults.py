@@ -92,6 +92,7 @@ except AssertionError as error:
 print('waiting', flush=True)
 status = client.call(GetStatus, 'get_status', timeout=60)
 print('answered', status.mode, status.frame, flush=True)
+client.close()
 """
 
 

@@ -59,6 +59,7 @@ while True:
     if frame >= target:
         break
 print('latencies', json.dumps(latencies), flush=True)
+client.close()
 """
 
 # A reliable /clock subscriber that keeps every message (KEEP_LAST 100000); waits for the last
@@ -84,6 +85,7 @@ print('result', json.dumps({
     'count': len(distinct),
     'first_gap': next((a for a, b in zip(distinct, distinct[1:]) if b - a != step_ns), None),
 }), flush=True)
+client.close()
 """
 
 

@@ -53,6 +53,7 @@ client.wait_for_time(1000 * 1_000_000, timeout=60)
 expected = list(range(0, 1000 * 1_000_000 + 1, 1_000_000))
 print('clock', client.distinct_times_since_reset() == expected,
       len(client.distinct_times_since_reset()), flush=True)
+client.close()
 """
 
 
