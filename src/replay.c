@@ -30,6 +30,11 @@
 // Every index, offset and time order is checked before anything is published; a bad argument
 // raises ValueError or TypeError and publishes nothing.
 //
+// A publish rcl fails (Fast DDS 3 refuses a sample it cannot take, after max_blocking_time;
+// a shut-down context) raises PublishRefused, a RuntimeError that tells where: `which`, the
+// topic index of the message refused, or -1 for /clock; `index`, that message's index in the
+// batch (it is not published, nor are those after it); `done`, the frames done before it.
+//
 // A /clock is rosgraph_msgs/Clock serialized here: the CDR little-endian encapsulation
 // header, then sec (int32) and nanosec (uint32), little-endian. The caller checks once that
 // rclpy serializes a Clock so (sim_clock.node.publishing.clock_publisher).
@@ -46,6 +51,16 @@
 #define NS_PER_SEC 1000000000LL
 
 enum {PUBLISHERS, TOPICS, BLOB, OFFSETS, TIMES, BATCH_BUFFERS};
+
+// What a budget lets the next publish do (see spend()).
+enum {STOP, PUBLISH, SKIP};
+// The budget of a topic whose samples are not published (and count as played).
+#define DROPPED (-2)
+// The `which` of /clock in a PublishRefused.
+#define CLOCK_INDEX (-1)
+
+// sim_clock._replay.PublishRefused, made when the module is.
+static PyObject * PublishRefused = NULL;
 
 static const char * const buffer_names[BATCH_BUFFERS] = {
   "publishers", "topics", "blob", "offsets", "times"};
@@ -190,6 +205,40 @@ publish_clock_at(uint64_t publisher, long long total)
   return 0;
 }
 
+// Replace the RuntimeError a failed publish set by a PublishRefused with its text, and where.
+static void
+refuse(Py_ssize_t which, Py_ssize_t done, Py_ssize_t index)
+{
+  PyObject * type, * value, * traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  PyObject * text = value == NULL ? NULL : PyObject_Str(value);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  if (text == NULL) {
+    return;  // the error of PyObject_Str (no memory) stands
+  }
+  PyObject * error = PyObject_CallOneArg(PublishRefused, text);
+  Py_DECREF(text);
+  if (error == NULL) {
+    return;
+  }
+  const char * names[] = {"which", "done", "index"};
+  Py_ssize_t values[] = {which, done, index};
+  for (int k = 0; k < 3; ++k) {
+    PyObject * number = PyLong_FromSsize_t(values[k]);
+    if (number == NULL || PyObject_SetAttrString(error, names[k], number) < 0) {
+      Py_XDECREF(number);
+      Py_DECREF(error);
+      return;
+    }
+    Py_DECREF(number);
+  }
+  PyErr_SetObject(PublishRefused, error);
+  Py_DECREF(error);
+}
+
 static int
 check_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char * usage)
 {
@@ -200,22 +249,39 @@ check_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char * usage)
   return 0;
 }
 
-// Whether the budget of entry `which` lets one more message go (and take it); see play().
+// What the budget of entry `which` lets the next message do: PUBLISH (taking one off a
+// positive budget), STOP (a budget of 0) or SKIP (DROPPED); see play().
 static int
 spend(int64_t * budgets, Py_ssize_t which)
 {
-  if (budgets == NULL || budgets[which] < 0) {
-    return 1;
+  if (budgets == NULL) {
+    return PUBLISH;
+  }
+  if (budgets[which] == DROPPED) {
+    return SKIP;
+  }
+  if (budgets[which] < 0) {
+    return PUBLISH;
   }
   if (budgets[which] == 0) {
-    return 0;
+    return STOP;
   }
   --budgets[which];
-  return 1;
+  return PUBLISH;
+}
+
+// Give back what spend() took for a message that was not published.
+static void
+refund(int64_t * budgets, Py_ssize_t which)
+{
+  if (budgets != NULL && budgets[which] >= 0) {
+    ++budgets[which];
+  }
 }
 
 // publish(publishers, topics, blob, offsets, start, stop): publish messages start to stop
-// (excluded) of a packed batch, in order, each on the publisher of its topic.
+// (excluded) of a packed batch, in order, each on the publisher of its topic. A refused
+// publish raises PublishRefused (done 0) and publishes none after it.
 static PyObject *
 replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
@@ -245,6 +311,8 @@ replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
     }
     if (i == stop) {
       result = Py_NewRef(Py_None);
+    } else {
+      refuse(batch.topics[i], 0, i);
     }
   }
   release_batch(&batch);
@@ -294,8 +362,9 @@ replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t narg
 // `budgets` (flow control): None, or a writable buffer of int64, one per topic and then one
 // for /clock: how many more messages each may publish. Play stops before a publish whose
 // budget is 0 (the caller waits for acknowledgements, refills, and calls again from where it
-// stopped), takes one off a positive budget per publish, and leaves a negative one alone
-// (no limit).
+// stopped), takes one off a positive budget per publish, skips the messages of a DROPPED one
+// (-2: not published, played all the same), and leaves another negative one alone (no limit).
+// A refused publish raises PublishRefused; its message's budget is given back.
 static PyObject *
 replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
@@ -369,11 +438,15 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
       long long time_ns = first_ns + (long long)done * step_ns;
       long long up_to_ns = bag_offset_ns + time_ns;
       while (index < batch.count && batch.times[index] <= up_to_ns) {
-        if (!spend(budgets, batch.topics[index])) {
+        uint32_t topic = batch.topics[index];
+        int go = spend(budgets, topic);
+        if (go == STOP) {
           spent = 1;
           break;
         }
-        if (publish_message(&batch, index) < 0) {
+        if (go == PUBLISH && publish_message(&batch, index) < 0) {
+          refund(budgets, topic);
+          refuse(topic, done, index);
           failed = 1;
           break;
         }
@@ -382,10 +455,13 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
       if (failed || spent || (index == batch.count && !final)) {
         break;
       }
-      if (!spend(budgets, batch.publisher_count)) {
+      int go = spend(budgets, batch.publisher_count);
+      if (go == STOP) {
         break;
       }
-      if (publish_clock_at(clock_publisher, clock_offset_ns + time_ns) < 0) {
+      if (go == PUBLISH && publish_clock_at(clock_publisher, clock_offset_ns + time_ns) < 0) {
+        refund(budgets, batch.publisher_count);
+        refuse(CLOCK_INDEX, done, index);
         failed = 1;
         break;
       }
@@ -412,7 +488,8 @@ static PyMethodDef replay_methods[] = {
     "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, "
     "bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets) -> (frames_done, "
     "index): play frames of a packed batch, each its messages then its /clock, until the "
-    "batch is used up (unless final), a budget is spent, or the frames are done."},
+    "batch is used up (unless final), a budget is spent, or the frames are done; a refused "
+    "publish raises PublishRefused (which, done, index)."},
   {NULL, NULL, 0, NULL}
 };
 
@@ -424,5 +501,20 @@ static struct PyModuleDef replay_module = {
 PyMODINIT_FUNC
 PyInit__replay(void)
 {
-  return PyModule_Create(&replay_module);
+  PyObject * module = PyModule_Create(&replay_module);
+  if (module == NULL) {
+    return NULL;
+  }
+  PublishRefused = PyErr_NewExceptionWithDoc(
+    "sim_clock._replay.PublishRefused",
+    "A publish rcl failed. which: the topic index of the message (-1: /clock); index: the "
+    "message's index in its batch; done: the frames done before it.", PyExc_RuntimeError, NULL);
+  if (PublishRefused == NULL ||
+    PyModule_AddObjectRef(module, "PublishRefused", PublishRefused) < 0 ||
+    PyModule_AddIntConstant(module, "DROPPED", DROPPED) < 0)
+  {
+    Py_DECREF(module);
+    return NULL;
+  }
+  return module;
 }

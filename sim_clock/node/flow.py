@@ -35,6 +35,10 @@ that keeps all, alive but slow, was taken as stalled and its samples piled up) d
 the server: the writer's readers get :data:`WAIT_TIMEOUT_NS` more to acknowledge, then the
 frame is published again; if they still have not, the rest of that run of frames is not
 published on that topic (a warning says how many), as free run drops frames for slow readers.
+The bag player's run (:meth:`FlowControl.paced`) does the same with the refusal
+``sim_clock._replay.play`` raises: it plays on from the refused message once that writer's
+readers have caught up, or else leaves that topic's messages out (played, not published) until
+the next run of frames (:meth:`FlowControl.start`).
 """
 
 from array import array
@@ -44,6 +48,8 @@ from typing import List
 from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
+from sim_clock._replay import DROPPED
+from sim_clock._replay import PublishRefused
 from sim_clock.node.acks import Acknowledgements
 
 #: The most samples a writer has out, unacknowledged, between two waits.
@@ -85,13 +91,17 @@ class FlowControl:
         self._armed = False
 
     def start(self) -> bool:
-        """Arm flow control if time advances only by steps, else lift it; return whether armed."""
+        """
+        Arm flow control if time advances only by steps, else lift it; return whether armed.
+
+        A writer left out of the last run of frames (:meth:`paced`) publishes again.
+        """
         armed = not self._node.timeline.free_running
-        if armed != self._armed:
-            # Armed afresh: what free run left unacknowledged is waited for first.
-            for index, size in enumerate(self._windows):
+        for index, size in enumerate(self._windows):
+            if armed != self._armed or self.budgets[index] == DROPPED:
+                # Armed afresh: what free run left unacknowledged is waited for first.
                 self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
-            self._armed = armed
+        self._armed = armed
         return armed
 
     def take(self, which: int, wanted: int) -> int:
@@ -163,16 +173,38 @@ class FlowControl:
         Return ``run`` (a bag cursor's run, spending :attr:`budgets`) played to the end.
 
         Each time ``run`` stops on a spent budget, wait for the acknowledgements, refill, and
-        call it again from where it stopped.
+        call it again from where it stopped. Each time it raises ``PublishRefused``, call it
+        again from the refused message once that writer's readers have caught up; if they do
+        not within :data:`WAIT_TIMEOUT_NS`, or the same message is refused again, that writer
+        is left out (``DROPPED``) until :meth:`start`.
         """
         budgets = self.budgets
 
         def flowing(batch, index, frames, offset_ns):
-            done = 0
+            done, refused_at = 0, None
             while True:
-                finished, index = run(batch, index, frames[done:], offset_ns)
+                try:
+                    finished, index = run(batch, index, frames[done:], offset_ns)
+                except PublishRefused as refusal:
+                    if not self._node.context.ok():
+                        raise  # shut down while publishing: the caller ends
+                    done += refusal.done
+                    index = refusal.index
+                    at = (refusal.which, done, index)
+                    if at == refused_at or not self._caught_up(refusal.which):
+                        self._left_out(refusal)
+                    refused_at = at
+                    continue
                 done += finished
                 if 0 not in budgets:
                     return done, index
                 self.refill()
         return flowing
+
+    def _left_out(self, refusal: PublishRefused) -> None:
+        self.budgets[refusal.which] = DROPPED
+        self._node.get_logger().warning(
+            f'{self._publishers[refusal.which].topic_name} refused a sample ({refusal}) and '
+            f'its readers did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: it publishes '
+            'nothing more in these frames (this step, or this tick of free run)',
+            throttle_duration_sec=5.0)

@@ -340,3 +340,109 @@ def test_play_refuses_bad_arguments(pair):
     assert call() == (1, 2)  # the batch is used up by the second frame, before its /clock
     pair.spin_until(lambda: len(pair.received) >= 3, 'the good call')
     assert len(pair.received) == 3  # the two messages and one /clock: the bad calls sent none
+
+
+@pytest.fixture
+def dead(domain_id):
+    """Yield the rcl address of a publisher whose context is shut down: rcl refuses it all."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    node = rclpy.create_node('replay_dead', context=context)
+    publisher = node.create_publisher(String, '/dead', QOS)
+    context.shutdown()
+    yield publisher.handle.pointer
+    node.destroy_node()
+
+
+REFUSALS = [
+    # (the dead one: a topic index or the clock, budgets of /a, /b, dead and /clock, where)
+    (2, [5, 5, 5, 5], (2, 1, 2), [3, 5, 5, 4]),
+    ('clock', [5, 5, 5, 5], (-1, 0, 1), [4, 5, 5, 5]),
+    (2, None, (2, 1, 2), None),
+    (2, [-1, -1, 0, 3], (2, 1, 2), [-1, -1, 0, 2]),  # refused, or stopped on a spent budget
+]
+
+
+@pytest.mark.parametrize('dead_one, budgets, where, left', REFUSALS)
+def test_a_refused_publish_in_c_tells_where_as_the_model(pair, dead, dead_one, budgets, where,
+                                                         left):
+    """
+    A publish rcl refuses: C play raises PublishRefused (which, done, index) as the model does.
+
+    The refused message is not published, nor anything after it, and its budget is not spent.
+    """
+    times, topics = array('q', [0, 10, 10, 20]), array('I', [0, 0, 2, 0])
+    datas = _messages(4)
+    blob, offsets = _pack(datas)
+    pointers = array('Q', [*pair.pointers, dead])
+    clock = dead if dead_one == 'clock' else pair.pointers[0]
+    outcomes = []
+    for run in ('c', 'model'):
+        spent = None if budgets is None else array('q', budgets)
+        if run == 'c':
+            play = native_run(pointers, clock, 0, spent)
+        else:
+            def emit(batch, start, stop):
+                _replay.publish(pointers, batch[1], blob, offsets, start, stop)
+            play = python_run(emit, clock_publisher_at(clock), spent)
+        if dead_one == 2 and budgets is not None and budgets[2] == 0:
+            # A spent budget stops play before the dead writer is tried: nothing raised.
+            assert play((times, topics, blob, offsets), 0, range(0, 30, 10), 0) == (1, 2)
+            outcomes.append((None, spent.tolist()))
+            continue
+        with pytest.raises(_replay.PublishRefused, match='context is invalid') as raised:
+            play((times, topics, blob, offsets), 0, range(0, 30, 10), 0)
+        error = raised.value
+        outcomes.append(((error.which, error.done, error.index),
+                         None if spent is None else spent.tolist()))
+    if budgets is not None and budgets[2] == 0:
+        assert outcomes == [(None, left)] * 2
+        return
+    assert outcomes == [(where, left)] * 2
+    # What went out before the refusal, on /a (twice: C, then the model).
+    before = [datas[0], _clock_bytes(0), datas[1]] if dead_one == 2 else [datas[0]]
+    pair.spin_until(lambda: len(pair.received) >= 2 * len(before), 'what preceded')
+    assert [data for _, data in pair.received] == before * 2
+
+
+def clock_publisher_at(pointer):
+    """Publish a /clock on the rcl publisher at ``pointer``, as the bag player's model does."""
+    return functools.partial(_replay.publish_clock, pointer, 0)
+
+
+@pytest.mark.parametrize('drop', [[2], [-1], [1, 2, -1]], ids=['topic', 'clock', 'all'])
+def test_a_dropped_writer_is_played_without_publishing_in_c_as_in_the_model(pair, dead, drop):
+    """A DROPPED budget: its messages (or /clock) count as played, none goes out, nor raises."""
+    times, topics = array('q', [0, 10, 10, 20, 20]), array('I', [0, 2, 0, 1, 2])
+    datas = _messages(5)
+    blob, offsets = _pack(datas)
+    # Each writer dropped is dead; topic 2 goes out on /a when it is not dropped.
+    pointers = array('Q', [*pair.pointers, dead if 2 in drop else pair.pointers[0]])
+    clock = dead if -1 in drop else pair.pointers[0]
+    budgets = array('q', [4, -1, 3, 2])
+    for which in drop:
+        budgets[which] = _replay.DROPPED
+    left = []
+    for run in ('c', 'model'):
+        spent = array('q', budgets)
+        if run == 'c':
+            play = native_run(pointers, clock, 0, spent)
+        else:
+            def emit(batch, start, stop):
+                _replay.publish(pointers, batch[1], blob, offsets, start, stop)
+            play = python_run(emit, clock_publisher_at(clock), spent)
+        # The batch is used up by the frame at 20: play stops before its /clock.
+        assert play((times, topics, blob, offsets), 0, range(0, 30, 10), 0) == (2, 5)
+        left.append(spent.tolist())
+    assert left[0] == left[1]
+    expected = []
+    for t in range(0, 30, 10):
+        expected += [(('/a', '/b', '/a')[topics[k]], datas[k]) for k in range(5)
+                     if t - 10 < times[k] <= t and topics[k] not in drop]
+        if -1 not in drop and t < 20:
+            expected.append(('/a', _clock_bytes(t)))
+    expected *= 2
+    pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
+    for name in ('/a', '/b'):
+        assert [d for n, d in pair.received if n == name] == [
+            d for n, d in expected if n == name]
