@@ -62,6 +62,7 @@ from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import FlowControl
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
@@ -82,8 +83,9 @@ DEFAULT_TOPIC_QOS = QoSProfile(
 
 #: The longest a frame due for participants waits for its data to be acknowledged, in ns: a
 #: reader on a live host answers within milliseconds (heartbeats every 1 ms, see
-#: ``node/fastdds2_profile.xml``); one that has not within this is stalled and skipped.
-DATA_ACK_TIMEOUT_NS = 1_000_000_000
+#: ``node/fastdds2_profile.xml``); one that has not within this is stalled and skipped. The
+#: stall wait of flow control: 1 s counted a live reader as stalled on a loaded machine.
+DATA_ACK_TIMEOUT_NS = WAIT_TIMEOUT_NS
 
 LOOP_DESCRIPTOR = ParameterDescriptor(
     description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '

@@ -16,6 +16,7 @@
 
 import os
 import signal
+import time
 
 from bags import MS
 from bags import START_NS
@@ -34,10 +35,14 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.srv import Step
 
 STEP = 10 * MS
 SYNC = {'sync': True, 'time_step': STEP / NS}
 END_NS = START_NS + 1000 * MS
+#: Longer than the stall wait: the reader counts as stalled.
+PAUSE_S = WAIT_TIMEOUT_NS / NS + 0.5
 
 
 class BagClient(TestClient):
@@ -455,3 +460,45 @@ def test_no_read_ahead_process_outlives_the_player(
         assert wait_process_ended(child), f'read-ahead process {child} outlived the player'
     finally:
         server.stop(signal.SIGKILL)
+
+
+def test_a_reader_pausing_during_a_long_step_does_not_end_the_bag_player(
+        start_server, domain_id, tmp_path):
+    """
+    A keep-all /chatter reader pausing past the stall wait, twice, in a 30,000-frame step.
+
+    Taken as stalled, it may lose samples, and Fast DDS 3 may refuse the bag writer's next
+    ones (``sim_clock._replay.PublishRefused``), which ended the player before; here it has
+    not refused in the runs seen, so the refusal is placed exactly in test/node/test_flow.py
+    and test_replay_native.py. The step succeeds; what the reader gets is in order, none twice;
+    the next step's message comes (a topic left out is so only within its step); the player
+    exits 0 (the fixture checks).
+    """
+    from std_msgs.msg import String
+    path = str(tmp_path / 'long')
+    write_large_bag(path, count=30_003, size=16)
+    _start_player(start_server, path, {'sync': True, 'time_step': 0.001})
+    client = TestClient(domain_id, name='pausing_reader')
+    keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+    seen = []
+
+    def take(msg):
+        seen.append(int(msg.data[:8]))
+        if len(seen) in (3_000, 20_000):
+            time.sleep(PAUSE_S)  # the pause under test, inside the reader's callback
+    try:
+        client.node.create_subscription(String, '/chatter', take, keep_all)
+        client.status_when_ready()
+        # Message 0 went out at the start, perhaps before this reader matched.
+        assert client.step('', 1).success
+        client.spin_until(lambda: 1 in seen, "the first step's message")
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=30_000),
+                               timeout=120.0)
+        assert response.success, response.message
+        assert stamp_ns(response.clock) == START_NS + 30_001 * MS
+        assert client.step('', 1).success
+        client.spin_until(lambda: seen[-1] == 30_002, "the next step's message", timeout=120)
+    finally:
+        client.close()
+    # A reader taken as stalled may lose samples (node/flow.py); never one twice or out of order.
+    assert seen == sorted(set(seen))

@@ -349,7 +349,10 @@ def dead(domain_id):
     rclpy.init(context=context, domain_id=domain_id)
     node = rclpy.create_node('replay_dead', context=context)
     publisher = node.create_publisher(String, '/dead', QOS)
+    if hasattr(context, 'untrack_node'):
+        context.untrack_node(node)  # rclpy 9 destroys tracked nodes with their context
     context.shutdown()
+    assert publisher.handle.pointer  # still there: rcl refuses its publish
     yield publisher.handle.pointer
     node.destroy_node()
 
