@@ -18,6 +18,7 @@ import bisect
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,10 @@ from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
 
 EXAMPLES = os.path.join(ROOT, 'examples')
+#: Colours of a terminal log line.
+ANSI = re.compile(r'\x1b\[[0-9;]*m')
+#: A log line of Fast DDS itself (colours removed): its time, then its category and level.
+FAST_DDS_LOG = re.compile(r'^\d{4}-\d\d-\d\d [\d:.]+ \[\w+ (Error|Warning|Info)\]')
 MS = 1_000_000
 
 
@@ -145,7 +150,19 @@ def test_cli_output_to_a_reader_that_went_away(start_server, client, domain_id):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         process.stdout.close()
         _, stderr = process.communicate(timeout=60)
-        assert process.returncode == 0 and stderr == '', (watch, stderr)
+        assert process.returncode == 0 and _ours(stderr) == [], (watch, stderr)
+
+
+def _ours(stderr: str) -> list:
+    """
+    Return the lines of ``stderr`` that are not Fast DDS's own log.
+
+    Fast DDS logs to stderr what it recovers from: a fresh-clone run, beside a second suite
+    (shared memory is one for the machine), had the CLI log
+    ``[RTPS_TRANSPORT_SHM Error] Failed init_port ...: open_and_lock_file failed`` and still
+    answer and exit 0.
+    """
+    return [line for line in ANSI.sub('', stderr).splitlines() if not FAST_DDS_LOG.match(line)]
 
 
 def test_cli_resets_prints_each_reset_the_last_one_first(start_server, client, domain_id):
