@@ -154,70 +154,12 @@ check_messages(const Batch * batch, Py_ssize_t start, Py_ssize_t stop, const cha
   return 0;
 }
 
-static int
-publish_message(const Batch * batch, Py_ssize_t i)
-{
-  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
-  message.buffer = (uint8_t *)(batch->blob + batch->offsets[i]);
-  message.buffer_length = (size_t)(batch->offsets[i + 1] - batch->offsets[i]);
-  message.buffer_capacity = message.buffer_length;
-  rcl_ret_t ret = rcl_publish_serialized_message(
-    (const rcl_publisher_t *)(uintptr_t)batch->publishers[batch->topics[i]], &message, NULL);
-  if (ret != RCL_RET_OK) {
-    PyErr_Format(
-      PyExc_RuntimeError, "failed to publish message %zd (topic %u): %s", i,
-      batch->topics[i], rcl_get_error_string().str);
-    rcl_reset_error();
-    return -1;
-  }
-  return 0;
-}
-
-// Whether offset_ns + time_ns is a time of Clock (0 to INT32_MAX s); the sum in *total.
-static int
-clock_time(long long offset_ns, long long time_ns, long long * total)
-{
-  return !__builtin_add_overflow(offset_ns, time_ns, total) && *total >= 0 &&
-         *total / NS_PER_SEC <= INT32_MAX;
-}
-
-static int
-publish_clock_at(uint64_t publisher, long long total)
-{
-  uint32_t sec = (uint32_t)(total / NS_PER_SEC);
-  uint32_t nanosec = (uint32_t)(total % NS_PER_SEC);
-  uint8_t buffer[12] = {
-    0x00, 0x01, 0x00, 0x00,
-    (uint8_t)sec, (uint8_t)(sec >> 8), (uint8_t)(sec >> 16), (uint8_t)(sec >> 24),
-    (uint8_t)nanosec, (uint8_t)(nanosec >> 8), (uint8_t)(nanosec >> 16),
-    (uint8_t)(nanosec >> 24)};
-  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
-  message.buffer = buffer;
-  message.buffer_length = sizeof(buffer);
-  message.buffer_capacity = sizeof(buffer);
-  rcl_ret_t ret = rcl_publish_serialized_message(
-    (const rcl_publisher_t *)(uintptr_t)publisher, &message, NULL);
-  if (ret != RCL_RET_OK) {
-    PyErr_Format(PyExc_RuntimeError, "failed to publish /clock: %s", rcl_get_error_string().str);
-    rcl_reset_error();
-    return -1;
-  }
-  return 0;
-}
-
-// Replace the RuntimeError a failed publish set by a PublishRefused with its text, and where.
+// Raise PublishRefused with `text` (a new reference, or NULL with an error set) and where.
 static void
-refuse(Py_ssize_t which, Py_ssize_t done, Py_ssize_t index)
+refuse(PyObject * text, Py_ssize_t which, Py_ssize_t done, Py_ssize_t index)
 {
-  PyObject * type, * value, * traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  PyObject * text = value == NULL ? NULL : PyObject_Str(value);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
   if (text == NULL) {
-    return;  // the error of PyObject_Str (no memory) stands
+    return;
   }
   PyObject * error = PyObject_CallOneArg(PublishRefused, text);
   Py_DECREF(text);
@@ -237,6 +179,62 @@ refuse(Py_ssize_t which, Py_ssize_t done, Py_ssize_t index)
   }
   PyErr_SetObject(PublishRefused, error);
   Py_DECREF(error);
+}
+
+// Publish message i of the batch; on a failure raise PublishRefused (`done` frames before it).
+static int
+publish_message(const Batch * batch, Py_ssize_t i, Py_ssize_t done)
+{
+  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
+  message.buffer = (uint8_t *)(batch->blob + batch->offsets[i]);
+  message.buffer_length = (size_t)(batch->offsets[i + 1] - batch->offsets[i]);
+  message.buffer_capacity = message.buffer_length;
+  rcl_ret_t ret = rcl_publish_serialized_message(
+    (const rcl_publisher_t *)(uintptr_t)batch->publishers[batch->topics[i]], &message, NULL);
+  if (ret != RCL_RET_OK) {
+    refuse(
+      PyUnicode_FromFormat(
+        "failed to publish message %zd (topic %u): %s", i, batch->topics[i],
+        rcl_get_error_string().str), batch->topics[i], done, i);
+    rcl_reset_error();
+    return -1;
+  }
+  return 0;
+}
+
+// Whether offset_ns + time_ns is a time of Clock (0 to INT32_MAX s); the sum in *total.
+static int
+clock_time(long long offset_ns, long long time_ns, long long * total)
+{
+  return !__builtin_add_overflow(offset_ns, time_ns, total) && *total >= 0 &&
+         *total / NS_PER_SEC <= INT32_MAX;
+}
+
+// Publish a Clock at `total` ns; on a failure raise PublishRefused (which -1, done, index).
+static int
+publish_clock_at(uint64_t publisher, long long total, Py_ssize_t done, Py_ssize_t index)
+{
+  uint32_t sec = (uint32_t)(total / NS_PER_SEC);
+  uint32_t nanosec = (uint32_t)(total % NS_PER_SEC);
+  uint8_t buffer[12] = {
+    0x00, 0x01, 0x00, 0x00,
+    (uint8_t)sec, (uint8_t)(sec >> 8), (uint8_t)(sec >> 16), (uint8_t)(sec >> 24),
+    (uint8_t)nanosec, (uint8_t)(nanosec >> 8), (uint8_t)(nanosec >> 16),
+    (uint8_t)(nanosec >> 24)};
+  rcl_serialized_message_t message = rmw_get_zero_initialized_serialized_message();
+  message.buffer = buffer;
+  message.buffer_length = sizeof(buffer);
+  message.buffer_capacity = sizeof(buffer);
+  rcl_ret_t ret = rcl_publish_serialized_message(
+    (const rcl_publisher_t *)(uintptr_t)publisher, &message, NULL);
+  if (ret != RCL_RET_OK) {
+    refuse(
+      PyUnicode_FromFormat("failed to publish /clock: %s", rcl_get_error_string().str),
+      CLOCK_INDEX, done, index);
+    rcl_reset_error();
+    return -1;
+  }
+  return 0;
 }
 
 static int
@@ -306,20 +304,19 @@ replay_publish(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
   PyObject * result = NULL;
   if (check_messages(&batch, start, stop, "publish") == 0) {
     Py_ssize_t i = start;
-    while (i < stop && publish_message(&batch, i) == 0) {
+    while (i < stop && publish_message(&batch, i, 0) == 0) {
       ++i;
     }
     if (i == stop) {
       result = Py_NewRef(Py_None);
-    } else {
-      refuse(batch.topics[i], 0, i);
     }
   }
   release_batch(&batch);
   return result;
 }
 
-// publish_clock(publisher, offset_ns, time_ns): publish a Clock at offset_ns + time_ns.
+// publish_clock(publisher, offset_ns, time_ns): publish a Clock at offset_ns + time_ns. A
+// refused publish raises PublishRefused (which -1, done 0, index 0).
 static PyObject *
 replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
@@ -346,7 +343,7 @@ replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t narg
       "(0 to %d s), or the publisher is null", offset_ns, time_ns, INT32_MAX);
     return NULL;
   }
-  if (publish_clock_at(publisher, total) < 0) {
+  if (publish_clock_at(publisher, total, 0, 0) < 0) {
     return NULL;
   }
   Py_RETURN_NONE;
@@ -444,9 +441,8 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
           spent = 1;
           break;
         }
-        if (go == PUBLISH && publish_message(&batch, index) < 0) {
+        if (go == PUBLISH && publish_message(&batch, index, done) < 0) {
           refund(budgets, topic);
-          refuse(topic, done, index);
           failed = 1;
           break;
         }
@@ -459,9 +455,10 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
       if (go == STOP) {
         break;
       }
-      if (go == PUBLISH && publish_clock_at(clock_publisher, clock_offset_ns + time_ns) < 0) {
+      if (go == PUBLISH &&
+        publish_clock_at(clock_publisher, clock_offset_ns + time_ns, done, index) < 0)
+      {
         refund(budgets, batch.publisher_count);
-        refuse(CLOCK_INDEX, done, index);
         failed = 1;
         break;
       }
