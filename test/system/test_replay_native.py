@@ -362,7 +362,7 @@ REFUSALS = [
     (2, [5, 5, 5, 5], (2, 1, 2), [3, 5, 5, 4]),
     ('clock', [5, 5, 5, 5], (-1, 0, 1), [4, 5, 5, 5]),
     (2, None, (2, 1, 2), None),
-    (2, [-1, -1, 0, 3], (2, 1, 2), [-1, -1, 0, 2]),  # refused, or stopped on a spent budget
+    (2, [-1, -1, -1, 3], (2, 1, 2), [-1, -1, -1, 2]),
 ]
 
 
@@ -380,27 +380,12 @@ def test_a_refused_publish_in_c_tells_where_as_the_model(pair, dead, dead_one, b
     pointers = array('Q', [*pair.pointers, dead])
     clock = dead if dead_one == 'clock' else pair.pointers[0]
     outcomes = []
-    for run in ('c', 'model'):
-        spent = None if budgets is None else array('q', budgets)
-        if run == 'c':
-            play = native_run(pointers, clock, 0, spent)
-        else:
-            def emit(batch, start, stop):
-                _replay.publish(pointers, batch[1], blob, offsets, start, stop)
-            play = python_run(emit, clock_publisher_at(clock), spent)
-        if dead_one == 2 and budgets is not None and budgets[2] == 0:
-            # A spent budget stops play before the dead writer is tried: nothing raised.
-            assert play((times, topics, blob, offsets), 0, range(0, 30, 10), 0) == (1, 2)
-            outcomes.append((None, spent.tolist()))
-            continue
+    for play, spent in _c_and_model(pointers, clock, blob, offsets, budgets):
         with pytest.raises(_replay.PublishRefused, match='context is invalid') as raised:
             play((times, topics, blob, offsets), 0, range(0, 30, 10), 0)
         error = raised.value
         outcomes.append(((error.which, error.done, error.index),
                          None if spent is None else spent.tolist()))
-    if budgets is not None and budgets[2] == 0:
-        assert outcomes == [(None, left)] * 2
-        return
     assert outcomes == [(where, left)] * 2
     # What went out before the refusal, on /a (twice: C, then the model).
     before = [datas[0], _clock_bytes(0), datas[1]] if dead_one == 2 else [datas[0]]
@@ -408,9 +393,17 @@ def test_a_refused_publish_in_c_tells_where_as_the_model(pair, dead, dead_one, b
     assert [data for _, data in pair.received] == before * 2
 
 
-def clock_publisher_at(pointer):
-    """Publish a /clock on the rcl publisher at ``pointer``, as the bag player's model does."""
-    return functools.partial(_replay.publish_clock, pointer, 0)
+def _c_and_model(pointers, clock, blob, offsets, budgets):
+    """Yield (run, its budgets) of C play, then of the model, each with a copy of ``budgets``."""
+    for native in (True, False):
+        spent = None if budgets is None else array('q', budgets)
+        if native:
+            yield native_run(pointers, clock, 0, spent), spent
+            continue
+
+        def emit(batch, start, stop):
+            _replay.publish(pointers, batch[1], blob, offsets, start, stop)
+        yield python_run(emit, functools.partial(_replay.publish_clock, clock, 0), spent), spent
 
 
 @pytest.mark.parametrize('drop', [[2], [-1], [1, 2, -1]], ids=['topic', 'clock', 'all'])
@@ -426,14 +419,7 @@ def test_a_dropped_writer_is_played_without_publishing_in_c_as_in_the_model(pair
     for which in drop:
         budgets[which] = _replay.DROPPED
     left = []
-    for run in ('c', 'model'):
-        spent = array('q', budgets)
-        if run == 'c':
-            play = native_run(pointers, clock, 0, spent)
-        else:
-            def emit(batch, start, stop):
-                _replay.publish(pointers, batch[1], blob, offsets, start, stop)
-            play = python_run(emit, clock_publisher_at(clock), spent)
+    for play, spent in _c_and_model(pointers, clock, blob, offsets, budgets):
         # The batch is used up by the frame at 20: play stops before its /clock.
         assert play((times, topics, blob, offsets), 0, range(0, 30, 10), 0) == (2, 5)
         left.append(spent.tolist())
