@@ -97,11 +97,13 @@ class FlowControl:
         A writer left out of the last run of frames (:meth:`paced`) publishes again.
         """
         armed = not self._node.timeline.free_running
-        for index, size in enumerate(self._windows):
-            if armed != self._armed or self.budgets[index] == DROPPED:
-                # Armed afresh: what free run left unacknowledged is waited for first.
-                self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
-        self._armed = armed
+        rearmed = armed != self._armed
+        if rearmed or DROPPED in self.budgets:  # else nothing to do: a tick's fast path
+            for index, size in enumerate(self._windows):
+                if rearmed or self.budgets[index] == DROPPED:
+                    # Armed afresh: what free run left unacknowledged is waited for first.
+                    self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
+            self._armed = armed
         return armed
 
     def take(self, which: int, wanted: int) -> int:

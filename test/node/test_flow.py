@@ -66,11 +66,11 @@ class Logger:
         self.warnings.append(text)
 
 
-def _flow(writer, free_running=False, ok=True):
+def _flow(*writers, free_running=False, ok=True):
     logger = Logger()
     node = SimpleNamespace(timeline=SimpleNamespace(free_running=free_running),
                            context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    flow = FlowControl(node, [writer])
+    flow = FlowControl(node, list(writers))
     flow.start()
     return flow, logger
 
@@ -78,7 +78,7 @@ def _flow(writer, free_running=False, ok=True):
 @pytest.mark.parametrize('free_running', [False, True], ids=['stepped', 'free-run'])
 def test_a_refused_sample_is_published_again_once_the_readers_caught_up(free_running):
     writer = Writer(refuse={700})
-    flow, logger = _flow(writer, free_running)
+    flow, logger = _flow(writer, free_running=free_running)
     flow.publish(0, writer.publish, range(2000))
     assert writer.sent == list(range(2000))  # nothing lost, nothing twice, in order
     assert logger.warnings == []
@@ -129,7 +129,7 @@ class Topics:
         self.writer, self.clock = Writer(acked=acked), Writer(acked=acked)
         self.writer.topic_name = '/a'
         self.sent, self.refuse, self.attempts = [], set(refuse), 0
-        self.flow, self.logger = _flows([self.writer, self.clock], ok=ok)
+        self.flow, self.logger = _flow(self.writer, self.clock, ok=ok)
         self.run = self.flow.paced(python_run(self._emit, self._frame_done, self.flow.budgets))
 
     def _attempt(self):
@@ -151,15 +151,6 @@ class Topics:
         """Play one batch of messages at ``times`` (all on /a) over ``frames``."""
         batch = (times, [0] * len(times), [f'm{k}' for k in range(len(times))])
         Cursor(lambda start: iter([batch]), 0).play(frames, 0, self.run)
-
-
-def _flows(writers, ok=True):
-    logger = Logger()
-    node = SimpleNamespace(timeline=SimpleNamespace(free_running=False),
-                           context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    flow = FlowControl(node, writers)
-    flow.start()
-    return flow, logger
 
 
 def _expected(times, frames, left_out=()):
