@@ -54,6 +54,10 @@ enum {PUBLISHERS, TOPICS, BLOB, OFFSETS, TIMES, BATCH_BUFFERS};
 
 // What a budget lets the next publish do (see spend()).
 enum {STOP, PUBLISH, SKIP};
+// The budget of a topic that is not held back (best effort, or free run): any negative value
+// other than DROPPED. Exported, with DROPPED and CLOCK_INDEX, as the module's constants: the
+// one definition that the Python side (sim_clock.bag.replay, sim_clock.node.flow) imports.
+#define UNLIMITED (-1)
 // The budget of a topic whose samples are not published (and count as played).
 #define DROPPED (-2)
 // The `which` of /clock in a PublishRefused.
@@ -508,7 +512,9 @@ PyInit__replay(void)
     "message's index in its batch; done: the frames done before it.", PyExc_RuntimeError, NULL);
   if (PublishRefused == NULL ||
     PyModule_AddObjectRef(module, "PublishRefused", PublishRefused) < 0 ||
-    PyModule_AddIntConstant(module, "DROPPED", DROPPED) < 0)
+    PyModule_AddIntConstant(module, "DROPPED", DROPPED) < 0 ||
+    PyModule_AddIntConstant(module, "UNLIMITED", UNLIMITED) < 0 ||
+    PyModule_AddIntConstant(module, "CLOCK_INDEX", CLOCK_INDEX) < 0)
   {
     Py_DECREF(module);
     return NULL;

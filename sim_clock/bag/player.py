@@ -30,7 +30,9 @@ from dataclasses import dataclass
 import itertools
 import sys
 import time
+from typing import Callable
 from typing import List
+from typing import Optional
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.msg import SetParametersResult
@@ -45,6 +47,7 @@ from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
 from sim_clock import _replay
 from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.flow import paced
 from sim_clock.bag.progress import Playback
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
@@ -53,6 +56,7 @@ from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
+from sim_clock.compat import publisher_address
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
@@ -60,12 +64,12 @@ from sim_clock.core.timeline import Change
 from sim_clock.core.units import join_ns
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
-from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
+from sim_clock.node.publishing import held
 from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.server import ClockServer
@@ -145,7 +149,8 @@ class BagFrames:
         self._publishers = [
             server.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
             for topic in bag.topics]
-        pointers = array('Q', [publisher.handle.pointer for publisher in self._publishers])
+        self._held = (*self._publishers, server.clock_publisher)
+        pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
         offset_ns = server.clock_offset_ns
         self._publish_clock = clock_publisher(server.clock_publisher, offset_ns)
         publish = _replay.publish
@@ -155,12 +160,12 @@ class BagFrames:
         self._flow = flow = FlowControl(server, [*self._publishers, server.clock_publisher])
         budgets = flow.budgets
         if clock_in_c():
-            self._run = flow.paced(native_run(
-                pointers, server.clock_publisher.handle.pointer, offset_ns, budgets))
+            self._run = paced(flow, native_run(
+                pointers, publisher_address(server.clock_publisher), offset_ns, budgets))
         else:
-            self._run = flow.paced(python_run(emit, self._publish_clock, budgets))
-        self._acks = Acknowledgements(server)
-        self._lockstep_run = flow.paced(python_run(emit, self._publish_acknowledged, budgets))
+            self._run = paced(flow, python_run(emit, self._publish_clock, budgets))
+        self._acks = server.acks
+        self._lockstep_run = paced(flow, python_run(emit, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, bag.start_ns)
         #: Where the replay is: a line on a terminal (stderr), else in the log.
         self.progress = Progress(
@@ -170,7 +175,11 @@ class BagFrames:
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
-        """Publish each frame's messages, then its /clock; then loop or pause at the end."""
+        """Publish each frame's messages, then its /clock (the publishers held meanwhile)."""
+        with held(self._held):
+            self._publish_frames(frames)
+
+    def _publish_frames(self, frames: range) -> None:
         cursor, played = self.cursor, 0
         self._flow.start()
         parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
@@ -187,7 +196,6 @@ class BagFrames:
             for time_ns in frames[played:]:
                 self._publish_clock(time_ns)
         self._progressed()
-        self._check_end()
 
     def _publish_acknowledged(self, time_ns: int) -> None:
         """Publish a frame's /clock once its messages are acknowledged (or their readers stall)."""
@@ -201,7 +209,8 @@ class BagFrames:
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""
-        self._publish_clock(time_ns)
+        with held(self._held):
+            self._publish_clock(time_ns)
         self._progressed()
 
     def publishers(self) -> list:
@@ -244,23 +253,37 @@ class BagFrames:
         self._server.get_logger().error(
             f'reading the bag failed: {error}; no more data plays until a seek or reset')
 
-    def _check_end(self) -> None:
+    def end_of_frames(self) -> Optional[Callable[[], object]]:
+        """
+        Return what the end of the bag asks for once the frames out are finished, or None.
+
+        Loop: back to the bag's start (a reset). Else free run and real time pause there, and
+        sync mode steps on without data. The frame engine applies it at the frame boundary.
+        """
         server = self._server
         timeline = server.timeline
         if not self.cursor.exhausted or timeline.time_ns < self.end_ns:
             self._ended = False
-            return
+            return None
+        ended, self._ended = self._ended, True
         if self.loop:
-            server.apply_change(lambda: timeline.seek(0, 'loop: end of the bag reached'))
-        elif timeline.free_running:
-            self.progress.end_line()  # the last line stays above the log's
-            server.apply_change(lambda: timeline.set_paused(True))
-            server.get_logger().info(
-                f'end of the bag: paused at {server.clock_ns(timeline.time_ns)} ns '
-                '(~/seek or ~/reset and ~/resume to play again, or set loop)')
-        elif not self._ended:
+            return lambda: timeline.seek(0, 'loop: end of the bag reached')
+        if timeline.free_running:
+            return self._pause_at_end
+        if not ended:
             server.get_logger().info('end of the bag: time steps on without data')
-        self._ended = True
+        return None
+
+    def _pause_at_end(self) -> None:
+        server = self._server
+        timeline = server.timeline
+        if not timeline.free_running:
+            return  # paused or stepped meanwhile
+        self.progress.end_line()  # the last line stays above the log's
+        timeline.set_paused(True)
+        server.get_logger().info(
+            f'end of the bag: paused at {server.clock_ns(timeline.time_ns)} ns '
+            '(~/seek or ~/reset and ~/resume to play again, or set loop)')
 
 
 def check_bag_start(start_time) -> None:

@@ -35,7 +35,7 @@ PublishRefused = _replay.PublishRefused
 #: The budget of a writer whose samples are not published (they count as played).
 DROPPED = _replay.DROPPED
 #: The ``which`` of /clock in a :class:`PublishRefused`, and its entry in the budgets.
-CLOCK_INDEX = -1
+CLOCK_INDEX = _replay.CLOCK_INDEX
 #: What a budget lets the next publish do (as ``spend`` in ``src/replay.c``).
 STOP, PUBLISH, SKIP = range(3)
 

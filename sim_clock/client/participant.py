@@ -40,6 +40,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
+from sim_clock.compat import detach_time_source
 from sim_clock.core.rules import seconds_to_ns
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
@@ -70,21 +71,6 @@ def next_timer_ns(executor) -> int:
             if remaining is not None and not timer.is_canceled():
                 times.append(clock.now().nanoseconds + max(remaining, 0))
     return min(times, default=0)
-
-
-def take_time_source(node: Node):
-    """
-    Take the node's time source off /clock; return it (None: the node has none).
-
-    rclpy private API (``Node._time_source``, as ``sim_clock.node.runtime`` uses it, checked by
-    ``test/node/test_runtime.py``): the time source would apply each /clock as it arrives,
-    before the messages that came with it are taken. Detached, it still gives the node's
-    clocks ROS time, set by :meth:`~rclpy.time_source.TimeSource.clock_callback`.
-    """
-    time_source = getattr(node, '_time_source', None)
-    if time_source is not None:
-        time_source.detach_node()
-    return time_source
 
 
 def run_ready_callbacks(executor) -> None:
@@ -121,7 +107,7 @@ class Participant:
         self._clocks: List[ClockMsg] = []
         # The node's clock follows the /clock messages this helper applies, once the data
         # that came before each is taken, instead of following them as they arrive.
-        self._time_source = take_time_source(node)
+        self._time_source = detach_time_source(node)
         self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
         node.create_subscription(ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)
         self._client = SimClockClient(node, server=server, timeout=timeout)

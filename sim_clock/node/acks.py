@@ -28,41 +28,38 @@ from typing import Dict
 from typing import List
 
 from rclpy.duration import Duration
-from rclpy.task import Future
 
 #: The longest the executor is held by one wait for acknowledgements, in ns.
 SLICE_NS = 2_000_000
 
 
 class Acknowledgements:
-    """The acknowledgement waits of one node's steps."""
+    """
+    The acknowledgement waits of one node, and its memory of stalled readers.
+
+    One per node (``ClockServer.acks``), handed to whoever waits: the frame engine's steps,
+    flow control and a bag's lockstep frames share what they learnt of stalled readers.
+    """
 
     def __init__(self, node):
         self._node = node
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
 
-    async def wait(self, publishers, timeout_ns: int) -> List[str]:
-        """Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest."""
-        deadline = time.monotonic_ns() + timeout_ns
-        pending, skipped = self._split(publishers)
-        while pending:
-            pending = self._wait_slice(pending, deadline)
-            if pending and time.monotonic_ns() < deadline:
-                await self._yield()
-            else:
-                break
-        return self._finish(pending, skipped)
-
     def wait_now(self, publishers, timeout_ns: int) -> List[str]:
-        """:meth:`wait`, holding the executor meanwhile: for a frame's data before its /clock."""
-        deadline = time.monotonic_ns() + timeout_ns
-        pending, skipped = self._split(publishers)
-        while pending and time.monotonic_ns() < deadline:
-            pending = self._wait_slice(pending, deadline)
-        return self._finish(pending, skipped)
+        """
+        Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest.
 
-    def _split(self, publishers):
+        Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
+        A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
+        """
+        deadline = time.monotonic_ns() + timeout_ns
+        pending, skipped = self.begin(publishers)
+        while pending and time.monotonic_ns() < deadline:
+            pending = self.wait_slice(pending, deadline)
+        return self.finish(pending, skipped)
+
+    def begin(self, publishers):
         """Return the publishers to wait for, and the topics skipped as stalled."""
         pending, skipped = [], []
         for publisher in publishers:
@@ -77,24 +74,14 @@ class Acknowledgements:
         return pending, skipped
 
     @staticmethod
-    def _wait_slice(pending, deadline: int) -> list:
+    def wait_slice(pending, deadline: int) -> list:
         """Wait one slice (at most to ``deadline``); return the publishers still unacknowledged."""
         remaining = max(deadline - time.monotonic_ns(), 0)
         wait = Duration(nanoseconds=min(remaining, SLICE_NS))
         return [p for p in pending if not p.wait_for_all_acked(wait)]
 
-    def _finish(self, pending, skipped) -> List[str]:
+    def finish(self, pending, skipped) -> List[str]:
+        """Remember the topics not acknowledged as stalled; return every topic not waited for."""
         for publisher in pending:
             self._stalled[publisher.topic_name] = publisher.get_subscription_count()
         return sorted(skipped + [publisher.topic_name for publisher in pending])
-
-    async def _yield(self) -> None:
-        """Let the executor run what is ready (status, pause, done messages) before going on."""
-        future = Future()
-        timer = self._node.create_timer(
-            1e-6, lambda: future.done() or future.set_result(None),
-            clock=self._node.steady_clock)
-        try:
-            await future
-        finally:
-            self._node.destroy_timer(timer)

@@ -35,7 +35,7 @@ that keeps all, alive but slow, was taken as stalled and its samples piled up) d
 the server: the writer's readers get :data:`WAIT_TIMEOUT_NS` more to acknowledge, then the
 frame is published again; if they still have not, the rest of that run of frames is not
 published on that topic (a warning says how many), as free run drops frames for slow readers.
-The bag player's run (:meth:`FlowControl.paced`) does the same with the refusal
+The bag player's run (``sim_clock.bag.flow.paced``) does the same with the refusal
 ``sim_clock._replay.play`` raises: it plays on from the refused message once that writer's
 readers have caught up, or else leaves that topic's messages out (played, not published) until
 the next run of frames (:meth:`FlowControl.start`).
@@ -49,16 +49,13 @@ from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
-from sim_clock._replay import PublishRefused
-from sim_clock.node.acks import Acknowledgements
+from sim_clock._replay import UNLIMITED
 
 #: The most samples a writer has out, unacknowledged, between two waits.
 MAX_WINDOW = 500
 #: The longest one wait for a window's acknowledgements, in ns; then its readers are stalled.
 #: 1 s counted a live keep-all reader as stalled on a loaded machine, and it lost frames.
 WAIT_TIMEOUT_NS = 5_000_000_000
-#: The budget of a writer that is not held back.
-UNLIMITED = -1
 
 
 class PublisherDestroyed(RuntimeError):
@@ -87,14 +84,14 @@ class FlowControl:
         self._publishers = list(publishers)
         self._windows = [window(publisher.qos_profile) for publisher in self._publishers]
         self.budgets = array('q', [UNLIMITED] * len(self._publishers))
-        self._acks = Acknowledgements(node)
+        self._acks = node.acks
         self._armed = False
 
     def start(self) -> bool:
         """
         Arm flow control if time advances only by steps, else lift it; return whether armed.
 
-        A writer left out of the last run of frames (:meth:`paced`) publishes again.
+        A writer left out of the last run of frames (``DROPPED``) publishes again.
         """
         armed = not self._node.timeline.free_running
         rearmed = armed != self._armed
@@ -139,16 +136,30 @@ class FlowControl:
                 if self.budgets[which] >= 0:
                     self.budgets[which] += len(window) - sent  # not spent: not sent
                 times = times[sent:]
-                if (retried and sent == 0) or not self._caught_up(which):
+                if (retried and sent == 0) or not self.caught_up(which):
                     self._dropped(which, error, len(times))
                     return
                 retried = True
                 continue
             times = times[len(window):]
 
-    def _caught_up(self, which: int) -> bool:
+    def caught_up(self, which: int) -> bool:
         """Wait until writer ``which``'s readers have everything, at most WAIT_TIMEOUT_NS."""
         return self._publishers[which].wait_for_all_acked(Duration(nanoseconds=WAIT_TIMEOUT_NS))
+
+    def topic(self, which: int) -> str:
+        """Return the topic of writer ``which``."""
+        return self._publishers[which].topic_name
+
+    @property
+    def logger(self):
+        """Return the node's logger."""
+        return self._node.get_logger()
+
+    @property
+    def context_ok(self) -> bool:
+        """Whether the node's context still runs (a refusal after shutdown ends the caller)."""
+        return self._node.context.ok()
 
     def _dropped(self, which: int, error: RuntimeError, frames: int) -> None:
         self._node.get_logger().warning(
@@ -169,44 +180,3 @@ class FlowControl:
                 throttle_duration_sec=5.0)
         for index in spent:
             self.budgets[index] = self._windows[index]
-
-    def paced(self, run: Callable) -> Callable:
-        """
-        Return ``run`` (a bag cursor's run, spending :attr:`budgets`) played to the end.
-
-        Each time ``run`` stops on a spent budget, wait for the acknowledgements, refill, and
-        call it again from where it stopped. Each time it raises ``PublishRefused``, call it
-        again from the refused message once that writer's readers have caught up; if they do
-        not within :data:`WAIT_TIMEOUT_NS`, or the same message is refused again, that writer
-        is left out (``DROPPED``) until :meth:`start`.
-        """
-        budgets = self.budgets
-
-        def flowing(batch, index, frames, offset_ns):
-            done, refused_at = 0, None
-            while True:
-                try:
-                    finished, index = run(batch, index, frames[done:], offset_ns)
-                except PublishRefused as refusal:
-                    if not self._node.context.ok():
-                        raise  # shut down while publishing: the caller ends
-                    done += refusal.done
-                    index = refusal.index
-                    at = (refusal.which, done, index)
-                    if at == refused_at or not self._caught_up(refusal.which):
-                        self._left_out(refusal)
-                    refused_at = at
-                    continue
-                done += finished
-                if 0 not in budgets:
-                    return done, index
-                self.refill()
-        return flowing
-
-    def _left_out(self, refusal: PublishRefused) -> None:
-        self.budgets[refusal.which] = DROPPED
-        self._node.get_logger().warning(
-            f'{self._publishers[refusal.which].topic_name} refused a sample ({refusal}) and '
-            f'its readers did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: it publishes '
-            'nothing more in these frames (this step, or this tick of free run)',
-            throttle_duration_sec=5.0)

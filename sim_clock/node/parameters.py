@@ -22,10 +22,10 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.compat import coerce_integer_overrides
 from sim_clock.core import settings
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
-from sim_clock.node.runtime import coerce_integer_overrides
 
 
 def descriptor(setting: settings.Setting) -> ParameterDescriptor:

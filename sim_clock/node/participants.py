@@ -13,18 +13,17 @@
 # limitations under the License.
 
 """
-Participants on the node: ``~/join``, ``~/leave``, the ``~/done`` topic, and the waits for them.
+Participants on the node: ``~/join``, ``~/leave`` and the ``~/done`` topic.
 
 The rules are the time core's :class:`~sim_clock.core.barrier.Barrier`; this module feeds it
-from the wire and wakes the steps that wait (doc/design.md, "Participants"). A participant
+from the wire and wakes the frame engine, which holds the waits (doc/design.md,
+"Participants"). A participant
 whose node leaves the graph, after the server has seen it there, is dropped with a warning.
 """
 
 from dataclasses import dataclass
 import time
-from typing import List
 
-from rclpy.task import Future
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
@@ -65,7 +64,6 @@ class Participants:
     def __init__(self, server, barrier: Barrier):
         self._server = server
         self.barrier = barrier
-        self._waiters: List[Future] = []
         self._seen_nodes = set()
         self._joined_at = {}
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
@@ -84,19 +82,20 @@ class Participants:
         try:
             self.barrier.join(name, period_ns, node)
         except Refused as refused:
-            return JoinOutcome(False, refused.reason, server.timeline.frame, server.clock_now())
+            return JoinOutcome(success=False, message=refused.reason,
+                               frame=server.timeline.frame, clock_ns=server.clock_now())
         server.get_logger().info(
             f'participant {name!r} joined (period {period_ns} ns'
             + (f', node {node}' if node else '') + ')')
         self._joined_at[name] = time.monotonic_ns()
-        server.participants_changed()
-        return JoinOutcome(True, f'joined; frame {server.timeline.frame} is the last before '
-                                 'its first', server.timeline.frame, server.clock_now())
+        return JoinOutcome(success=True, message=f'joined; frame {server.timeline.frame} is the '
+                                                 'last before its first',
+                           frame=server.timeline.frame, clock_ns=server.clock_now())
 
     def leave(self, name: str, why: str = 'left') -> LeaveOutcome:
         """Remove a participant: no frame waits for it any more."""
         if not self.barrier.leave(name):
-            return LeaveOutcome(False, f'no participant named {name!r}')
+            return LeaveOutcome(success=False, message=f'no participant named {name!r}')
         self._joined_at.pop(name, None)
         # One call per severity: rclpy refuses a second severity from the same line (it raised
         # in the server when a participant was dropped after another had left).
@@ -104,43 +103,8 @@ class Participants:
             self._server.get_logger().info(f'participant {name!r} left')
         else:
             self._server.get_logger().warning(f'participant {name!r} {why}')
-        self._wake()
-        self._server.participants_changed()
-        return LeaveOutcome(True, f'{name!r} {why}')
-
-    def published(self, clock_ns: int) -> None:
-        """Note a frame out at /clock time ``clock_ns``: it may wait for participants."""
-        self.barrier.published(clock_ns, time.monotonic_ns())
-
-    async def wait(self) -> List[str]:
-        """
-        Wait until no participant is awaited (return []) or one is late (return their names).
-
-        Looks again whenever the barrier clears, a participant leaves, the timeline changes or
-        the first awaited one reaches its timeout.
-        """
-        barrier = self.barrier
-        while not barrier.clear:
-            late = barrier.late(time.monotonic_ns())
-            if late:
-                return late
-            future = Future()
-            self._waiters.append(future)
-            remaining_ns = max(barrier.deadline_ns() - time.monotonic_ns(), 1)
-            timer = self._server.create_timer(
-                remaining_ns / 1e9, lambda: future.done() or future.set_result(None),
-                clock=self._server.steady_clock)
-            try:
-                await future
-            finally:
-                self._server.destroy_timer(timer)
-        return []
-
-    def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for future in waiters:
-            if not future.done():
-                future.set_result(None)
+        self._server.engine.wake()
+        return LeaveOutcome(success=True, message=f'{name!r} {why}')
 
     # -- the wire ------------------------------------------------------------------------------
 
@@ -153,13 +117,12 @@ class Participants:
     def _on_done(self, msg: Done) -> None:
         if self.barrier.done(msg.name, join_ns(msg.time), time.monotonic_ns(), join_ns(msg.next)):
             if self.barrier.clear:
-                self._wake()
+                self._server.engine.wake()
                 self._server.barrier_cleared()
 
     def _on_change(self, change) -> None:
         if change.reset:
             self.barrier.reset()
-        self._wake()
 
     def _nodes_present(self) -> set:
         return {namespace.rstrip('/') + '/' + name

@@ -20,15 +20,21 @@ publishes /clock only, and the bag player's sink publishes the bag's messages be
 frame's /clock (``sim_clock.bag.player``).
 """
 
+import contextlib
 import functools
 import struct
 from typing import Callable
+from typing import Iterator
 from typing import Optional
 from typing import Protocol
 
+from rclpy.exceptions import InvalidHandle
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
+from sim_clock.compat import held as compat_held
+from sim_clock.compat import publisher_address
+from sim_clock.compat import raw_publish
 from sim_clock.core.units import split_ns
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import PublisherDestroyed
@@ -49,6 +55,14 @@ class FrameSink(Protocol):
 
     def publishers(self) -> list:
         """Return the publishers of the frames, whose acknowledgements a step may wait for."""
+
+    def end_of_frames(self) -> Optional[Callable[[], object]]:
+        """
+        Return what the frames published last leave to do once finished, or None.
+
+        A change of the timeline (a bag's loop, its pause at the end) that the frame engine
+        applies at the frame boundary, once the participants have finished those frames.
+        """
 
     def close(self) -> None:
         """Stop publishing: the node destroys its publishers next."""
@@ -83,15 +97,16 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     12 bytes of CDR published raw by ``sim_clock._replay.publish_clock`` in C (a tenth of the
     cost of ``Publisher.publish``); ``handle.publish_raw`` with the same bytes for a publisher
     without an rcl address; a message as ``Publisher.publish`` sends it if rclpy lays a Clock
-    out otherwise. The C function holds the publisher's address: replace the function (with
+    out otherwise. The C function holds the publisher's address: call it inside
+    :func:`held` (``compat.held``: the publisher outlives the call), and replace it (with
     :func:`publisher_destroyed`) before the publisher is destroyed.
     """
     header = clock_header()
     if header is not None:
-        pointer = getattr(publisher.handle, 'pointer', None)
+        pointer = publisher_address(publisher)
         if pointer and clock_in_c():
             return functools.partial(_replay.publish_clock, pointer, offset_ns)
-        publish_raw = publisher.handle.publish_raw
+        publish_raw = raw_publish(publisher)
         pack = _CLOCK_LAYOUT.pack
 
         def publish_clock(time_ns: int) -> None:
@@ -106,6 +121,20 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
+@contextlib.contextmanager
+def held(publishers) -> Iterator[None]:
+    """
+    Hold ``publishers`` while frames are published through their addresses (``compat.held``).
+
+    One already destroyed raises :class:`PublisherDestroyed`.
+    """
+    try:
+        with compat_held(publishers):
+            yield
+    except InvalidHandle:
+        raise PublisherDestroyed('the node is destroyed; its publishers are gone') from None
+
+
 def publisher_destroyed(*args) -> None:
     """Stand in for a publish function whose publisher is destroyed: raise PublisherDestroyed."""
     raise PublisherDestroyed('the node is destroyed; its publishers are gone')
@@ -116,17 +145,24 @@ class ClockSink:
 
     def __init__(self, node, offset_ns: int = 0):
         self._publisher = node.clock_publisher
+        self._held = (self._publisher,)
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = FlowControl(node, [self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""
         self._flow.start()
-        self._flow.publish(0, self._publish_clock, frames)
+        with held(self._held):
+            self._flow.publish(0, self._publish_clock, frames)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""
-        self._publish_clock(time_ns)
+        with held(self._held):
+            self._publish_clock(time_ns)
+
+    def end_of_frames(self) -> None:
+        """Return what the frames out leave to do at their end: nothing (/clock only)."""
+        return None
 
     def publishers(self) -> list:
         """Return the /clock publisher."""

@@ -65,6 +65,10 @@ class CappedSink:
         """Return the publishers of the sink it wraps."""
         return self._sink.publishers()
 
+    def end_of_frames(self):
+        """Return what the sink it wraps leaves to do at the end of its frames."""
+        return self._sink.end_of_frames()
+
     def close(self) -> None:
         """Close the sink it wraps."""
         self._sink.close()

@@ -13,26 +13,23 @@
 # limitations under the License.
 
 """
-One spin loop for the executables, and the one place for rclpy and Fast DDS workarounds.
+One spin loop for the executables, the executor choice, and the Fast DDS settings.
 
-Each workaround is a function with a one-line reason and a link to doc/design.md, where its
-history and figures are; ``test/node/test_runtime.py`` fails when rclpy changes under one.
+Each setting is a function with a one-line reason and a link to doc/design.md, where its
+history and figures are. rclpy's private API is in ``sim_clock.compat``.
 """
 
 import importlib.metadata
 import os
 import signal
 from typing import Callable
-from typing import Iterable
 from typing import Optional
 
 import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sim_clock.core.rules import Refused
 
 try:
@@ -119,57 +116,13 @@ def make_executor():
     """
     Return rclpy's EventsExecutor where it exists, else a SingleThreadedExecutor.
 
-    It halves a step's latency and takes a third of the publish CPU; callers use
-    ``spin_once``, since its ``spin()`` busy-loops (doc/design.md, "Executors").
+    Chosen once, at start: it halves a step's latency and takes a third of the publish CPU,
+    and the frame engine needs no coroutine support from it (steps answer through deferred
+    replies). Callers use ``spin_once``: its ``spin()`` busy-loops (doc/design.md, "Executors").
     """
     if EventsExecutor is not None:
         return EventsExecutor()
     return SingleThreadedExecutor()
-
-
-def awaits_coroutines(executor) -> bool:
-    """
-    Whether ``executor`` runs coroutine callbacks without spinning a core while they wait.
-
-    rclpy's own executors do. The EventsExecutor does not: Jazzy's never awaits them (the
-    process dies), Kilted's awaits them at 100% of a core (doc/design.md, "Executors").
-    """
-    return isinstance(executor, Executor)
-
-
-def move_to_coroutine_executor(node: Node, executor) -> Executor:
-    """Move ``node`` from ``executor`` to a new SingleThreadedExecutor; return the new one."""
-    executor.remove_node(node)
-    moved = SingleThreadedExecutor(context=node.context)
-    moved.add_node(node)
-    return moved
-
-
-def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
-    """
-    Let ``-p name:=2`` start a double parameter as 2.0, as a run-time set does.
-
-    rclpy private API (``Node._parameter_overrides``): declaring a double parameter over an
-    integer override raises, and rclpy has no public way to see overrides before declaring.
-    """
-    overrides = getattr(node, '_parameter_overrides', {})
-    for name in names:
-        if name in overrides and overrides[name].type_ == Parameter.Type.INTEGER:
-            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(overrides[name].value))
-
-
-def detach_time_source(node: Node):
-    """
-    Keep a clock server off /clock; return its time source (to set its ROS clock by hand).
-
-    rclpy private API (``Node._time_source``): with use_sim_time the time source subscribes the
-    node to /clock, which would queue one event per frame the server itself publishes
-    (doc/design.md, "Own /clock"). Detached, it still switches the node's clock to ROS time.
-    """
-    time_source = getattr(node, '_time_source', None)
-    if time_source is not None:
-        time_source.detach_node()
-    return time_source
 
 
 def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,

@@ -19,10 +19,13 @@ As rclpy's ``ParameterService``, a plain class handed the node; the answers are 
 the outcomes the server returns. Expected failures are in the response, never raised.
 """
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from typing import Callable
+
+from sim_clock.compat import DeferredReplies
 from sim_clock.core.units import split_ns
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
+from sim_clock.node.engine import StepRequest
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
@@ -32,17 +35,22 @@ from std_srvs.srv import Trigger
 
 def fill(response, outcome):
     """
-    Copy the fields of an outcome (a dataclass) into ``response``, by name.
+    Set each field of an outcome (a dataclass) on ``response``, by its name.
 
-    A field ``<name>_ns`` that the response lacks goes into its Time ``<name>`` (``clock_ns``
-    into ``clock``); fields the response lacks otherwise are left out.
+    A field ``<name>_ns`` goes into the response's Time ``<name>`` (``clock_ns`` into
+    ``clock``). An outcome field the response has no place for raises AttributeError: a
+    mismatch is a defect, never dropped in silence (``test/node/test_services.py`` sends every
+    outcome through its response).
     """
     for name, value in vars(outcome).items():
-        if hasattr(response, name):
-            setattr(response, name, value)
-        elif name.endswith('_ns') and hasattr(response, name[:-3]):
+        if name.endswith('_ns') and not hasattr(response, name):
             stamp = getattr(response, name[:-3])
             stamp.sec, stamp.nanosec = split_ns(value)
+        elif hasattr(response, name):
+            setattr(response, name, value)
+        else:
+            raise AttributeError(
+                f'{type(response).__name__} has no field {name} for {type(outcome).__name__}')
     return response
 
 
@@ -53,10 +61,11 @@ def serve(node, table, callback_group=None) -> list:
             for srv_type, name, callback in table]
 
 
-def _step_arguments(request) -> tuple:
-    """Return a Step request as the server's step methods take it."""
-    return (request.user_id, request.steps, request.target_frame,
-            request.epoch if request.check_epoch else None)
+def _step_request(request, reply) -> StepRequest:
+    """Return a Step request as the frame engine takes it."""
+    return StepRequest(user_id=request.user_id, steps=request.steps, reply=reply,
+                       target_frame=request.target_frame,
+                       epoch=request.epoch if request.check_epoch else None)
 
 
 class ControlServices:
@@ -64,12 +73,13 @@ class ControlServices:
 
     def __init__(self, server):
         self._server = server
-        # Steps in a group of their own: a step that waits for participants leaves the rest
-        # of the node (status, pause, set_sync, the done topic) free to run meanwhile.
-        self._steps = serve(server, (
+        # The steps answer once their frames are finished, which may be after the callback
+        # returned (participants, acknowledgements): their replies are deferred.
+        step, step_once = serve(server, (
             (Step, '~/step', self._on_step),
-            (Trigger, '~/step_once', self._on_step_once)),
-            callback_group=MutuallyExclusiveCallbackGroup())
+            (Trigger, '~/step_once', self._on_step_once)))
+        self._step_replies = DeferredReplies(step)
+        self._step_once_replies = DeferredReplies(step_once)
         serve(server, (
             (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
             (GetStatus, '~/get_status', self._on_get_status),
@@ -78,29 +88,24 @@ class ControlServices:
             (Trigger, '~/reset', self._on_reset),
             (SetBool, '~/set_sync', self._on_set_sync)))
 
-    def await_steps(self) -> None:
-        """Serve steps as coroutines, which may wait: for an executor that awaits them."""
-        step, step_once = self._steps
-        step.callback, step_once.callback = self._on_step_waiting, self._on_step_once_waiting
+    def _on_step(self, request, response):
+        self._server.step(_step_request(request, answer_later(
+            self._step_replies, response, lambda outcome: fill(response, outcome))))
+        return response
 
-    async def _on_step_waiting(self, request, response):
-        return fill(response, await self._server.step_async(*_step_arguments(request)))
-
-    async def _on_step_once_waiting(self, request, response):
-        return fill(response, await self._server.step_async(ANONYMOUS_USER, 1))
+    def _on_step_once(self, request, response):
+        def answer(outcome):
+            response.success, response.message = outcome.success, outcome.message
+        self._server.step(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
+            self._step_once_replies, response, answer)))
+        return response
 
     def _on_sync_mode_cmd(self, request, response):
         return fill(response, self._server.sync_mode_cmd(
             request.user_id, request.start_sync_mode, request.time_step))
 
-    def _on_step(self, request, response):
-        return fill(response, self._server.step(*_step_arguments(request)))
-
     def _on_get_status(self, request, response):
         return fill(response, self._server.status())
-
-    def _on_step_once(self, request, response):
-        return fill(response, self._server.step(ANONYMOUS_USER, 1))
 
     def _on_pause(self, request, response):
         return fill(response, self._server.pause())
@@ -113,3 +118,13 @@ class ControlServices:
 
     def _on_set_sync(self, request, response):
         return fill(response, self._server.set_sync(request.data))
+
+
+def answer_later(replies: DeferredReplies, response, answer: Callable) -> Callable:
+    """Hold ``response`` back; return the reply that fills it by ``answer`` and sends it."""
+    release = replies.hold(response)
+
+    def reply(outcome) -> None:
+        answer(outcome)
+        release()
+    return reply

@@ -19,8 +19,9 @@ simulation_interfaces is the emerging standard vocabulary for simulator control.
 owns only time, so it serves the time part of it, with the standard's semantics:
 
 - ``~/step_simulation`` (StepSimulation): step N frames, only while the simulation is paused (in
-  sim_clock terms: paused, or sync mode); returns once the frames are published. Refused while
-  another client holds sync mode.
+  sim_clock terms: paused, or sync mode); returns once the frames are finished, as ``~/step``
+  (the frame engine: participants, acknowledgements). Refused while another client holds
+  sync mode.
 - ``~/get_simulation_state`` (GetSimulationState): PLAYING while time advances by itself,
   PAUSED while paused or in sync mode.
 - ``~/set_simulation_state`` (SetSimulationState): PLAYING resumes (and turns an unheld sync
@@ -29,9 +30,12 @@ owns only time, so it serves the time part of it, with the standard's semantics:
   (``~/reset``); other scopes concern entities, which a clock does not have: unsupported.
 """
 
+from sim_clock.compat import DeferredReplies
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.names import ANONYMOUS_USER
+from sim_clock.node.engine import StepRequest
+from sim_clock.node.services import answer_later
 from sim_clock.node.services import serve
 
 try:
@@ -51,11 +55,13 @@ class SimulationInterfaces:
 
     def __init__(self, server):
         self._server = server
-        serve(server, (
+        step, *_ = serve(server, (
             (StepSimulation, '~/step_simulation', self._on_step),
             (GetSimulationState, '~/get_simulation_state', self._on_get_state),
             (SetSimulationState, '~/set_simulation_state', self._on_set_state),
             (ResetSimulation, '~/reset_simulation', self._on_reset)))
+        # A step answers once its frames are finished, as ~/step does (the frame engine).
+        self._step_replies = DeferredReplies(step)
 
     def _state(self) -> int:
         status = self._server.timeline.status()
@@ -70,10 +76,14 @@ class SimulationInterfaces:
                 error_message='the simulation is playing; pause it (or turn sync mode on) '
                               'before stepping')
             return response
-        outcome = self._server.step(ANONYMOUS_USER, request.steps)
-        response.result = Result(
-            result=Result.RESULT_OK if outcome.success else Result.RESULT_OPERATION_FAILED,
-            error_message='' if outcome.success else outcome.message)
+
+        def answer(outcome):
+            response.result = Result(
+                result=Result.RESULT_OK if outcome.success else Result.RESULT_OPERATION_FAILED,
+                error_message='' if outcome.success else outcome.message)
+        self._server.step(StepRequest(
+            user_id=ANONYMOUS_USER, steps=request.steps,
+            reply=answer_later(self._step_replies, response, answer)))
         return response
 
     def _on_get_state(self, request, response):

@@ -35,6 +35,7 @@ from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.publishing import clock_publisher
+from sim_clock.node.publishing import held
 from sim_clock.node.publishing import publisher_destroyed
 import yaml
 
@@ -92,10 +93,11 @@ class ClockViews:
         clock_ns = self._server.clock_ns
         start = clock_ns(self._start_ns)
         self._flow.start()
-        for index, (view, publish) in enumerate(zip(self.views, self._publish)):
-            def publish_view(time_ns, view=view, publish=publish):
-                publish(view.time_ns(clock_ns(time_ns), start))
-            self._flow.publish(index, publish_view, times)
+        with held(self._publishers):
+            for index, (view, publish) in enumerate(zip(self.views, self._publish)):
+                def publish_view(time_ns, view=view, publish=publish):
+                    publish(view.time_ns(clock_ns(time_ns), start))
+                self._flow.publish(index, publish_view, times)
 
     def close(self) -> None:
         """From now on a publish raises: the node destroys the publishers next."""
@@ -127,6 +129,9 @@ class _ViewSink:
 
     def publishers(self) -> list:
         return self._sink.publishers() + self._views.publishers()
+
+    def end_of_frames(self):
+        return self._sink.end_of_frames()
 
     def close(self) -> None:
         self._views.close()

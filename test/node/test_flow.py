@@ -17,62 +17,15 @@ A publish the writer refuses, without DDS: published again, or the rest dropped,
 
 The writer's refusal itself (Fast DDS 3 with a slow reader that keeps all) is produced through
 DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
-``test/system/test_replay_native.py``; here the refusals are placed exactly: on /clock and the
-views (``FlowControl.publish``), and on a bag's topics and its /clock (``FlowControl.paced``).
+``test/system/test_replay_native.py``; here the refusals are placed exactly, on /clock and the
+views (``FlowControl.publish``). A bag's run: ``test/bag/test_flow.py``.
 """
 
-from types import SimpleNamespace
-
+from flow_doubles import make_flow as _flow
+from flow_doubles import Writer
 import pytest
-from rclpy.qos import QoSProfile
-from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.replay import DROPPED
-from sim_clock.bag.replay import PublishRefused
-from sim_clock.bag.replay import python_run
-from sim_clock.bag.replay import refused
-from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.flow import PublisherDestroyed
-
-
-class Writer:
-    """A writer that refuses its publish attempts numbered in ``refuse`` (from 0)."""
-
-    def __init__(self, refuse=(), acked=True):
-        self.qos_profile = QoSProfile(depth=10_000)
-        self.topic_name = '/clock'
-        self.sent, self.refuse, self.acked, self.attempts = [], set(refuse), acked, 0
-
-    def publish(self, time_ns):
-        self.attempts += 1
-        if self.attempts - 1 in self.refuse:
-            raise RuntimeError('cannot publish data')
-        self.sent.append(time_ns)
-
-    def wait_for_all_acked(self, timeout):
-        return self.acked
-
-    def get_subscription_count(self):
-        return 1
-
-
-class Logger:
-    """Keeps the warnings."""
-
-    def __init__(self):
-        self.warnings = []
-
-    def warning(self, text, **kwargs):
-        self.warnings.append(text)
-
-
-def _flow(*writers, free_running=False, ok=True):
-    logger = Logger()
-    node = SimpleNamespace(timeline=SimpleNamespace(free_running=free_running),
-                           context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    flow = FlowControl(node, list(writers))
-    flow.start()
-    return flow, logger
 
 
 @pytest.mark.parametrize('free_running', [False, True], ids=['stepped', 'free-run'])
@@ -115,92 +68,3 @@ def test_a_destroyed_publisher_or_a_shut_down_context_still_raises():
     flow, _ = _flow(writer, ok=False)
     with pytest.raises(RuntimeError, match='cannot publish data'):
         flow.publish(0, writer.publish, range(3))
-
-
-class Topics:
-    """
-    The bag player's run over a topic writer and /clock, whose publishes refuse as numbered.
-
-    ``refuse``: the publish attempts (from 0, messages and /clock counted together) that are
-    refused, as ``sim_clock._replay`` refuses them.
-    """
-
-    def __init__(self, refuse=(), acked=True, ok=True):
-        self.writer, self.clock = Writer(acked=acked), Writer(acked=acked)
-        self.writer.topic_name = '/a'
-        self.sent, self.refuse, self.attempts = [], set(refuse), 0
-        self.flow, self.logger = _flow(self.writer, self.clock, ok=ok)
-        self.run = self.flow.paced(python_run(self._emit, self._frame_done, self.flow.budgets))
-
-    def _attempt(self):
-        self.attempts += 1
-        return self.attempts - 1 not in self.refuse
-
-    def _emit(self, batch, start, stop):
-        for index in range(start, stop):
-            if not self._attempt():
-                raise refused('cannot publish data', batch[1][index], 0, index)
-            self.sent.append(batch[2][index])
-
-    def _frame_done(self, time_ns):
-        if not self._attempt():
-            raise RuntimeError('cannot publish data')
-        self.sent.append(('clock', time_ns))
-
-    def play(self, times, frames):
-        """Play one batch of messages at ``times`` (all on /a) over ``frames``."""
-        batch = (times, [0] * len(times), [f'm{k}' for k in range(len(times))])
-        Cursor(lambda start: iter([batch]), 0).play(frames, 0, self.run)
-
-
-def _expected(times, frames, left_out=()):
-    out = []
-    for t in frames:
-        out += [f'm{k}' for k, when in enumerate(times)
-                if t - 10 < when <= t and k not in left_out]
-        out.append(('clock', t))
-    return out
-
-
-@pytest.mark.parametrize('refuse', [{3}, {1}, {0, 5}], ids=['message', 'clock', 'both'])
-def test_a_bag_sample_refused_is_played_again_once_its_readers_caught_up(refuse):
-    """Message or /clock: the run goes on from the refused one; nothing lost, nothing twice."""
-    topics = Topics(refuse=refuse)
-    times = [0, 10, 10, 20, 30]
-    topics.play(times, range(0, 40, 10))
-    assert topics.sent == _expected(times, range(0, 40, 10))
-    assert topics.logger.warnings == []
-    assert list(topics.flow.budgets) == [MAX_WINDOW - 5, MAX_WINDOW - 4]  # each sent once
-
-
-def test_a_bag_topic_whose_readers_do_not_catch_up_is_left_out_until_the_next_frames():
-    """Its messages play (time goes on) without being published; /clock is published."""
-    topics = Topics(refuse={3}, acked=False)
-    times = [0, 10, 10, 20, 30, 40]
-    topics.play(times[:5], range(0, 40, 10))
-    assert topics.sent == _expected(times, range(0, 40, 10), left_out={2, 3, 4})
-    assert '/a refused a sample (cannot publish data)' in topics.logger.warnings[-1]
-    assert 'publishes nothing more in these frames' in topics.logger.warnings[-1]
-    assert topics.flow.budgets[0] == DROPPED
-    # The next run of frames publishes on /a again.
-    topics.flow.start()
-    topics.sent[:] = []
-    Cursor(lambda start: iter([((40,), (0,), ('m5',))]), 40).play(range(40, 50, 10), 0,
-                                                                  topics.run)
-    assert topics.sent == ['m5', ('clock', 40)]
-
-
-def test_a_bag_sample_refused_again_right_after_the_wait_leaves_its_topic_out():
-    topics = Topics(refuse={3, 4})  # the first try, and the try after the wait
-    times = [0, 10, 10, 20]
-    topics.play(times, range(0, 30, 10))
-    assert topics.sent == _expected(times, range(0, 30, 10), left_out={2, 3})
-    assert '/a refused a sample' in topics.logger.warnings[0]
-
-
-def test_a_bag_refusal_in_a_shut_down_context_still_raises():
-    topics = Topics(refuse={1}, ok=False)
-    with pytest.raises(PublishRefused, match='cannot publish data') as raised:
-        topics.play([0, 10], range(0, 20, 10))
-    assert (raised.value.which, raised.value.done, raised.value.index) == (-1, 0, 1)
-    assert topics.flow.budgets[-1] == MAX_WINDOW  # the refused /clock is not spent

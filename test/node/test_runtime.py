@@ -12,43 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The runtime's workarounds: rclpy private API still there, the Fast DDS profile rule."""
+"""The runtime's Fast DDS settings: the profile rule, the Fast DDS found here."""
 
 import importlib.metadata
 
 import pytest
-import rclpy
-from rclpy.parameter import Parameter
-from rclpy.time_source import TimeSource
 from sim_clock.node.runtime import answer_late_clients
-from sim_clock.node.runtime import coerce_integer_overrides
-from sim_clock.node.runtime import detach_time_source
 from sim_clock.node.runtime import fast_dds_major
 from sim_clock.node.runtime import PROFILE_FILES
-
-
-def test_rclpy_still_has_the_private_api_we_use(domain_id):
-    """Node._parameter_overrides maps names to Parameters; Node._time_source is a TimeSource."""
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain_id)
-    try:
-        node = rclpy.create_node(
-            'private_api', context=context,
-            parameter_overrides=[Parameter('rate', value=2),
-                                 Parameter('use_sim_time', value=True)])
-        assert isinstance(node._parameter_overrides, dict)
-        assert node._parameter_overrides['rate'].type_ == Parameter.Type.INTEGER
-        assert isinstance(node._time_source, TimeSource)
-        # What the workarounds do with it.
-        coerce_integer_overrides(node, ['rate'])
-        assert node.declare_parameter('rate', 1.0).value == 2.0
-        time_source = detach_time_source(node)
-        assert time_source is node._time_source
-        assert not node.get_subscriptions_info_by_topic('/clock')
-        assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
-        node.destroy_node()
-    finally:
-        rclpy.try_shutdown(context=context)
 
 
 @pytest.mark.parametrize('environ, variable, expected', [

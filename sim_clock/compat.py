@@ -1,0 +1,135 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The one place for rclpy's private API and raw handles, each use with its reason.
+
+Every function here leans on something rclpy does not promise; ``test/test_compat.py`` fails
+when rclpy changes under one of them (doc/design.md, "rclpy beyond its public API").
+"""
+
+import contextlib
+from typing import Callable
+from typing import Iterable
+from typing import Iterator
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+
+def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
+    """
+    Let ``-p name:=2`` start a double parameter as 2.0, as a run-time set does.
+
+    ``Node._parameter_overrides``: declaring a double parameter over an integer override
+    raises, and rclpy has no public way to see overrides before declaring.
+    """
+    overrides = getattr(node, '_parameter_overrides', {})
+    for name in names:
+        if name in overrides and overrides[name].type_ == Parameter.Type.INTEGER:
+            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(overrides[name].value))
+
+
+def detach_time_source(node: Node):
+    """
+    Take ``node``'s time source off /clock; return it (None: the node has none).
+
+    ``Node._time_source``: with use_sim_time the time source subscribes the node to /clock and
+    applies each message as it arrives. A clock server would queue one event per frame it
+    publishes itself; a participant must apply a time only once the data before it is taken.
+    Detached, the time source still gives the node's clocks ROS time, set by
+    :meth:`~rclpy.time_source.TimeSource.clock_callback`.
+    """
+    time_source = getattr(node, '_time_source', None)
+    if time_source is not None:
+        time_source.detach_node()
+    return time_source
+
+
+def publisher_address(publisher) -> int:
+    """
+    Return the address of ``publisher``'s ``rcl_publisher_t``, for C code that publishes.
+
+    ``Publisher.handle.pointer``: the one way to reach rcl from Python. Use it only inside
+    :func:`held`, which keeps the publisher from being destroyed meanwhile. 0: none.
+    """
+    return getattr(publisher.handle, 'pointer', 0) or 0
+
+
+def raw_publish(publisher) -> Callable[[bytes], None]:
+    """
+    Return the function that publishes serialized bytes on ``publisher`` as they are.
+
+    ``Publisher.handle.publish_raw``: ``Publisher.publish`` takes bytes too, but checks and
+    converts on every call; the handle's method is what it calls in the end.
+    """
+    return publisher.handle.publish_raw
+
+
+@contextlib.contextmanager
+def held(publishers: Iterable) -> Iterator[None]:
+    """
+    Hold the handles of ``publishers`` while C code publishes through their addresses.
+
+    As ``Publisher.publish`` does (``with self.handle:``): a publisher destroyed meanwhile is
+    destroyed only once released, and one destroyed before raises ``InvalidHandle`` here.
+    """
+    with contextlib.ExitStack() as stack:
+        for publisher in publishers:
+            stack.enter_context(publisher.handle)
+        yield
+
+
+class DeferredReplies:
+    """
+    Answer some requests of a service later than its callback returns, on any executor.
+
+    A callback that cannot answer yet calls :meth:`hold` on its response and returns it; the
+    executor's ``Service.send_response(response, header)`` then keeps the header instead of
+    sending, and the function :meth:`hold` returned sends it once the response is filled. A
+    response released before the callback returns goes out as usual. ``Service.send_response``
+    is public; replacing it on the one instance is what lets a plain ``(request, response)``
+    callback, which never sees the request's header, answer later (rclpy's executors, its
+    EventsExecutor included, call it by attribute).
+    """
+
+    _HELD = object()
+
+    def __init__(self, service):
+        self._send = service.send_response
+        self._pending = {}
+        service.send_response = self._send_response
+
+    def hold(self, response) -> Callable[[], None]:
+        """Keep ``response`` back; return the function that sends it (call it once)."""
+        key = id(response)
+        self._pending[key] = self._HELD
+
+        def release() -> None:
+            header = self._pending.pop(key, self._HELD)
+            if header is not self._HELD:
+                self._send(response, header)
+        return release
+
+    @property
+    def pending(self) -> int:
+        """Return how many responses are held."""
+        return len(self._pending)
+
+    def _send_response(self, response, header) -> None:
+        key = id(response)
+        if self._pending.get(key) is self._HELD:
+            self._pending[key] = header  # sent by release()
+            return
+        self._send(response, header)

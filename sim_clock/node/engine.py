@@ -1,0 +1,320 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The frame engine: every frame of every mode, from the timer or the service call to the answer.
+
+A frame is, in this order (:meth:`FrameEngine._publish`): its data and its /clock (the sink:
+a bag's messages, then /clock, then the clock views, flow-controlled while stepped), then the
+participants it is due for; then what the frames left to do at their end (a bag's loop or its
+pause at the end) once those participants have finished them (:meth:`FrameEngine._settle`).
+Frames come from :meth:`FrameEngine.tick` (free run and real time, the server's steady timer)
+and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``), whose
+frames are taken in runs that end on the next frame due for a participant, and whose answer
+waits for those participants and, with ``ack_timeout``, for acknowledgements.
+
+A step is one coroutine (:meth:`FrameEngine._run_step`) that this engine resumes itself
+whenever what it waits for may have changed (a participant's done or leave, a change of the
+timeline, a deadline): it needs no executor that awaits coroutines, and behaves the same under
+the package's runtime and under ``rclpy.spin`` in any executor. Its answer goes out through the
+reply it was given, later than the service callback if it waits (``compat.DeferredReplies``).
+Steps run one at a time, in the order they came.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+import time
+from typing import Callable
+from typing import List
+from typing import Optional
+
+from sim_clock.core.pacing import FRAMES_PER_TICK
+from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
+from sim_clock.core.pacing import FULL_SPEED_CHUNK
+from sim_clock.core.rules import participants_hold
+from sim_clock.core.rules import Refused
+from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.node.outcomes import StepOutcome
+
+#: The shortest wait the engine's timer is armed for, in ns (a turn of the executor).
+TURN_NS = 1_000
+
+
+class Until:
+    """What a step awaits: a wake (:meth:`FrameEngine.wake`), or steady time ``deadline_ns``."""
+
+    __slots__ = ('deadline_ns',)
+
+    def __init__(self, deadline_ns: Optional[int]):
+        #: None: no deadline; one already passed: the next turn of the executor.
+        self.deadline_ns = deadline_ns
+
+    def __await__(self):
+        yield self
+
+
+@dataclass
+class StepRequest:
+    """A step asked for, as ``~/step`` takes it; ``reply`` is given its outcome, once."""
+
+    user_id: str
+    steps: int
+    reply: Callable[[StepOutcome], None]
+    target_frame: int = 0
+    #: The epoch the caller expects (None: any).
+    epoch: Optional[int] = None
+
+
+class FrameEngine:
+    """
+    The frames of one clock server (a ``ClockServer``), published by ``sink``.
+
+    ``core``: the server's settings core (timeline, barrier, pacing, rate cap, ack timeout);
+    ``acks``: the node's one :class:`~sim_clock.node.acks.Acknowledgements`.
+    """
+
+    def __init__(self, server, sink, core, acks):
+        self._server = server
+        self.sink = sink
+        self._core = core
+        self._timeline = core.timeline
+        self._barrier = core.barrier
+        self._acks = acks
+        self._steps = deque()
+        #: The step running now: (request, coroutine), or None.
+        self._running = None
+        self._resuming = self._woken = False
+        #: What the frames out left to do once finished: a change of the timeline, or None.
+        self._boundary: Optional[Callable] = None
+        self._timer = server.create_timer(1.0, self._on_timer, clock=server.steady_clock)
+        self._timer.cancel()
+        server.add_change_listener(self._on_change)
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    def step(self, request: StepRequest) -> None:
+        """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
+        self._steps.append(request)
+        if self._running is None:
+            self._resume()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a step is running or waiting to run."""
+        return self._running is not None or bool(self._steps)
+
+    async def _run_step(self, request: StepRequest) -> StepOutcome:
+        """One step: frames in runs up to the next frame due for a participant; then the answer."""
+        server, timeline, barrier = self._server, self._timeline, self._barrier
+        try:
+            steps = remaining = server.apply_change(lambda: timeline.check_step(
+                request.user_id, request.steps, request.target_frame, request.epoch))
+        except Refused as refused:
+            server.get_logger().warning(
+                f'step refused: {refused.reason}', throttle_duration_sec=1.0)
+            return self._outcome(False, refused.reason)
+        barrier.count_again(time.monotonic_ns())
+        while True:
+            late = await self._finished()
+            if late:
+                return self._outcome(
+                    False, f'frame {timeline.frame} waits for late participants: '
+                    f'{", ".join(late)}; {steps - remaining} of {steps} frames done', late=late)
+            if not remaining:
+                break
+            count = (barrier.frames_until_due(server.clock_now(), timeline.time_step_ns,
+                                              remaining)
+                     if self.barrier_applies() else remaining)
+            try:
+                frames = server.apply_change(lambda: timeline.step(request.user_id, count))
+            except Refused as refused:
+                return self._outcome(
+                    False, f'stopped after {steps - remaining} of {steps} frames: '
+                    f'{refused.reason}')
+            self._publish(frames)
+            remaining -= count
+        outcome = self._outcome(True, f'frame {timeline.frame}, time {server.clock_now()} ns')
+        if self._core.ack_timeout_ns:
+            outcome.unacknowledged = await self._acknowledged(self._core.ack_timeout_ns)
+            if outcome.unacknowledged:
+                outcome.message += ('; not acknowledged by all reliable readers in time: '
+                                    + ', '.join(outcome.unacknowledged))
+        return outcome
+
+    async def _finished(self) -> List[str]:
+        """Wait until no participant works on a frame out ([]), or return the late ones."""
+        barrier = self._barrier
+        while not barrier.clear:
+            late = barrier.late(time.monotonic_ns())
+            if late:
+                return late
+            await Until(barrier.deadline_ns())
+        self._settle()
+        return []
+
+    async def _acknowledged(self, timeout_ns: int) -> List[str]:
+        """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
+        acks = self._acks
+        deadline = time.monotonic_ns() + timeout_ns
+        pending, skipped = acks.begin(self.sink.publishers())
+        while pending:
+            pending = acks.wait_slice(pending, deadline)
+            if not pending or time.monotonic_ns() >= deadline:
+                break
+            await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
+        return acks.finish(pending, skipped)
+
+    def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
+        timeline = self._timeline
+        return StepOutcome(success=success, message=message, frame=timeline.frame,
+                           clock_ns=self._server.clock_now(), epoch=timeline.epoch,
+                           late=list(late))
+
+    # -- the driver of steps ---------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Look again at what the running step waits for: something it may wait on changed."""
+        if self._resuming:
+            self._woken = True
+        elif self._running is not None:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Run the steps until one waits (the timer or a wake resumes it) or none is left."""
+        self._timer.cancel()
+        self._resuming = True
+        try:
+            while self._running is not None or self._steps:
+                if self._running is None:
+                    request = self._steps.popleft()
+                    self._running = (request, self._run_step(request))
+                request, coroutine = self._running
+                self._woken = False
+                try:
+                    awaited = coroutine.send(None)
+                except StopIteration as stop:
+                    self._running = None
+                    request.reply(stop.value)
+                    continue
+                except BaseException:
+                    self._running = None
+                    raise
+                if not self._woken:
+                    self._arm(awaited.deadline_ns)
+                    return
+        finally:
+            self._resuming = False
+
+    def _arm(self, deadline_ns: Optional[int]) -> None:
+        """Resume at ``deadline_ns`` (steady time) unless woken before; None: only when woken."""
+        if deadline_ns is not None:
+            self._timer.timer_period_ns = max(deadline_ns - time.monotonic_ns(), TURN_NS)
+            self._timer.reset()
+
+    def _on_timer(self) -> None:
+        self._timer.cancel()
+        if self._running is not None and not self._resuming:
+            self._resume()
+
+    def close(self) -> None:
+        """Drop the steps not answered: the node is being destroyed."""
+        self._timer.cancel()
+        if self._running is not None:
+            self._running[1].close()
+        self._running = None
+        self._steps.clear()
+
+    # -- frames ----------------------------------------------------------------------------------
+
+    def barrier_applies(self) -> bool:
+        """Whether frames wait for participants now."""
+        return bool(self._barrier.participants) and participants_hold(self._timeline.mode)
+
+    def _publish(self, frames: range) -> None:
+        """Publish new frames: data, /clock and views; note them for participants; then settle."""
+        if not frames:
+            return
+        server = self._server
+        self.sink.publish_frames(frames)
+        server.published()
+        if self.barrier_applies():
+            self._barrier.published(server.clock_ns(frames[-1]), time.monotonic_ns())
+        self._boundary = self.sink.end_of_frames() or self._boundary
+        self._settle()
+
+    def _settle(self) -> None:
+        """Apply what the frames out left to do at their end, once no participant works on them."""
+        if self._boundary is not None and self._barrier.clear:
+            change, self._boundary = self._boundary, None
+            self._server.apply_change(change)
+
+    def republish(self) -> None:
+        """Publish the current time again (not a new frame), for nodes that start late."""
+        self.sink.publish_time(self._timeline.time_ns)
+        self._server.published()
+
+    def tick(self) -> None:
+        """Free run and real time: publish the frames due now; else republish when due."""
+        server, timeline = self._server, self._timeline
+        if timeline.release_lapsed_holder():
+            server.dispatch()
+        self._settle()
+        if self.barrier_applies():
+            frames = self._barrier_frames()
+        elif server.full_speed:
+            frames = self._full_speed_batch()
+        else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
+            frames = timeline.poll(self.sink.limit(FRAMES_PER_TICK))
+        if frames:
+            self._publish(frames)
+            if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
+                server.get_logger().error(
+                    'simulated time reached the latest representable value; reset to go on',
+                    throttle_duration_sec=10.0)
+        elif self._core.pacing.republish_due(time.monotonic_ns(), server.tick_period_ns):
+            self.republish()
+
+    def _barrier_frames(self) -> range:
+        """Free run with participants: the frames due, up to the next one due for any of them."""
+        barrier = self._barrier
+        if not barrier.clear or self._boundary is not None:
+            late = barrier.late(time.monotonic_ns())
+            if late:
+                self._server.get_logger().warning(
+                    f'free run waits for late participants: {", ".join(late)}',
+                    throttle_duration_sec=5.0)
+            return range(0)
+        limit = barrier.frames_until_due(
+            self._server.clock_now(), self._timeline.time_step_ns, FRAMES_PER_TICK)
+        return self._timeline.poll(limit)
+
+    def _full_speed_batch(self) -> range:
+        """
+        Free run as fast as possible: publish frames for FULL_SPEED_BATCH_NS; return the last.
+
+        Short batches keep the services answering between them.
+        """
+        deadline = time.monotonic_ns() + FULL_SPEED_BATCH_NS
+        poll = self._timeline.poll
+        frames = poll(FULL_SPEED_CHUNK)
+        while frames and time.monotonic_ns() < deadline:
+            self._publish(frames)
+            frames = poll(FULL_SPEED_CHUNK)
+        return frames
+
+    def _on_change(self, change) -> None:
+        if change.reset:
+            # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
+            self._boundary = None
+        self.wake()

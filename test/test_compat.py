@@ -1,0 +1,126 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""rclpy beyond its public API (``sim_clock.compat``): each use still does what we rely on."""
+
+import time
+
+import pytest
+import rclpy
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.time_source import TimeSource
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.compat import coerce_integer_overrides
+from sim_clock.compat import DeferredReplies
+from sim_clock.compat import detach_time_source
+from sim_clock.compat import held
+from sim_clock.compat import publisher_address
+from sim_clock.compat import raw_publish
+from std_srvs.srv import Trigger
+
+try:
+    from rclpy.experimental import EventsExecutor
+except ImportError:
+    EventsExecutor = None
+
+EXECUTORS = [pytest.param(SingleThreadedExecutor, id='single-threaded'),
+             pytest.param(EventsExecutor, id='events', marks=pytest.mark.skipif(
+                 EventsExecutor is None, reason='this rclpy has no EventsExecutor'))]
+
+
+@pytest.fixture
+def context(domain_id):
+    """Give the test an rclpy context of its own (init / yield / shutdown)."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def test_rclpy_still_has_the_private_api_we_use(context):
+    """Node._parameter_overrides maps names to Parameters; Node._time_source is a TimeSource."""
+    node = rclpy.create_node(
+        'private_api', context=context,
+        parameter_overrides=[Parameter('rate', value=2), Parameter('use_sim_time', value=True)])
+    assert isinstance(node._parameter_overrides, dict)
+    assert node._parameter_overrides['rate'].type_ == Parameter.Type.INTEGER
+    assert isinstance(node._time_source, TimeSource)
+    coerce_integer_overrides(node, ['rate'])
+    assert node.declare_parameter('rate', 1.0).value == 2.0
+    time_source = detach_time_source(node)
+    assert time_source is node._time_source
+    assert not node.get_subscriptions_info_by_topic('/clock')
+    assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
+    node.destroy_node()
+
+
+def test_a_held_publisher_outlives_its_destruction_until_released(context):
+    """held() keeps the rcl publisher whose address C uses; a destroyed one is refused."""
+    node = rclpy.create_node('held', context=context)
+    publisher = node.create_publisher(ClockMsg, '/held_clock', 1)
+    assert publisher_address(publisher) != 0
+    raw_publish(publisher)(b'\x00\x01\x00\x00' + bytes(8))  # a Clock of 0, as C lays it out
+    with held([publisher]):
+        node.destroy_publisher(publisher)
+        publisher.handle.pointer  # still valid: destruction waits for the release
+    with pytest.raises(InvalidHandle):
+        with held([publisher]):
+            pass
+    node.destroy_node()
+
+
+@pytest.mark.parametrize('executor_class', EXECUTORS)
+def test_a_deferred_reply_is_sent_later_and_an_early_one_at_once(context, executor_class):
+    """A held response goes out when released, after its callback returned; on each executor."""
+    node = rclpy.create_node('deferred', context=context)
+    released = []
+
+    def on_request(request, response):
+        release = replies.hold(response)
+        if len(released) == 0:
+            response.message = 'later'
+            released.append(release)  # answered by the timer below
+        else:
+            response.message = 'at once'
+            release()
+        return response
+    service = node.create_service(Trigger, 'deferred', on_request)
+    replies = DeferredReplies(service)
+    fired = []
+
+    def answer_later():
+        if released and not fired:
+            fired.append(time.monotonic())
+            released[0]()
+    node.create_timer(0.2, answer_later)
+    client = node.create_client(Trigger, 'deferred')
+    executor = executor_class(context=context)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while not client.service_is_ready() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        for expected in ('later', 'at once'):
+            future = client.call_async(Trigger.Request())
+            deadline = time.monotonic() + 10.0
+            while not future.done() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            assert future.done(), f'no answer {expected!r} within 10 s'
+            assert future.result().message == expected
+        assert fired and replies.pending == 0
+    finally:
+        executor.shutdown()
+        node.destroy_node()
