@@ -66,6 +66,8 @@ class Participants:
         self.barrier = barrier
         self._seen_nodes = set()
         self._joined_at = {}
+        #: The /clock time at which the current epoch began: a done before it is stale.
+        self._epoch_start_ns = server.clock_now()
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
@@ -115,13 +117,19 @@ class Participants:
         return fill(response, self.leave(request.name))
 
     def _on_done(self, msg: Done) -> None:
-        if self.barrier.done(msg.name, join_ns(msg.time), time.monotonic_ns(), join_ns(msg.next)):
+        time_ns = join_ns(msg.time)
+        if not self._epoch_start_ns <= time_ns <= self._server.clock_now():
+            # Stale: sent for a time of an earlier epoch, before the participant saw the reset
+            # (it answers each republished time). Taken, it would set when it is due next.
+            return
+        if self.barrier.done(msg.name, time_ns, time.monotonic_ns(), join_ns(msg.next)):
             if self.barrier.clear:
                 self._server.engine.wake()
                 self._server.barrier_cleared()
 
     def _on_change(self, change) -> None:
         if change.reset:
+            self._epoch_start_ns = self._server.clock_ns(change.time_after_ns)
             self.barrier.reset()
 
     def _nodes_present(self) -> set:
