@@ -57,6 +57,7 @@ from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
+from sim_clock.core.axes import Axes
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
@@ -143,7 +144,9 @@ class BagFrames:
         self._server = server
         self._bag = bag
         self._reader = reader
-        self.end_ns = bag.end_ns - bag.start_ns
+        self._axes = axes = server.axes
+        #: The timeline time of the bag's last stamp.
+        self.end_ns = axes.from_bag(bag.end_ns)
         self.loop = False
         self._ended = False
         self._publishers = [
@@ -151,7 +154,7 @@ class BagFrames:
             for topic in bag.topics]
         self._held = (*self._publishers, server.clock_publisher)
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
-        offset_ns = server.clock_offset_ns
+        offset_ns = axes.clock_offset_ns
         self._publish_clock = clock_publisher(server.clock_publisher, offset_ns)
         publish = _replay.publish
 
@@ -186,7 +189,7 @@ class BagFrames:
                  if frames and self._server.barrier_applies() else [(frames, self._run)])
         try:
             for part, run in parts:
-                cursor.play(part, self._bag.start_ns, run)
+                cursor.play(part, self._axes.bag_start_ns, run)
                 played += len(part)
         except READ_ERRORS as error:
             self._read_failed(error)
@@ -226,7 +229,7 @@ class BagFrames:
     def _on_change(self, change: Change) -> None:
         if change.reset:
             # Every reset moves the bag to the timeline's new time (zero: the bag's start).
-            self.cursor.seek(self._bag.start_ns + change.time_after_ns)
+            self.cursor.seek(self._axes.to_bag(change.time_after_ns))
             self.progress.restart(change.time_after_ns, self.cursor.handed_out, change.epoch)
             self._ended = False
 
@@ -323,12 +326,13 @@ class BagPlayer:
         self.bag = bag
         self._show_progress = show_progress
         #: /clock at the bag's first timestamp (the timeline's zero).
-        origin_ns = 0 if start_at_zero else bag.start_ns
+        axes = Axes(clock_offset_ns=0 if start_at_zero else bag.start_ns,
+                    bag_start_ns=bag.start_ns)
         # Started first: the child imports and opens the bag while the node comes up.
         self.reader = ReadAhead(bag)
         self.frames = None
         try:
-            self.node = ClockServer(sink=self._make_frames, clock_offset_ns=origin_ns, **kwargs)
+            self.node = ClockServer(sink=self._make_frames, axes=axes, **kwargs)
             for name, check in BAG_CHECKS.items():
                 check(self.node.get_parameter(name).value)
         except BaseException:
@@ -365,7 +369,7 @@ class BagPlayer:
         """Go to /clock time ``target_ns`` within the bag (a reset); refuse outside it."""
         node = self.node
         timeline = node.timeline
-        elapsed = target_ns - node.clock_offset_ns
+        elapsed = node.axes.from_clock(target_ns)
         if not 0 <= elapsed <= self.frames.end_ns:
             success, message = False, (
                 f'seek time {target_ns} ns is outside the bag: /clock runs from '

@@ -31,6 +31,7 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
+from sim_clock.core.axes import Axes
 from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
@@ -67,13 +68,15 @@ class ClockServer(Node):
     Publish /clock from a :class:`Timeline` and serve its control.
 
     :param sink: makes the :class:`FrameSink` from this node (default: /clock only).
-    :param clock_offset_ns: /clock is the timeline's time plus this (a bag's first stamp).
+    :param axes: where timeline time 0 lies on /clock and in a bag (default: both at 0).
     """
 
     def __init__(self, *, sink: Optional[Callable[['ClockServer'], FrameSink]] = None,
-                 clock_offset_ns: int = 0, **kwargs):
+                 axes: Axes = Axes(), **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        self.clock_offset_ns = clock_offset_ns
+        #: The time coordinates: every conversion between them goes through it.
+        self.axes = axes
+        clock_offset_ns = axes.clock_offset_ns
         # With use_sim_time this node's ROS clock follows the frames it publishes.
         self._own_time_source = detach_time_source(self)
         self._own_time_msg = ClockMsg()
@@ -120,8 +123,8 @@ class ClockServer(Node):
         return self._timeline
 
     def clock_ns(self, time_ns: int) -> int:
-        """Return the /clock value of a timeline time."""
-        return self.clock_offset_ns + time_ns
+        """Return the /clock time of timeline time ``time_ns``."""
+        return self.axes.to_clock(time_ns)
 
     def add_change_listener(self, listener: Callable[[Change], None]) -> None:
         """Call ``listener`` with every change of the timeline, after the server's own."""

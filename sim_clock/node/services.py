@@ -19,6 +19,7 @@ As rclpy's ``ParameterService``, a plain class handed the node; the answers are 
 the outcomes the server returns. Expected failures are in the response, never raised.
 """
 
+import enum
 from typing import Callable
 
 from sim_clock.compat import DeferredReplies
@@ -38,16 +39,16 @@ def fill(response, outcome):
     Set each field of an outcome (a dataclass) on ``response``, by its name.
 
     A field ``<name>_ns`` goes into the response's Time ``<name>`` (``clock_ns`` into
-    ``clock``). An outcome field the response has no place for raises AttributeError: a
-    mismatch is a defect, never dropped in silence (``test/node/test_services.py`` sends every
-    outcome through its response).
+    ``clock``); an enum goes in as its value. An outcome field the response has no place for
+    raises AttributeError: a mismatch is a defect, never dropped in silence
+    (``test/node/test_services.py`` sends every outcome through its response).
     """
     for name, value in vars(outcome).items():
         if name.endswith('_ns') and not hasattr(response, name):
             stamp = getattr(response, name[:-3])
             stamp.sec, stamp.nanosec = split_ns(value)
         elif hasattr(response, name):
-            setattr(response, name, value)
+            setattr(response, name, value.value if isinstance(value, enum.Enum) else value)
         else:
             raise AttributeError(
                 f'{type(response).__name__} has no field {name} for {type(outcome).__name__}')

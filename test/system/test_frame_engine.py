@@ -118,7 +118,7 @@ class ViewReader:
 
 @pytest.fixture
 def bag(tmp_path):
-    """Return the path of a one-second test bag (sqlite3)."""
+    """Write a one-second test bag (sqlite3); return its path."""
     path = str(tmp_path / 'bag')
     write_test_bag(path, 'sqlite3')
     return path
