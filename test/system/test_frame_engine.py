@@ -118,7 +118,7 @@ class ViewReader:
 
 @pytest.fixture
 def bag(tmp_path):
-    """Write a one-second test bag (sqlite3); return its path."""
+    """Write a one-second sqlite3 test bag; return its path."""
     path = str(tmp_path / 'bag')
     write_test_bag(path, 'sqlite3')
     return path
