@@ -114,10 +114,14 @@ def child_read(path: str) -> None:
 
 def _step_through(node, bag, step_ms: int) -> None:
     """Step the player's node through the whole bag, as ``~/step`` calls would."""
+    from sim_clock.node.engine import StepRequest
     frames = bag.duration_ns // (step_ms * MS) + 1
     while frames > 0:
         steps = min(frames, 100_000)
-        outcome = node.step('', steps)
+        outcomes = []
+        node.step(StepRequest(user_id='', steps=steps, reply=outcomes.append))
+        # Nothing to wait for (no participant, no ack_timeout): answered before it returns.
+        [outcome] = outcomes
         assert outcome.success, outcome.message
         frames -= steps
 

@@ -57,6 +57,16 @@ def detach_time_source(node: Node):
     return time_source
 
 
+def takes_message_info(subscription) -> bool:
+    """
+    Whether ``subscription``'s callback takes the message info too (``callback(msg, info)``).
+
+    ``Subscription._callback_type``: rclpy decides it from the callback's signature when the
+    callback is set, and says it nowhere public.
+    """
+    return subscription._callback_type is subscription.CallbackType.WithMessageInfo
+
+
 def publisher_address(publisher) -> int:
     """
     Return the address of ``publisher``'s ``rcl_publisher_t``, for C code that publishes.

@@ -29,6 +29,7 @@ from sim_clock.compat import detach_time_source
 from sim_clock.compat import held
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
+from sim_clock.compat import takes_message_info
 from std_srvs.srv import Trigger
 
 try:
@@ -64,6 +65,17 @@ def test_rclpy_still_has_the_private_api_we_use(context):
     assert time_source is node._time_source
     assert not node.get_subscriptions_info_by_topic('/clock')
     assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
+    node.destroy_node()
+
+
+def test_the_message_info_type_of_a_subscription_is_read(context):
+    """takes_message_info follows rclpy's choice, made from the callback's signature."""
+    node = rclpy.create_node('info', context=context)
+    plain = node.create_subscription(ClockMsg, '/a', lambda msg: None, 1)
+    with_info = node.create_subscription(ClockMsg, '/a', lambda msg, info: None, 1)
+    assert not takes_message_info(plain) and takes_message_info(with_info)
+    plain.callback = lambda msg, info: None
+    assert takes_message_info(plain)
     node.destroy_node()
 
 

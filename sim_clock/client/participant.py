@@ -25,6 +25,7 @@ it names the next time one of the node's ``use_sim_time`` timers is due, so the 
 wait for it are exactly those its timers fire at (and, without such timers, one a period).
 """
 
+import time
 from typing import List
 from typing import Optional
 
@@ -40,11 +41,13 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
+from sim_clock.client.rounds import RoundDelivery
 from sim_clock.compat import detach_time_source
 from sim_clock.core.rules import seconds_to_ns
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
+from sim_clock.msg import Round
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import DONE_QOS
@@ -93,11 +96,15 @@ class Participant:
     :param executor: what spins it; None: a SingleThreadedExecutor of its own.
     :param name: the participant's name; None: the node's full name.
     :param period: simulated seconds between the frames it must finish; 0: every frame.
+    :param deterministic: take part in the rounds of every frame (doc/frames.md): the
+        messages between participants are delivered by round, in a fixed order, so that a
+        stack of participants runs the same way every time and never sees a message of its
+        future; every frame waits for it (``period`` is ignored).
     """
 
     def __init__(self, node: Node, executor=None, *, name: Optional[str] = None,
                  period: float = 0.0, server: str = DEFAULT_SERVER,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, deterministic: bool = False):
         self.node = node
         self.executor = executor or SingleThreadedExecutor(context=node.context)
         if executor is None:
@@ -109,10 +116,32 @@ class Participant:
         # that came before each is taken, instead of following them as they arrive.
         self._time_source = detach_time_source(node)
         self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
-        node.create_subscription(ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)
+        own = [self._done, node.create_subscription(
+            ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)]
+        #: Deterministic: the rounds started by the server, not taken yet; the frame's time and
+        #: round under way; the node's messages held and delivered by round.
+        self._round_msgs: List[Round] = []
+        self._time_ns = self._round = None
+        self._timeout_ns = seconds_to_ns(timeout, 'timeout')
+        self._delivery = None
+        rounds = None
+        if deterministic:
+            period = 0.0
+            rounds = node.create_subscription(
+                Round, f'{server.rstrip("/")}/rounds', self._round_msgs.append, DONE_QOS)
+            own.append(rounds)
+            self._delivery = RoundDelivery(node, own)
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name())
+        if rounds is not None:
+            # A round started before the server's writer matched this reader would be lost.
+            deadline = time.monotonic_ns() + self._timeout_ns
+            while rounds.get_publisher_count() < 1 or self._done.get_subscription_count() < 1:
+                if time.monotonic_ns() > deadline:
+                    raise SimClockError(f'participant {self.name!r}: the server at {server} '
+                                        f'did not match its rounds and done topics in {timeout} s')
+                self.executor.spin_once(timeout_sec=0.05)
 
     def spin_once(self, timeout_sec: float = 0.1) -> None:
         """
@@ -134,6 +163,9 @@ class Participant:
                 'executor (by rclpy.spin_once(node), or add_node of another executor); spin '
                 'the node only through the participant (spin_once, spin)')
         self.executor.spin_once(timeout_sec=timeout_sec)
+        if self._delivery is not None:
+            self._spin_rounds()
+            return
         if not self._clocks:
             return
         run_ready_callbacks(self.executor)
@@ -144,10 +176,72 @@ class Participant:
             run_ready_callbacks(self.executor)
         self._publish_done(join_ns(clocks[-1].clock))
 
+    def _spin_rounds(self) -> None:
+        """
+        Deterministic: each new time in rounds, as doc/frames.md says.
+
+        Round 0 of time t: what came before its /clock (a bag's data stamped up to t) is
+        delivered with the clock at t, then the timers due at t run; then each round the
+        server starts releases what the last one published, waits until it has arrived, and
+        delivers it. What a round publishes is held until the next one.
+        """
+        delivery = self._delivery
+        delivery.adopt()
+        run_ready_callbacks(self.executor)  # into the inboxes: nothing is delivered here
+        clocks, self._clocks[:] = list(self._clocks), []
+        for msg in clocks:
+            time_ns = join_ns(msg.clock)
+            if time_ns == self._time_ns:
+                self._publish_done(time_ns)  # published again: answered again
+                continue
+            if delivery.counts:
+                self.node.get_logger().warning(
+                    f'participant {self.name!r}: what it published in the last round of '
+                    f'{self._time_ns} ns goes out now, at {time_ns} ns (that frame was stopped)')
+                delivery.release()
+            self._time_ns, self._round = time_ns, 0
+            self._round_msgs.clear()
+            if self._time_source is not None:
+                self._time_source.clock_callback(msg)
+            delivery.deliver()
+            run_ready_callbacks(self.executor)
+            delivery.adopt()
+            self._publish_done(time_ns)
+        while self._round_msgs:
+            msg = self._round_msgs.pop(0)
+            if join_ns(msg.time) == self._time_ns and msg.round == self._round + 1:
+                self._take_round(msg)
+
+    def _take_round(self, msg: Round) -> None:
+        """Release the last round's messages, wait for everyone's, deliver them; then done."""
+        delivery = self._delivery
+        self._round = msg.round
+        delivery.release()
+        expected = dict(zip(msg.topics, msg.counts))
+        deadline = time.monotonic_ns() + self._timeout_ns
+        while delivery.missing(expected):
+            if time.monotonic_ns() > deadline:
+                self.node.get_logger().error(
+                    f'participant {self.name!r}: round {msg.round} of {self._time_ns} ns: not '
+                    f'all messages arrived on {", ".join(delivery.missing(expected))} (best '
+                    'effort, or a history too short?); delivering what came')
+                break
+            self.executor.spin_once(timeout_sec=0.01)
+            run_ready_callbacks(self.executor)
+        delivery.deliver()
+        run_ready_callbacks(self.executor)
+        delivery.adopt()
+        self._publish_done(self._time_ns)
+
     def _publish_done(self, time_ns: int) -> None:
         msg = Done(name=self.name)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
-        msg.next.sec, msg.next.nanosec = split_ns(next_timer_ns(self.executor))
+        if self._delivery is None:
+            msg.next.sec, msg.next.nanosec = split_ns(next_timer_ns(self.executor))
+        else:
+            counts = self._delivery.counts
+            msg.rounds, msg.round = True, self._round
+            msg.topics, msg.counts = list(counts), list(counts.values())
         self._done.publish(msg)
 
     def spin(self) -> None:

@@ -22,6 +22,11 @@ after the last one due. A participant may instead name, with each done, the next
 whatever its period. After a frame, the next one waits until every participant it was due
 for has said it finished that time (:meth:`Barrier.done`). Joins and leaves take effect at a
 frame boundary; a reset makes the next frame due for everyone again.
+
+Deterministic participants (doc/frames.md) also say, with each done, what they published in
+the round they finished; while a round ends with messages published, the frame takes one more
+round of the participants it was due for (:meth:`Barrier.next_round`), at most
+:data:`MAX_ROUNDS`.
 """
 
 from dataclasses import dataclass
@@ -29,6 +34,8 @@ from dataclasses import field
 from typing import Dict
 from typing import List
 from typing import Optional
+from typing import Set
+from typing import Tuple
 
 from sim_clock.core.rules import check_user_id
 from sim_clock.core.rules import Refused
@@ -37,6 +44,9 @@ from sim_clock.core.units import NS_PER_SEC
 
 #: The most participants at once.
 MAX_PARTICIPANTS = 64
+#: The most rounds of one frame (doc/frames.md): a cycle of participants that still publishes
+#: after this many is stopped, and named.
+MAX_ROUNDS = 100
 
 
 @dataclass
@@ -59,6 +69,8 @@ class Participant:
     awaited_ns: Optional[int] = None
     awaited_since_ns: int = 0
     counted_since_ns: int = 0
+    #: Whether it takes part in the rounds of a frame (it said so with its last done).
+    in_rounds: bool = False
 
     def due(self, time_ns: int) -> bool:
         """Whether a frame at ``time_ns`` is due for this participant."""
@@ -77,12 +89,35 @@ class Participant:
 
 
 @dataclass
+class Rounds:
+    """
+    The rounds of the frame out (doc/frames.md): what its participants published in each.
+
+    Round 0 is the frame itself; while a round ends with messages published, the frame's
+    participants take part in one more, in which those messages are delivered.
+    """
+
+    #: The frame's /clock time, and the names of the participants it was due for.
+    time_ns: Optional[int] = None
+    names: Tuple[str, ...] = ()
+    #: The round under way, and what its participants published so far, by topic.
+    number: int = 0
+    counts: Dict[str, int] = field(default_factory=dict)
+    #: Who published on which topic in the round under way, and in the one before.
+    publishers: Dict[str, Set[str]] = field(default_factory=dict)
+    previous: Dict[str, Set[str]] = field(default_factory=dict)
+    #: After MAX_ROUNDS: the participants and topics that still published (else empty).
+    runaway: Tuple[Tuple[str, ...], Tuple[str, ...]] = ((), ())
+
+
+@dataclass
 class Barrier:
     """The participants and what the next frame waits for."""
 
     #: How long a frame waits for a participant before it is late, in ns (steady time).
     timeout_ns: int = 10 * NS_PER_SEC
     participants: Dict[str, Participant] = field(default_factory=dict)
+    rounds: Rounds = field(default_factory=Rounds)
 
     def join(self, name: str, period_ns: int, node: str = '') -> Participant:
         """Add a participant (or change a joined one's period); it counts from the next frame."""
@@ -132,7 +167,7 @@ class Barrier:
         return max(count, 1) if limit > 0 else 0
 
     def published(self, time_ns: int, now_ns: int) -> List[str]:
-        """Note a frame out at ``time_ns``; return the names it waits for."""
+        """Note a frame out at ``time_ns``; return the names it waits for (its round 0)."""
         waiting = []
         for participant in self.participants.values():
             if participant.due(time_ns):
@@ -140,25 +175,70 @@ class Barrier:
                 participant.awaited_ns = time_ns
                 participant.awaited_since_ns = participant.counted_since_ns = now_ns
                 waiting.append(participant.name)
+        self.rounds = Rounds(time_ns=time_ns, names=tuple(sorted(waiting)))
         return sorted(waiting)
 
-    def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0) -> bool:
+    def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0, round_: int = 0,
+             counts: Optional[Dict[str, int]] = None, in_rounds: bool = False) -> bool:
         """
         Note that ``name`` finished ``time_ns``; return whether that releases a wait for it.
 
         ``next_ns``: the next time it needs, if later than ``time_ns`` (else its period rules).
+        ``round_``, ``counts``: the round of the frame it finished, and what it published in it
+        by topic; ``in_rounds``: it takes part in rounds (deterministic participants). A done
+        for an earlier round releases nothing.
         """
         participant = self.participants.get(name)
         if participant is None:
             return False
+        participant.in_rounds = in_rounds
         if participant.last_done_ns is None or time_ns >= participant.last_done_ns:
             participant.last_done_ns = time_ns
             participant.next_ns = next_ns if next_ns > time_ns else None
         if participant.awaited_ns is None or time_ns < participant.awaited_ns:
             return False
+        rounds = self.rounds
+        if time_ns == rounds.time_ns and round_ != rounds.number:
+            return False  # a done of an earlier round, answered again
         participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
         participant.awaited_ns = None
+        for topic, count in (counts or {}).items():
+            if count > 0:
+                rounds.counts[topic] = rounds.counts.get(topic, 0) + count
+                rounds.publishers.setdefault(topic, set()).add(name)
         return True
+
+    def next_round(self, now_ns: int) -> Optional[Tuple[int, int, Dict[str, int]]]:
+        """
+        Start the frame's next round if its last one published anything: (time, round, counts).
+
+        Call once the barrier is clear. None: the frame is finished (nothing was published, or
+        MAX_ROUNDS were reached: then :attr:`Rounds.runaway` names who still published).
+        """
+        rounds = self.rounds
+        if rounds.time_ns is None or not rounds.counts:
+            return None
+        if rounds.number + 1 >= MAX_ROUNDS:
+            # The cycle: who published in the last two rounds (a ping-pong takes both).
+            cycle = {**rounds.previous, **rounds.publishers}
+            names = sorted(set().union(*cycle.values()))
+            rounds.runaway = (tuple(names), tuple(sorted(cycle)))
+            rounds.counts, rounds.publishers, rounds.previous = {}, {}, {}
+            return None
+        counts = rounds.counts
+        rounds.number += 1
+        rounds.counts, rounds.previous, rounds.publishers = {}, rounds.publishers, {}
+        for name in rounds.names:
+            participant = self.participants.get(name)
+            if participant is not None and participant.in_rounds:
+                participant.awaited_ns = rounds.time_ns
+                participant.awaited_since_ns = participant.counted_since_ns = now_ns
+        return rounds.time_ns, rounds.number, counts
+
+    def take_runaway(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+        """Return and forget the participants and topics of a frame stopped at MAX_ROUNDS."""
+        runaway, self.rounds.runaway = self.rounds.runaway, ((), ())
+        return runaway
 
     def late(self, now_ns: int) -> List[str]:
         """Return the names awaited for at least :attr:`timeout_ns`, sorted."""
@@ -180,6 +260,7 @@ class Barrier:
 
     def reset(self) -> None:
         """Time went back: nobody is awaited, and the next frame is due for everyone."""
+        self.rounds = Rounds()
         for participant in self.participants.values():
             participant.last_due_ns = participant.awaited_ns = participant.last_done_ns = None
             participant.next_ns = None

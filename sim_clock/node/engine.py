@@ -39,6 +39,7 @@ from typing import Callable
 from typing import List
 from typing import Optional
 
+from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
@@ -131,6 +132,13 @@ class FrameEngine:
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for late participants: '
                     f'{", ".join(late)}; {steps - remaining} of {steps} frames done', late=late)
+            names, topics = barrier.take_runaway()
+            if names:
+                return self._outcome(
+                    False, f'frame {timeline.frame} stopped after {MAX_ROUNDS} rounds: '
+                    f'participants {", ".join(names)} still published on {", ".join(topics)} '
+                    f'(a cycle that never goes quiet); {steps - remaining} of {steps} frames '
+                    'done', late=names)
             if not remaining:
                 break
             count = (barrier.frames_until_due(server.clock_now(), timeline.time_step_ns,
@@ -288,6 +296,12 @@ class FrameEngine:
     def _barrier_frames(self) -> range:
         """Free run with participants: the frames due, up to the next one due for any of them."""
         barrier = self._barrier
+        names, topics = barrier.take_runaway()
+        if names:
+            self._server.get_logger().error(
+                f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
+                f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
+                'free run goes on', throttle_duration_sec=5.0)
         if not barrier.clear or self._boundary is not None:
             late = barrier.late(time.monotonic_ns())
             if late:

@@ -27,7 +27,9 @@ import time
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
+from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
+from sim_clock.msg import Round
 from sim_clock.names import DONE_QOS
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
@@ -70,6 +72,7 @@ class Participants:
         self._epoch_start_ns = server.clock_now()
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
+        self._rounds = server.create_publisher(Round, '~/rounds', DONE_QOS)
         server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
         server.add_change_listener(self._on_change)
 
@@ -122,10 +125,24 @@ class Participants:
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
-        if self.barrier.done(msg.name, time_ns, time.monotonic_ns(), join_ns(msg.next)):
-            if self.barrier.clear:
-                self._server.engine.wake()
-                self._server.barrier_cleared()
+        barrier, now = self.barrier, time.monotonic_ns()
+        counts = dict(zip(msg.topics, msg.counts))
+        if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds):
+            if not barrier.clear:
+                return
+            started = barrier.next_round(now)
+            if started is not None:
+                self._publish_round(*started)
+                return
+            self._server.engine.wake()
+            self._server.barrier_cleared()
+
+    def _publish_round(self, time_ns: int, number: int, counts: dict) -> None:
+        """Start the frame's next round: its participants release and take what was published."""
+        msg = Round(round=number)
+        msg.time.sec, msg.time.nanosec = split_ns(time_ns)
+        msg.topics, msg.counts = list(counts), list(counts.values())
+        self._rounds.publish(msg)
 
     def _on_change(self, change) -> None:
         if change.reset:

@@ -66,7 +66,9 @@ SPUN_SERVER = """
 import sys
 import rclpy
 from rclpy.executors import ExternalShutdownException
+from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.server import ClockServer
+answer_late_clients()  # the Fast DDS profile the executables load: answers wait for new clients
 rclpy.init(args=sys.argv)
 server = ClockServer()
 print('ready', flush=True)

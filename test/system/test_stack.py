@@ -1,0 +1,144 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A stack of deterministic participants, each in its own process, fed by a bag (doc/frames.md).
+
+The stack of ``examples/stack_node.py``: perception (20 ms timer, takes the bag's /chatter) ->
+/stage1 -> planning (answers each at once) -> /stage2; control takes /stage1 and /stage2
+(fan-in) and, on a 20 ms timer, publishes /result and /ping, which planning answers at once on
+/pong, which control takes (a cycle). Recorded twice: the same messages, bytes, stamps and order
+on every topic; and no node processed a message at a clock earlier than its publication (or,
+for the bag's data, its stamp).
+"""
+
+import os
+
+from bags import START_NS
+from bags import write_test_bag
+from harness import ChildProcess
+from harness import executable
+from harness import NS
+from harness import ROOT
+import pytest
+from sim_clock.srv import Step
+
+MS = 1_000_000
+STEPS, FRAMES = 20, 10
+TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
+#: The readers of each topic once the recorder is there too.
+READERS = {'/stage1': 3, '/stage2': 2, '/ping': 2, '/pong': 2, '/result': 1}
+
+#: The stack's nodes (examples/stack_node.py), run by role.
+NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
+
+
+def start_stack(domain_id, tmp_path, roles, deterministic=True) -> dict:
+    """Start each role's node in a process of its own; return them once all have joined."""
+    mode = 'deterministic' if deterministic else 'participant'
+    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path), args=(role, '--mode', mode))
+             for role in roles}
+    for node in nodes.values():
+        node.expect('joined')
+    return nodes
+
+
+def processed(node: ChildProcess) -> list:
+    """Return (topic, clock, published at, data) of every message the node processed."""
+    lines = [line.split(' ', 4) for line in node.output().splitlines()
+             if line.startswith('got ')]
+    return [(topic, int(clock), int(sent), data.strip()) for _, topic, clock, sent, data in lines]
+
+
+def record_run(start_server, client, domain_id, tmp_path, bag, run: int):
+    """Replay the bag in lockstep with the stack; return (recording, what each node processed)."""
+    output = str(tmp_path / f'recording{run}')
+    player = start_server({'sync': True, 'time_step': 0.01}, argv=[bag, '--start-at-zero'],
+                          executable=executable('bag_player'))
+    client.status_when_ready()
+    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'))
+    recorder = start_server(executable=executable('recorder'), argv=[
+        output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *TOPICS])
+    client.spin_until(lambda: all(f'recording {topic}' in recorder.log() for topic in TOPICS)
+                      and 'first /clock received' in recorder.log(), 'the recorder')
+    client.spin_until(lambda: all(client.node.count_subscribers(topic) >= readers
+                                  for topic, readers in READERS.items()),
+                      'the recorder on every topic')
+    try:
+        for _ in range(STEPS):
+            response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
+            assert response.success, response.message
+        assert recorder.process.wait(60) == 0, recorder.log()
+    finally:
+        for node in nodes.values():
+            node.stop()
+        player.stop()
+    return read_recording(output), {role: processed(node) for role, node in nodes.items()}
+
+
+def read_recording(path: str) -> dict:
+    """Return each topic's (stamp, bytes) in recording order, from the bag at ``path``."""
+    from rosbags.rosbag2 import Reader
+    topics = {}
+    with Reader(path) as reader:
+        for connection, stamp, data in reader.messages():
+            topics.setdefault(connection.topic, []).append((stamp, bytes(data)))
+    return topics
+
+
+@pytest.fixture
+def bag(tmp_path):
+    """Write a one-second sqlite3 test bag; return its path and its /chatter stamps by key."""
+    path = str(tmp_path / 'bag')
+    records = write_test_bag(path, 'sqlite3')
+    return path, {r.key: r.time_ns for r in records if r.topic == '/chatter'}
+
+
+def test_a_stack_of_participants_records_the_same_bag_twice_and_stays_causal(
+        start_server, client, domain_id, tmp_path, bag):
+    """Chain, fan-in, an event-driven node and a cycle: identical recordings, no inversion."""
+    path, chatter = bag
+    runs = [record_run(start_server, client, domain_id, tmp_path, path, run) for run in (1, 2)]
+    (first, seen), (second, _) = runs
+    assert set(first) == set(TOPICS), first.keys()
+    assert all(first[topic] for topic in TOPICS)
+    for topic in TOPICS:
+        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    for role, messages in seen.items():
+        assert messages, role
+        for topic, clock, sent, data in messages:
+            stamp = chatter[data] - START_NS if topic == '/chatter' else sent
+            assert clock >= stamp, f'{role} took {topic} {data!r} at {clock} ns, before {stamp}'
+    # The chain within one frame: what perception published at t, planning answered at t.
+    stage2 = [(clock, sent) for topic, clock, sent, _ in seen['planning'] if topic == '/stage1']
+    assert stage2 and all(clock == sent for clock, sent in stage2)
+
+
+def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
+        start_server, client, domain_id, tmp_path):
+    """Two participants that answer each other at once: the step stops, naming them."""
+    start_server({'sync': True, 'time_step': 0.01})
+    client.status_when_ready()
+    nodes = start_stack(domain_id, tmp_path, ('loop_a', 'loop_b'))
+    try:
+        response = client.call(Step, 'step', Step.Request(steps=5), timeout=60.0)
+        assert not response.success
+        assert 'rounds' in response.message and 'loop_a, loop_b' in response.message
+        assert '/loop_a, /loop_b' in response.message
+        assert sorted(response.late) == ['loop_a', 'loop_b']
+        # The clock goes on: the next step starts a new frame.
+        assert client.call(Step, 'step', Step.Request(steps=1), timeout=60.0).frame >= 1
+    finally:
+        for node in nodes.values():
+            node.stop()
