@@ -104,9 +104,12 @@ class SimClockClient:
             context = node.context
         base = node.get_name() if node is not None else 'sim_clock_client'
         # A private node on a private executor: calls never depend on the caller's executor.
+        # Without the process's arguments: a launch remap (-r __node:=NAME) would give it the
+        # name of the caller's node, and the graph two nodes of one name.
         self._node = rclpy.create_node(
             f'{base}_sim_clock_client_{next(_instances)}', context=context,
-            start_parameter_services=False)
+            namespace=node.get_namespace() if node is not None else None,
+            start_parameter_services=False, use_global_arguments=False)
         self._executor = SingleThreadedExecutor(context=self._node.context)
         self._executor.add_node(self._node)
         self._clients = {}
