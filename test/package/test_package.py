@@ -31,9 +31,7 @@ LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's
 LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
-                     # A bag player's time is the bag's: its start_time stays 0.
-                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) - {'start_time', 'max_clock_rate'}
-                     | {'loop'}}
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
 
 
 @pytest.mark.parametrize('name', sorted(
@@ -204,3 +202,21 @@ def test_launch_description_declares_every_argument(path):
         if isinstance(action, DeclareLaunchArgument)}
     assert LAUNCH_PARAMETERS[path] | {'use_sim_time', 'params_file'} <= set(declared)
     assert all(declared.values())
+
+
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
+def test_launch_arguments_show_the_real_defaults(path):
+    """``--show-args`` shows each parameter's default as the node gets it, never ''."""
+    if importlib.util.find_spec('launch_ros') is None:
+        pytest.skip('launch and launch_ros are not installed (not on PyPI; see README)')
+    from launch import LaunchContext
+    from launch.utilities import perform_substitutions
+    spec = importlib.util.spec_from_file_location('sim_clock_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shown = {argument.name: perform_substitutions(LaunchContext(), argument.default_value)
+             for argument in module.generate_launch_description().get_launch_arguments()
+             if argument.name in LAUNCH_PARAMETERS[path]}
+    defaults = dict(settings.DEFAULTS, loop=False)
+    assert {name: yaml.safe_load(text) if name != 'start_time' else text
+            for name, text in shown.items()} == {name: defaults[name] for name in shown}
