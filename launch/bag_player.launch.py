@@ -19,9 +19,10 @@ Replay a bag as the clock server: the bag's time is /clock, in every clock mode.
     ros2 launch sim_clock bag_player.launch.py bag:=my_bag topics:='/scan /odom' loop:=true \
         remappings:='/scan:=/sim/scan'
 
-Parameters come from ``params_file`` (config/sim_clock.yaml by default); one given as a launch
-argument overrides the file. ``topics``, ``start_at_zero`` and ``remappings`` are the player's
-command line and the node's remappings.
+Parameters come from ``params_file`` (config/sim_clock.yaml by default). Each parameter is also
+a launch argument whose default is the player's (``--show-args`` lists them): an argument given
+a value other than that default overrides the file. ``topics``, ``start_at_zero``, ``progress``
+and ``remappings`` are the player's command line and the node's remappings.
 """
 
 import os
@@ -34,7 +35,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 import yaml
 
-# name -> description. Empty: the value from params_file (or the player's default).
+# name -> description. The defaults are those of config/sim_clock.yaml, as installed, and loop's.
 PARAMETER_ARGUMENTS = {
     'sync': 'Step the bag: time advances only by ~/step calls (true/false).',
     'time_step': 'One frame, in seconds (> 0): how much bag time a step plays.',
@@ -48,7 +49,13 @@ PARAMETER_ARGUMENTS = {
                      '0 never.',
     'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
     'ack_timeout': 'Seconds a step waits for its messages to be acknowledged; 0 no wait.',
+    'max_clock_rate': 'Taken for the same launch arguments as the clock server: the player '
+                      'publishes every frame with its data, so only 0 is accepted.',
+    'start_time': "Taken for the same launch arguments as the clock server: a bag player's "
+                  "time is the bag's, so only 0 is accepted.",
 }
+#: The player's own parameter and its default (the others are in config/sim_clock.yaml).
+PLAYER_DEFAULTS = {'loop': False}
 
 
 def _split_remappings(text: str) -> list:
@@ -62,17 +69,43 @@ def _split_remappings(text: str) -> list:
     return pairs
 
 
+def _default_params() -> str:
+    return os.path.join(get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+
+
+def _defaults() -> dict:
+    """Return {parameter: its default}: config/sim_clock.yaml's, and the player's own."""
+    with open(_default_params()) as config:
+        values = dict(yaml.safe_load(config)['/**']['ros__parameters'], **PLAYER_DEFAULTS)
+    return {name: values[name] for name in PARAMETER_ARGUMENTS}
+
+
+def _text(value) -> str:
+    """Return a parameter value as launch argument text: true, 0.01, simulation."""
+    if isinstance(value, str):
+        return value
+    return yaml.safe_dump(value).split('\n')[0]
+
+
+def _value(text: str, default):
+    """Return a launch argument's value as the type of its default (text for text ones)."""
+    return text if isinstance(default, str) else yaml.safe_load(text)
+
+
 def _node(context):
     configuration = context.launch_configurations
     overrides = {'use_sim_time': yaml.safe_load(configuration['use_sim_time'])}
-    for name in PARAMETER_ARGUMENTS:
-        if configuration[name] != '':
-            overrides[name] = yaml.safe_load(configuration[name])
+    for name, default in _defaults().items():
+        value = _value(configuration[name], default)
+        if value != default:
+            overrides[name] = value
     arguments = [configuration['bag']]
     if configuration['topics'].strip():
         arguments += ['--topics', *configuration['topics'].split()]
     if yaml.safe_load(configuration['start_at_zero']):
         arguments.append('--start-at-zero')
+    if not yaml.safe_load(configuration['progress']):
+        arguments.append('--no-progress')
     return [Node(
         package='sim_clock',
         executable='bag_player',
@@ -88,8 +121,7 @@ def _node(context):
 
 def generate_launch_description():
     """Declare the bag, the player's options and its parameters; start the bag player."""
-    default_params = os.path.join(
-        get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+    default_params = _default_params()
     arguments = [
         DeclareLaunchArgument(
             'bag', description='The rosbag2 directory, or a .mcap or .db3 file, to replay.'),
@@ -99,6 +131,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'start_at_zero', default_value='false',
             description="/clock starts at zero instead of the bag's first timestamp."),
+        DeclareLaunchArgument(
+            'progress', default_value='true',
+            description='A progress line on a terminal, else in the log every 5 s while playing; '
+                        'false: none (~/get_progress answers either way).'),
         DeclareLaunchArgument(
             'remappings', default_value='',
             description="Topic remappings 'from:=to', separated by spaces or commas."),
@@ -115,9 +151,10 @@ def generate_launch_description():
             'namespace', default_value='',
             description='Namespace of the player node (/clock stays global).'),
     ]
+    defaults = _defaults()
     arguments += [
         DeclareLaunchArgument(
-            name, default_value='',
-            description=description + ' Empty: the value from params_file, or the default.')
+            name, default_value=_text(defaults[name]),
+            description=description + ' Another value than this default overrides params_file.')
         for name, description in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

@@ -18,9 +18,10 @@ Start the sim_clock clock server.
     ros2 launch sim_clock sim_clock.launch.py
     ros2 launch sim_clock sim_clock.launch.py mode:=simulation sync:=true time_step:=0.001
 
-Parameters come from ``params_file`` (config/sim_clock.yaml by default); a parameter given as
-a launch argument overrides the file. ``use_sim_time`` is passed to the node as well: the server
-runs the same either way, since its timers are wall timers.
+Parameters come from ``params_file`` (config/sim_clock.yaml by default). Each parameter is also
+a launch argument whose default is the package's (``--show-args`` lists them): an argument
+given a value other than that default overrides the file. ``use_sim_time`` is passed to the
+node as well: the server runs the same either way, since its timers are wall timers.
 """
 
 import os
@@ -33,7 +34,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 import yaml
 
-# name -> description. The defaults live in config/sim_clock.yaml: an empty argument keeps them.
+# name -> description. The defaults are those of config/sim_clock.yaml, as installed.
 PARAMETER_ARGUMENTS = {
     'mode': "Time mode: 'real_time' (wall clock) or 'simulation' (frames of time_step).",
     'sync': 'Simulation mode: time advances only by ~/step calls (true/false).',
@@ -52,14 +53,37 @@ PARAMETER_ARGUMENTS = {
 }
 
 
+def _default_params() -> str:
+    return os.path.join(get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+
+
+def _defaults() -> dict:
+    """Return {parameter: its default} from the package's config/sim_clock.yaml."""
+    with open(_default_params()) as config:
+        values = yaml.safe_load(config)['/**']['ros__parameters']
+    return {name: values[name] for name in PARAMETER_ARGUMENTS}
+
+
+def _text(value) -> str:
+    """Return a parameter value as launch argument text: true, 0.01, simulation."""
+    if isinstance(value, str):
+        return value
+    return yaml.safe_dump(value).split('\n')[0]
+
+
+def _value(text: str, default):
+    """Return a launch argument's value as the type of its default (text for text ones)."""
+    return text if isinstance(default, str) else yaml.safe_load(text)
+
+
 def _node(context):
     overrides = {'use_sim_time': yaml.safe_load(context.launch_configurations['use_sim_time'])}
     if context.launch_configurations['clock_views_file']:
         overrides['clock_views_file'] = context.launch_configurations['clock_views_file']
-    for name in PARAMETER_ARGUMENTS:
-        value = context.launch_configurations[name]
-        if value != '':
-            overrides[name] = yaml.safe_load(value)
+    for name, default in _defaults().items():
+        value = _value(context.launch_configurations[name], default)
+        if value != default:
+            overrides[name] = value
     return [Node(
         package='sim_clock',
         executable='clock_server',
@@ -73,8 +97,7 @@ def _node(context):
 
 def generate_launch_description():
     """Declare every parameter as a launch argument and start the clock server."""
-    default_params = os.path.join(
-        get_package_share_directory('sim_clock'), 'config', 'sim_clock.yaml')
+    default_params = _default_params()
     arguments = [
         DeclareLaunchArgument(
             'params_file', default_value=default_params,
@@ -93,9 +116,10 @@ def generate_launch_description():
             'namespace', default_value='',
             description='Namespace of the clock server node (/clock stays global).'),
     ]
+    defaults = _defaults()
     arguments += [
         DeclareLaunchArgument(
-            name, default_value='',
-            description=description + ' Empty: the value from params_file.')
+            name, default_value=_text(defaults[name]),
+            description=description + ' Another value than this default overrides params_file.')
         for name, description in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

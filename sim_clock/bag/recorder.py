@@ -23,7 +23,6 @@ end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a 
 messages per topic and the simulated time span.
 """
 
-import argparse
 from bisect import bisect_right
 from dataclasses import dataclass
 import os
@@ -60,12 +59,13 @@ from rosbags.typesys import Stores
 from rosbags.typesys import TypesysError
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.bag.reader import get_message
-from sim_clock.core.rules import Refused
-from sim_clock.core.rules import seconds_to_ns
+from sim_clock.bag.record_options import is_recorded_by_all
+from sim_clock.bag.record_options import parse_arguments
 from sim_clock.core.units import format_seconds
 from sim_clock.core.units import join_ns
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
+from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 from sim_clock.node.runtime import spin_until_stopped
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
@@ -201,10 +201,13 @@ class Recorder(Node):
     """
 
     def __init__(self, writer: Writer, topics: List[str], until_ns: Optional[int] = None,
-                 **kwargs):
+                 *, all_topics: bool = False, server: str = DEFAULT_SERVER, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self._writer = writer
         self._waiting = list(dict.fromkeys(topics))
+        #: --all: every topic that appears is recorded but these (None: only those asked for).
+        self._all_server = server if all_topics else None
+        self._seen = set()
         self._until_ns = until_ns
         self._typestore = get_typestore(Stores.ROS2_JAZZY)
         self._skipped_types = set()
@@ -222,8 +225,14 @@ class Recorder(Node):
         self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.get_logger().info(
-            f'waiting for publishers of {", ".join(self._waiting)} (stamped with {CLOCK_TOPIC})')
+        if all_topics:
+            self.get_logger().info(
+                f'recording every topic but {CLOCK_TOPIC}, clock views and those of {server} '
+                f'(stamped with {CLOCK_TOPIC})')
+        else:
+            self.get_logger().info(
+                f'waiting for publishers of {", ".join(self._waiting)} '
+                f'(stamped with {CLOCK_TOPIC})')
 
     @property
     def waiting(self) -> List[str]:
@@ -289,6 +298,13 @@ class Recorder(Node):
         self._write_pending(None)
 
     def _discover(self) -> None:
+        if self._all_server is not None:
+            for topic, type_names in self.get_topic_names_and_types():
+                if topic in self._seen or not self.count_publishers(topic):
+                    continue
+                self._seen.add(topic)
+                if all(is_recorded_by_all(topic, name, self._all_server) for name in type_names):
+                    self._waiting.append(topic)
         for topic in list(self._waiting):
             infos = self.get_publishers_info_by_topic(topic)
             if not infos:
@@ -320,10 +336,10 @@ class Recorder(Node):
                 topic, type_name, msgdef=msgdef, rihs01=rihs01,
                 offered_qos_profiles=[offered_qos(p) for p in profiles])
             self.summary.add_topic(topic, type_name)
+            self._waiting.remove(topic)  # first: a stop may end create_subscription
             self.create_subscription(
                 message_class, topic, self._writer_callback(topic, connection),
                 subscription_qos(profiles), raw=True)
-            self._waiting.remove(topic)
             self.get_logger().info(f'recording {topic} ({type_name})')
 
     def _typestore_hash(self, type_name: str) -> str:
@@ -352,28 +368,11 @@ class Recorder(Node):
         return callback
 
 
-def parse_arguments(argv: List[str]) -> argparse.Namespace:
-    """Parse the command line (without ROS arguments)."""
-    parser = argparse.ArgumentParser(
-        prog='recorder',
-        description='Record topics raw into an MCAP bag stamped with simulated time (/clock).')
-    parser.add_argument('output', help='bag directory to create (must not exist)')
-    parser.add_argument('-t', '--topics', nargs='+', required=True, metavar='TOPIC',
-                        help='topics to record')
-    parser.add_argument('--until', type=float, metavar='SEC',
-                        help='stop once /clock reaches this simulated time, in seconds')
-    return parser.parse_args(argv)
-
-
 def main(args=None) -> int:
     """Record until Ctrl-C, SIGTERM or --until; print the summary; return the exit code."""
     argv = sys.argv if args is None else args
     options = parse_arguments(remove_ros_args(argv)[1:])
-    try:
-        until_ns = None if options.until is None else seconds_to_ns(options.until, '--until')
-    except Refused as refused:
-        rclpy.logging.get_logger(NODE_NAME).fatal(refused.reason)
-        return 1
+    until_ns = options.until_ns
     if os.path.exists(options.output):
         rclpy.logging.get_logger(NODE_NAME).fatal(
             f'{options.output!r} exists already; give a new directory')
@@ -388,7 +387,8 @@ def main(args=None) -> int:
     recorders = []
 
     def make_node() -> Recorder:
-        recorders.append(Recorder(writer, options.topics, until_ns))
+        recorders.append(Recorder(writer, options.topics, until_ns, all_topics=options.all,
+                                  server=options.server))
         return recorders[0]
     try:
         return spin_until_stopped(make_node, argv, logger_name=NODE_NAME,

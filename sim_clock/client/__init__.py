@@ -23,14 +23,15 @@ from sim_clock.client.api import SimClockClient
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockLate
+from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
 
 __all__ = [
-    'ResetEvent', 'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockRefused',
-    'SimClockTimeout',
+    'ResetEvent', 'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockNoService',
+    'SimClockRefused', 'SimClockTimeout',
     'Status',
     'StepResult',
 ]

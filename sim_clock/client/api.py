@@ -45,6 +45,7 @@ from rclpy.parameter import Parameter
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockLate
+from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
@@ -104,9 +105,12 @@ class SimClockClient:
             context = node.context
         base = node.get_name() if node is not None else 'sim_clock_client'
         # A private node on a private executor: calls never depend on the caller's executor.
+        # Without the process's arguments: a launch remap (-r __node:=NAME) would give it the
+        # name of the caller's node, and the graph two nodes of one name.
         self._node = rclpy.create_node(
             f'{base}_sim_clock_client_{next(_instances)}', context=context,
-            start_parameter_services=False)
+            namespace=node.get_namespace() if node is not None else None,
+            start_parameter_services=False, use_global_arguments=False)
         self._executor = SingleThreadedExecutor(context=self._node.context)
         self._executor.add_node(self._node)
         self._clients = {}
@@ -253,7 +257,9 @@ class SimClockClient:
         r = self._call(GetStatus, 'get_status', GetStatus.Request())
         return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
                       r.real_time_factor, r.time_step_ns, r.publish_rate, *map(tuple, (
-                          r.other_clock_sources, r.clock_views)), r.max_clock_rate, r.clock_stride)
+                          r.other_clock_sources, r.clock_views)), r.max_clock_rate, r.clock_stride,
+                      tuple(r.participants), tuple(map(join_ns, r.participants_done)),
+                      tuple(r.participants_slowest), tuple(r.waiting_for))
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""
@@ -360,6 +366,8 @@ class SimClockClient:
         for attempt in itertools.count():
             try:
                 return self._call_once(srv_type, name, request, patience * self.timeout)
+            except SimClockNoService:
+                raise  # asked again, a service that never appeared only makes the wait longer
             except SimClockTimeout:
                 if name not in REPEATABLE or attempt >= self.retries:
                     raise
@@ -377,9 +385,12 @@ class SimClockClient:
             self._clients[name] = client
         deadline = time.monotonic() + timeout
         if not client.service_is_ready():
-            self._spin_until(client.service_is_ready, deadline, (
-                f'service {full_name} did not appear within {timeout} s: is the clock '
-                f'server running, on this ROS_DOMAIN_ID, under that name?'))
+            try:
+                self._spin_until(client.service_is_ready, deadline, (
+                    f'service {full_name} did not appear within {timeout} s: is the clock '
+                    f'server running, on this ROS_DOMAIN_ID, under that name?'))
+            except SimClockTimeout as timeout_error:
+                raise SimClockNoService(str(timeout_error)) from None
         future = client.call_async(request)
         try:
             self._spin_until(future.done, deadline, (

@@ -23,6 +23,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 from sim_clock.core.units import format_seconds
 from sim_clock.names import DEFAULT_SERVER
@@ -30,42 +31,92 @@ from sim_clock.names import DEFAULT_SERVER
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_NO_ANSWER = 3
+#: Seconds to wait for the server's service and for its answer, unless --timeout says.
+DEFAULT_TIMEOUT = 5.0
+
+
+def _add_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """
+    Add the options every command takes.
+
+    On the main parser with their defaults; on each command's parser without (SUPPRESS): given
+    after the command, an option overrides, and absent there it leaves the main parser's value.
+    """
+    def default(value):
+        return value if defaults else argparse.SUPPRESS
+    parser.add_argument(
+        '--server', default=default(DEFAULT_SERVER),
+        help=f'full name of the clock server node (default: {DEFAULT_SERVER})')
+    parser.add_argument(
+        '--timeout', type=float, default=default(DEFAULT_TIMEOUT),
+        help=f'seconds to wait for the server (default: {DEFAULT_TIMEOUT})')
+    parser.add_argument(
+        '--user-id', default=default(''),
+        help="user_id to step as (the sync holder's, if one holds sync mode)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the simclock options and commands to ``parser``."""
-    parser.add_argument(
-        '--server', default=DEFAULT_SERVER,
-        help='full name of the clock server node (default: %(default)s)')
-    parser.add_argument(
-        '--timeout', type=float, default=5.0,
-        help='seconds to wait for the server (default: %(default)s)')
-    parser.add_argument(
-        '--user-id', default='',
-        help="user_id to step as (the sync holder's, if one holds sync mode)")
+    _add_options(parser, defaults=True)
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    status = commands.add_parser('status', help='print the clock server state')
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _add_options(sub, defaults=False)
+        return sub
+    status = command('status', 'print the clock server state, its participants and what the '
+                               'current frame waits for')
     status.add_argument('--watch', action='store_true',
                         help='refresh it in place with the measured rate, until Ctrl-C')
     status.add_argument('--interval', type=float, default=1.0, metavar='S',
                         help='seconds between refreshes with --watch (default: %(default)s)')
-    step = commands.add_parser('step', help='advance N frames (sync mode, or while paused)')
-    step.add_argument('frames', nargs='?', type=int, default=1, metavar='N')
+    step = command('step', 'advance N frames (sync mode, or while paused); returns once they '
+                           'are published')
+    step.add_argument('frames', nargs='?', type=int, default=1, metavar='N',
+                      help='how many frames (default: %(default)s)')
     step.add_argument('--to', type=int, metavar='FRAME',
                       help='step until the frame counter is FRAME (nothing if it is there)')
-    commands.add_parser('pause', help='freeze real-time and free-run time')
-    commands.add_parser('resume', help='unfreeze time')
-    commands.add_parser('reset', help='time and frame to 0 (epoch + 1)')
-    sync = commands.add_parser('sync', help='turn sync mode on (no holder) or off (releases)')
-    sync.add_argument('state', choices=('on', 'off'))
-    rate = commands.add_parser('rate', help='set real_time_factor (0: as fast as possible)')
-    rate.add_argument('factor', type=float)
-    resets = commands.add_parser(
-        'resets', help='print each reset as it comes (the last one before first), until Ctrl-C')
+    command('pause', 'freeze real-time and free-run time')
+    command('resume', 'unfreeze time')
+    command('reset', 'time and frame to 0 (epoch + 1)')
+    sync = command('sync', 'turn sync mode on (no holder) or off (releases any holder)')
+    sync.add_argument('state', choices=('on', 'off'),
+                      help='on: time advances only by steps; off: free run')
+    rate = command('rate', 'set real_time_factor (0: as fast as possible)')
+    rate.add_argument('factor', type=float,
+                      help='free-run pace: 1.0 wall pace, 2.0 twice as fast, 0 as fast as '
+                           'possible')
+    resets = command(
+        'resets', 'print each reset as it comes (the last one before first), until Ctrl-C')
     resets.add_argument('--count', type=int, default=0, metavar='N',
                         help='end after N resets (default: 0, never)')
-    mode = commands.add_parser('mode', help='switch mode (resets time)')
-    mode.add_argument('mode', choices=('real_time', 'simulation'))
+    mode = command('mode', 'switch mode (resets time)')
+    mode.add_argument('mode', choices=('real_time', 'simulation'),
+                      help='real_time: the wall clock; simulation: frames of time_step')
+
+
+#: Service names in the server's reasons -> the simclock command that does the same, in the
+#: order they are replaced (longer phrases first).
+COMMANDS_FOR_SERVICES = (
+    ("set mode to 'simulation' first, or call ~/sync_mode_cmd or ~/set_sync, which switch to it",
+     "run 'simclock mode simulation' first, or 'simclock sync on', which switches to it"),
+    ('(~/sync_mode_cmd or ~/set_sync) or pause first',
+     "('simclock sync on') or pause first ('simclock pause')"),
+    ('an operator calls ~/set_sync false', "an operator runs 'simclock sync off'"),
+    ('ask ~/get_status, then step again', "run 'simclock status', then step again"),
+    ('~/set_sync false', "'simclock sync off'"),
+    ('~/get_status', "'simclock status'"),
+)
+
+
+def for_the_command_line(reason: str, holder: str = '') -> str:
+    """Return a server's reason with the simclock commands that fix it, not service names."""
+    for service, command in COMMANDS_FOR_SERVICES:
+        reason = reason.replace(service, command)
+    if holder and 'only that user_id may step' in reason:
+        reason += (f" (step as it: 'simclock --user-id {holder} step'; or release it: "
+                   "'simclock sync off')")
+    return reason
 
 
 def format_time(time_ns: int) -> str:
@@ -91,7 +142,27 @@ def format_status(status) -> str:
         f'rate:      {pace}',
         f'publish:   {status.publish_rate:g} Hz' + _cap(status),
     ] + [f'view:      {view}' for view in status.clock_views]
-      + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources])
+      + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources]
+      + format_participants(status))
+
+
+def format_participants(status) -> list:
+    """
+    Return the status lines of the participants: who, what each finished, its slowest answer.
+
+    Then what the current frame waits for: the participants named, or nothing.
+    """
+    if not status.participants:
+        return ['participants: (none)']
+    width = max(len(name) for name in status.participants)
+    lines = [f'participants: {len(status.participants)}']
+    for name, done_ns, slowest in zip(status.participants, status.participants_done_ns,
+                                      status.participants_slowest):
+        done = format_time(done_ns) if done_ns else '(no frame yet)'
+        lines.append(f'  {name:<{width}}  done up to {done}, slowest answer {slowest:.3f} s')
+    lines.append('waits for: ' + (', '.join(status.waiting_for) or
+                                  'nothing (the current frame is finished)'))
+    return lines
 
 
 def _cap(status) -> str:
@@ -128,7 +199,6 @@ def format_watch(status, rate) -> str:
 
 def watch(client, interval: float, out=sys.stdout) -> int:
     """Print the status line every ``interval`` s, in place on a terminal; 0 on Ctrl-C."""
-    import time
     if not interval > 0:
         print(f'--interval must be more than 0 s, got {interval}', file=sys.stderr)
         return EXIT_USAGE
@@ -194,6 +264,7 @@ def run(args) -> int:
     rclpy.init(args=[], context=context)
     client = SimClockClient(
         server=args.server, user_id=args.user_id, timeout=args.timeout, context=context)
+    started = time.monotonic()
     try:
         if args.command == 'status' and args.watch:
             return watch(client, args.interval)
@@ -208,10 +279,11 @@ def run(args) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except SimClockRefused as refused:
-        print(f'refused: {refused.reason}', file=sys.stderr)
+        print(f'refused: {for_the_command_line(refused.reason, refused.holder)}',
+              file=sys.stderr)
         return EXIT_REFUSED
     except SimClockTimeout as timeout:
-        print(f'no answer: {timeout}', file=sys.stderr)
+        print(f'no answer after {time.monotonic() - started:.1f} s: {timeout}', file=sys.stderr)
         return EXIT_NO_ANSWER
     finally:
         client.close()

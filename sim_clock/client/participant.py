@@ -25,10 +25,14 @@ it names the next time one of the node's ``use_sim_time`` timers is due, so the 
 wait for it are exactly those its timers fire at (and, without such timers, one a period).
 """
 
+import contextlib
+import signal
+import threading
 import time
 from typing import List
 from typing import Optional
 
+from rclpy import signals
 from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.executors import TimeoutException
@@ -132,6 +136,7 @@ class Participant:
             own.append(rounds)
             self._delivery = RoundDelivery(node, own)
         self._client = SimClockClient(node, server=server, timeout=timeout)
+        self._closed = False
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name())
         if rounds is not None:
@@ -245,17 +250,57 @@ class Participant:
         self._done.publish(msg)
 
     def spin(self) -> None:
-        """Spin until the context shuts down (Ctrl-C)."""
-        while self.node.context.ok():
-            self.spin_once()
+        """
+        Spin until the context shuts down, or until SIGINT (Ctrl-C) or SIGTERM.
+
+        In the main thread a signal is taken by this participant instead of rclpy: it leaves
+        first, then shuts the node's context down as rclpy's handler would have. (rclpy's
+        handler shuts the context down at once, and a participant that cannot call ``~/leave``
+        any more is dropped by the server with a warning.) Further signals while it leaves are
+        ignored: under ``ros2 launch`` a terminal's Ctrl-C comes twice.
+        """
+        with _signals_noted() as received:
+            while self.node.context.ok() and not received:
+                self.spin_once()
+            if received:
+                self.close()
+        if received:
+            self.node.context.try_shutdown()
 
     def close(self) -> None:
-        """Leave the clock (where the server still answers) and release the client."""
+        """Leave the clock (where the server still answers) and release the client; once."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             if self.node.context.ok():
                 self._client.leave(self.name)
         finally:
             self._client.close()
+
+
+@contextlib.contextmanager
+def _signals_noted():
+    """
+    Note SIGINT and SIGTERM in the list yielded, in place of rclpy's handlers, then restore.
+
+    Only in the main thread, the one Python runs signal handlers in; elsewhere rclpy's
+    handlers stay and the list stays empty.
+    """
+    received = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    options = signals.get_current_signal_handlers_options()
+    signals.uninstall_signal_handlers()
+    previous = {number: signal.signal(number, lambda signum, frame: received.append(signum))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        signals.install_signal_handlers(options)
 
 
 def spin(node: Node, executor=None, **options) -> None:

@@ -52,6 +52,10 @@ class SimClockTimeout(SimClockError, TimeoutError):
     """No answer within the timeout; the message names the server and what was waited for."""
 
 
+class SimClockNoService(SimClockTimeout):
+    """The service did not appear within the timeout (no server of that name answers here)."""
+
+
 @dataclass(frozen=True)
 class StepResult:
     """Where a step left time: the frame counter, the time in ns and the epoch (resets)."""
@@ -89,6 +93,13 @@ class Status:
     #: Free run's /clock cap, Hz (0: none), and its stride (1 frame in clock_stride goes out).
     max_clock_rate: float = 0.0
     clock_stride: int = 1
+    #: The participants by name, and for each the last time it finished (ns, 0: none yet) and
+    #: its slowest answer so far (s).
+    participants: tuple = ()
+    participants_done_ns: tuple = ()
+    participants_slowest: tuple = ()
+    #: The participants the current frame still waits for.
+    waiting_for: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,8 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
     executor to spin from then on; default: wait up to 1 s for an event), ``done`` (end the
     loop) and ``finish(executor)`` (run once the loop ended, whatever ended it, before the
     node is destroyed). An invalid configuration (a
-    refused parameter) ends it at once with a FATAL line and 1.
+    refused parameter) ends it at once with a FATAL line and 1. Once a SIGINT came, further
+    ones are ignored until the process exits.
     """
     # rclpy's SIGINT handler (installed by init, chained to this one) shuts the context down,
     # which ends the loop; this one only takes note, so Python never raises KeyboardInterrupt
@@ -155,7 +156,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
             return 1
         for line in (transports, profile):
             if line is not None:
-                node.get_logger().info(line)
+                node.get_logger().debug(line)
         executor = executor_factory()
         executor.add_node(node)
         spin_once = getattr(node, 'spin_once', None) or (
@@ -175,5 +176,8 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
                 finish(executor)
             node.destroy_node()
         rclpy.try_shutdown()
-        signal.signal(signal.SIGINT, previous)
+        # After a Ctrl-C, SIGINT stays ignored: under `ros2 launch` a terminal's Ctrl-C reaches
+        # the process group and launch forwards another, which would otherwise find Python's
+        # default handler on the way out and end the process with -2 (doc/design.md, "Ctrl-C").
+        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupted else previous)
     return 0

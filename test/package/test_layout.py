@@ -153,3 +153,19 @@ def test_bag_player_composes_the_server():
         private = {name for name in vars(cls)
                    if name.startswith('_') and not name.startswith('__')}
         assert not {name for name in private if hasattr(ClockServer, name)}
+
+
+def test_suite_imports_the_installed_package():
+    """
+    The tests import sim_clock as installed (with its generated srv), never the sources.
+
+    Where SIM_CLOCK_EXPECTED_PREFIX is set (the colcon test of the suite sets it to the
+    workspace's install/sim_clock), the package must come from there.
+    """
+    import sim_clock
+    import sim_clock.srv  # noqa: F401 (generated: only in an install)
+    location = os.path.realpath(sim_clock.__file__)
+    assert not location.startswith(os.path.join(os.path.realpath(ROOT), 'sim_clock', '')), location
+    expected = os.environ.get('SIM_CLOCK_EXPECTED_PREFIX')
+    if expected:
+        assert location.startswith(os.path.join(os.path.realpath(expected), '')), location

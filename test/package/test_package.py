@@ -15,8 +15,11 @@
 """The package's files agree with each other: manifest, interfaces, config and launch file."""
 
 import ast
+import copy
 import importlib.util
 import os
+import re
+import sys
 
 from catkin_pkg.package import parse_package
 from harness import ROOT
@@ -28,9 +31,7 @@ LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's
 LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
-                     # A bag player's time is the bag's: its start_time stays 0.
-                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) - {'start_time', 'max_clock_rate'}
-                     | {'loop'}}
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
 
 
 @pytest.mark.parametrize('name', sorted(
@@ -55,14 +56,111 @@ def test_every_interface_is_built():
             assert f'"{folder}/{name}"' in text, name
 
 
+#: Python modules that are not ROS packages -> the rosdep key that installs them.
+ROSDEP_KEYS = {
+    'yaml': 'python3-yaml',
+    'rosbags': 'python3-rosbags-pip',
+    # rosbags' sqlite3 reader, installed with it; rosdep has no key of its own for it.
+    'apsw': 'python3-rosbags-pip',
+    'pytest': 'python3-pytest',
+}
+#: Modules loaded only by pytest (sim_clock.client.pytest_plugin): a test_depend is enough.
+TEST_ONLY = {'pytest'}
+#: What the package's Python code is: the modules and the launch files.
+SOURCES = [os.path.join(ROOT, 'sim_clock'), os.path.join(ROOT, 'launch')]
+
+
+def _optional(tree) -> set:
+    """Return the import nodes inside a ``try`` that catches ImportError (optional ones)."""
+    optional = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(handler.type, ast.Name)
+                and handler.type.id in ('ImportError', 'ModuleNotFoundError')
+                for handler in node.handlers):
+            optional.update(id(child) for statement in node.body for child in ast.walk(statement))
+    return optional
+
+
+def imported_packages(paths) -> dict:
+    """Return {top-level module: a file importing it} of the non-optional imports in ``paths``."""
+    found = {}
+    for top in paths:
+        for folder, _, files in os.walk(top):
+            for name in sorted(files):
+                if not name.endswith('.py'):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path) as source:
+                    tree = ast.parse(source.read())
+                optional = _optional(tree)
+                for node in ast.walk(tree):
+                    if id(node) in optional:
+                        continue
+                    if isinstance(node, ast.Import):
+                        modules = [alias.name for alias in node.names]
+                    elif isinstance(node, ast.ImportFrom) and not node.level:
+                        modules = [node.module]
+                    else:
+                        continue
+                    for module in modules:
+                        found.setdefault(module.split('.')[0], os.path.relpath(path, ROOT))
+    return {module: path for module, path in found.items()
+            if module not in sys.stdlib_module_names and module != 'sim_clock'}
+
+
+def missing_depends(package, imports: dict) -> list:
+    """Return 'module (file): <kind> key' for each import that package.xml does not declare."""
+    run = {dep.name for dep in package.exec_depends + package.build_export_depends}
+    test = {dep.name for dep in package.test_depends} | run
+    missing = []
+    for module, path in sorted(imports.items()):
+        key = ROSDEP_KEYS.get(module, module)
+        if key not in (test if module in TEST_ONLY else run):
+            kind = 'test_depend' if module in TEST_ONLY else 'exec_depend'
+            missing.append(f'{module} ({path}): <{kind}>{key}</{kind}>')
+    return missing
+
+
+def cmake_packages() -> set:
+    """Return the packages CMakeLists.txt finds with find_package (Python3 aside)."""
+    with open(os.path.join(ROOT, 'CMakeLists.txt')) as cmake:
+        names = set(re.findall(r'find_package\((\w+)', cmake.read()))
+    return names - {'Python3'}
+
+
 def test_manifest_declares_what_the_code_imports():
-    """package.xml is format 3 and declares every ROS package the code uses."""
+    """package.xml declares every package the code imports and the build finds, by kind."""
     package = parse_package(os.path.join(ROOT, 'package.xml'))
     assert package.package_format == 3
-    declared = {dep.name for dep in package.exec_depends + package.build_depends}
-    assert {'rclpy', 'rcl_interfaces', 'rosgraph_msgs', 'std_srvs', 'builtin_interfaces',
-            'rosidl_default_runtime', 'launch', 'launch_ros'} <= declared
     assert package.get_build_type() == 'ament_cmake'
+    assert missing_depends(package, imported_packages(SOURCES)) == []
+    declared = {dep.name for dep in package.build_depends + package.buildtool_depends
+                + package.test_depends}
+    assert cmake_packages() - declared == set()
+
+
+def test_manifest_check_fails_on_an_import_without_its_depend(tmp_path):
+    """The check above names an import added without its depend, optional imports aside."""
+    package = parse_package(os.path.join(ROOT, 'package.xml'))
+    (tmp_path / 'new_module.py').write_text(
+        'import tf2_ros\n'
+        'from rosbags.highlevel import AnyReader\n'
+        'try:\n'
+        '    import nav2_msgs\n'
+        'except ImportError:\n'
+        '    nav2_msgs = None\n')
+    imports = imported_packages(SOURCES + [str(tmp_path)])
+    missing = missing_depends(package, imports)
+    assert len(missing) == 1 and missing[0].startswith('tf2_ros ('), missing
+    assert missing[0].endswith('<exec_depend>tf2_ros</exec_depend>')
+    without_rosbags = copy.deepcopy(package)
+    without_rosbags.exec_depends = [dep for dep in package.exec_depends
+                                    if dep.name != 'python3-rosbags-pip']
+    reported = {line.split(' ')[0]: line for line in missing_depends(without_rosbags, imports)}
+    assert {'rosbags', 'apsw'} <= set(reported), reported
+    assert all(reported[module].endswith('<exec_depend>python3-rosbags-pip</exec_depend>')
+               for module in ('rosbags', 'apsw'))
 
 
 def test_config_holds_every_parameter_with_its_default():
@@ -104,3 +202,21 @@ def test_launch_description_declares_every_argument(path):
         if isinstance(action, DeclareLaunchArgument)}
     assert LAUNCH_PARAMETERS[path] | {'use_sim_time', 'params_file'} <= set(declared)
     assert all(declared.values())
+
+
+@pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
+def test_launch_arguments_show_the_real_defaults(path):
+    """``--show-args`` shows each parameter's default as the node gets it, never ''."""
+    if importlib.util.find_spec('launch_ros') is None:
+        pytest.skip('launch and launch_ros are not installed (not on PyPI; see README)')
+    from launch import LaunchContext
+    from launch.utilities import perform_substitutions
+    spec = importlib.util.spec_from_file_location('sim_clock_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shown = {argument.name: perform_substitutions(LaunchContext(), argument.default_value)
+             for argument in module.generate_launch_description().get_launch_arguments()
+             if argument.name in LAUNCH_PARAMETERS[path]}
+    defaults = dict(settings.DEFAULTS, loop=False)
+    assert {name: yaml.safe_load(text) if name != 'start_time' else text
+            for name, text in shown.items()} == {name: defaults[name] for name in shown}

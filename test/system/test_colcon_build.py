@@ -15,6 +15,7 @@
 """The repository builds as a package of a colcon workspace, and what it installs runs."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,23 +28,54 @@ NOT_SOURCES = shutil.ignore_patterns(
     '.venv', 'build', 'install', 'log', '.git', '__pycache__', '.hypothesis', '.pytest_cache')
 
 
-@pytest.mark.slow
-def test_colcon_build_yields_a_runnable_clock_server(tmp_path, domain_id, client):
-    """`colcon build` installs clock_server and sim_clock.srv; the server publishes /clock."""
+def _env() -> dict:
+    """Return the environment of a user with ROS 2 from these wheels: the venv as the prefix."""
+    return dict(os.environ, PATH=os.path.join(sys.prefix, 'bin') + os.pathsep + os.environ['PATH'],
+                AMENT_PREFIX_PATH=sys.prefix, CMAKE_PREFIX_PATH=sys.prefix)
+
+
+@pytest.fixture(scope='module')
+def workspace(tmp_path_factory):
+    """Return a colcon workspace holding this repository, built (tests included)."""
     colcon = os.path.join(sys.prefix, 'bin', 'colcon')
     if not os.path.exists(colcon):
         pytest.skip('colcon is not installed (requirements/test.txt installs it)')
-    workspace = tmp_path / 'ws'
+    workspace = tmp_path_factory.mktemp('colcon') / 'ws'
     shutil.copytree(ROOT, workspace / 'src' / 'sim_clock', ignore=NOT_SOURCES)
-    # As a user with ROS 2 from these wheels builds: the venv on PATH and as the ament prefix.
-    env = dict(os.environ, PATH=os.path.join(sys.prefix, 'bin') + os.pathsep + os.environ['PATH'],
-               AMENT_PREFIX_PATH=sys.prefix, CMAKE_PREFIX_PATH=sys.prefix)
     build = subprocess.run(
-        [colcon, 'build', '--event-handlers', 'console_direct-', '--cmake-args',
-         '-DBUILD_TESTING=OFF'],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=900)
+        [colcon, 'build', '--event-handlers', 'console_direct-'],
+        cwd=workspace, env=_env(), capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stdout + build.stderr
+    return workspace
 
+
+@pytest.mark.slow
+def test_colcon_test_runs_the_chosen_tests(workspace):
+    """`colcon test` runs pytest folders through ament_cmake_pytest; test-result lists them."""
+    colcon = os.path.join(sys.prefix, 'bin', 'colcon')
+    # The time core, and the package checks (which see where sim_clock was imported from).
+    env = dict(_env(), SIM_CLOCK_EXPECTED_PREFIX=str(workspace / 'install' / 'sim_clock'))
+    run = subprocess.run(
+        [colcon, 'test', '--event-handlers', 'console_direct-', '--ctest-args', '-R',
+         '^(core|package)$'], cwd=workspace, env=env, capture_output=True, text=True,
+        timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = subprocess.run(
+        [colcon, 'test-result', '--verbose'], cwd=workspace, env=_env(), capture_output=True,
+        text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = re.search(r'Summary: (\d+) tests, (\d+) errors, (\d+) failures, (\d+) skipped',
+                        result.stdout)
+    assert summary, result.stdout
+    tests, errors, failures, _ = map(int, summary.groups())
+    assert tests > 100 and errors == failures == 0, result.stdout
+    results = workspace / 'build' / 'sim_clock' / 'test_results' / 'sim_clock'
+    assert sorted(os.listdir(results)) == ['core.xunit.xml', 'package.xunit.xml']
+
+
+@pytest.mark.slow
+def test_colcon_build_yields_a_runnable_clock_server(workspace, tmp_path, domain_id, client):
+    """`colcon build` installs clock_server and sim_clock.srv; the server publishes /clock."""
     prefix = workspace / 'install' / 'sim_clock'
     executable = prefix / 'lib' / 'sim_clock' / 'clock_server'
     assert os.access(executable, os.X_OK)

@@ -250,6 +250,8 @@ def test_cli_commands_and_exit_codes(start_server, client, domain_id):
     refused = _simclock(domain_id, 'step', '3')
     assert refused.returncode == 1
     assert refused.stderr.count('\n') == 1 and 'free-runs' in refused.stderr
+    # The refusal names the commands that fix it, not services.
+    assert "'simclock sync on'" in refused.stderr and '~/' not in refused.stderr
     assert _simclock(domain_id, 'sync', 'on').returncode == 0
     stepped = _simclock(domain_id, 'step', '5')
     assert stepped.returncode == 0 and 'frame 5, time 0.050000000 s' in stepped.stdout
@@ -268,6 +270,95 @@ def test_cli_commands_and_exit_codes(start_server, client, domain_id):
     missing = _simclock(domain_id, '--server', '/nobody', '--timeout', '1', 'status')
     assert missing.returncode == 3 and missing.stderr.count('\n') == 1
     assert _simclock(domain_id, 'frobnicate').returncode == 2
+
+
+def test_cli_status_shows_participants_and_what_the_frame_waits_for(
+        start_server, client, domain_id):
+    """`simclock status` lists participants, what each finished, and whom the frame waits for."""
+    from sim_clock.srv import Join
+    start_server({'participant_timeout': 60.0})
+    assert _simclock(domain_id, 'status').stdout.endswith('participants: (none)\n')
+    assert client.call(Join, 'join', Join.Request(name='slow_one')).success
+    # Free run: the next frame waits for a participant that never says done.
+    client.spin_until(lambda: list(client.status().waiting_for) == ['slow_one'],
+                      'the frame to wait for slow_one')
+    status = _simclock(domain_id, 'status')
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert 'participants: 1' in lines, status.stdout
+    assert [line for line in lines if 'slow_one  done up to (no frame yet), slowest answer'
+            in line], status.stdout
+    assert 'waits for: slow_one' in lines, status.stdout
+
+
+def test_cli_a_server_that_never_appeared_fails_fast_and_says_when(domain_id):
+    """No retries for a service that never appeared; the message says how long it waited."""
+    missing = _simclock(domain_id, '--server', '/nope', '--timeout', '1', 'status')
+    assert missing.returncode == 3, missing.stderr
+    waited = float(re.match(r'no answer after ([0-9.]+) s: ', missing.stderr).group(1))
+    assert 1.0 <= waited < 1.5, missing.stderr  # one wait of --timeout, not one per retry
+    assert 'service /nope/get_status did not appear within 1.0 s' in missing.stderr
+
+
+def test_cli_options_go_on_either_side_of_the_command(start_server, client, domain_id):
+    """`--server` and `--timeout` work before and after the command; after overrides."""
+    start_server()
+    client.status()
+    after = _simclock(domain_id, 'status', '--server', '/nope', '--timeout', '0.5')
+    assert after.returncode == 3 and 'service /nope/get_status' in after.stderr, after.stderr
+    assert 'within 0.5 s' in after.stderr
+    overridden = _simclock(domain_id, '--server', '/nope', 'status', '--server', '/sim_clock')
+    assert overridden.returncode == 0 and 'mode:' in overridden.stdout, overridden.stderr
+    stepped = _simclock(domain_id, 'step', '--timeout', '5', '--user-id', 'me', '2')
+    assert stepped.returncode == 1 and "'simclock sync on'" in stepped.stderr, stepped.stderr
+
+
+def test_cli_every_command_and_argument_has_help():
+    """Each subcommand, and each of its arguments, says what it is for in --help."""
+    import argparse
+    from sim_clock.client.cli import add_arguments
+    parser = argparse.ArgumentParser(prog='simclock')
+    add_arguments(parser)
+    commands = next(action for action in parser._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    helps = {action.dest: action.help for action in commands._choices_actions}
+    assert set(helps) == set(commands.choices)
+    for name, command in commands.choices.items():
+        assert helps[name], name
+        for action in command._actions:
+            assert action.help, (name, action.dest)
+
+
+def test_cli_refusals_name_commands_not_services():
+    """Every refusal of the time core that names a service reads, in simclock, as a command."""
+    import ast
+    from sim_clock.client.cli import for_the_command_line
+
+    def text(node) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return ''.join(text(part) if isinstance(part, ast.Constant) else 'X'
+                           for part in node.values)
+        return ''
+    refusals = []  # the reasons given to Refused, and the reasons kept as module constants
+    for name in sorted(os.listdir(os.path.join(ROOT, 'sim_clock', 'core'))):
+        if name.endswith('.py'):
+            with open(os.path.join(ROOT, 'sim_clock', 'core', name)) as source:
+                tree = ast.parse(source.read())
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == 'Refused' and node.args):
+                    refusals.append(text(node.args[0]))
+                elif (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                      and node.targets[0].id.isupper()):
+                    refusals.append(text(node.value))
+    refusals = [reason for reason in refusals if '~/' in reason]
+    assert len(refusals) >= 4, refusals
+    for reason in refusals:
+        assert '~/' not in for_the_command_line(reason), reason
+    held = for_the_command_line("sync mode is held by 'a'; only that user_id may step", 'a')
+    assert "'simclock --user-id a step'" in held and "'simclock sync off'" in held
 
 
 def test_ros2_simclock_verb(start_server, client, domain_id):

@@ -317,3 +317,58 @@ def test_a_node_taken_from_the_participant_is_an_error(start_server, client, dom
         assert list(client.status().participants) == []
     finally:
         rclpy.try_shutdown(context=context)
+
+
+#: A node as launch_ros starts one: its name remapped by the process's --ros-args, spun by
+#: participant.spin until a signal. Prints 'ended' and whether rclpy is still up at the end.
+LAUNCHED_PARTICIPANT = """
+import sys
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client import participant
+rclpy.init(args=sys.argv)
+node = rclpy.create_node('unremapped', parameter_overrides=[Parameter('use_sim_time', value=True)])
+participant.spin(node, period=0.01)
+print('ended, rclpy ok:', rclpy.ok(), flush=True)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+@pytest.mark.parametrize('signals', [
+    ('SIGINT', 'SIGINT'),  # a terminal's Ctrl-C under ros2 launch, and launch's own
+    ('SIGTERM',),
+])
+def test_a_launched_participant_is_one_node_and_leaves_on_a_signal(
+        start_server, client, domain_id, tmp_path, signals):
+    """Under ``-r __node:=worker`` a participant is one node /worker; a signal: it leaves."""
+    import signal
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = ChildProcess(domain_id, LAUNCHED_PARTICIPANT, str(tmp_path),
+                         args=('--ros-args', '-r', '__node:=worker'))
+    try:
+        client.spin_until(lambda: list(client.status().participants) == ['/worker'],
+                          'the participant /worker to join')
+        nodes = client.node.get_node_names_and_namespaces
+        # The client's private node is in the graph too: the graph has the whole process.
+        client.spin_until(
+            lambda: any(name.startswith('worker_sim_clock_client') for name, _ in nodes()),
+            "the participant's client node in the graph")
+        assert nodes().count(('worker', '/')) == 1, nodes()
+        assert not [name for name, _ in nodes() if name.startswith('unremapped')], nodes()
+        # A step waits for the participant's done, which it sends only once it spins: the
+        # signals then reach its handlers, not the default ones of a process still joining.
+        assert client.step('', 1).success
+        for number, name in enumerate(signals):
+            if number:
+                time.sleep(0.002)  # launch's SIGINT a few ms after the terminal's
+            child.process.send_signal(getattr(signal, name))
+        assert child.finish() == 0, child.output()
+    finally:
+        child.stop()
+    assert 'ended, rclpy ok: False' in child.output(), child.output()
+    assert 'Traceback' not in child.output(), child.output()
+    client.spin_until(lambda: "participant '/worker' left" in server.log(),
+                      'the server to log the leave')
+    assert 'dropped' not in server.log(), server.log()
+    assert list(client.status().participants) == []

@@ -90,3 +90,21 @@ def test_server_maps_shared_memory_only_when_chosen(domain_id, tmp_path, env, sh
         assert bool(ports) == shared_memory, (ports, server.log())
     finally:
         assert server.stop() == 0, server.log()
+
+
+@pytest.mark.parametrize('argv, fast_dds_lines', [
+    ((), False),
+    (('--ros-args', '--log-level', 'debug'), True),
+])
+def test_start_up_says_at_info_what_the_server_does(domain_id, tmp_path, argv, fast_dds_lines):
+    """At INFO the start-up is one line of what the server does; the Fast DDS ones at DEBUG."""
+    server = ServerProcess(domain_id, str(tmp_path), argv=argv)
+    try:
+        _shared_memory_ports(server)  # waits for the start
+    finally:
+        assert server.stop() == 0, server.log()
+    log = server.log()
+    assert ('Fast DDS' in log) is fast_dds_lines, log
+    if not fast_dds_lines:
+        assert [line for line in log.splitlines() if '[INFO]' in line][:1] == [
+            line for line in log.splitlines() if 'publishing /clock: mode=' in line], log

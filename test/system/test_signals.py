@@ -1,0 +1,116 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A terminal's Ctrl-C under ``ros2 launch``: SIGINT to the process group, and launch's own.
+
+The terminal sends SIGINT to every process of its foreground group, and launch forwards
+another to each process it started: two SIGINTs a few ms apart, the second often arriving
+while the process is on its way out. Every executable must end with exit code 0 each time.
+"""
+
+import os
+import select
+import signal
+import subprocess
+import time
+
+from bags import write_test_bag
+from harness import executable
+from harness import TIMEOUT
+import pytest
+
+RUNS = 10
+#: executable -> (arguments after it, given the test's folder; a line it prints once spinning)
+EXECUTABLES = {
+    'clock_server': (lambda folder: [], None),
+    'bag_player': (lambda folder: [write_bag(folder)], None),
+    'recorder': (lambda folder: [os.path.join(folder, f'out-{time.monotonic_ns()}'), '-t',
+                                 '/chatter'], 'first /clock received'),
+}
+
+
+def write_bag(folder: str) -> str:
+    """Return a test bag in ``folder``, written on first use."""
+    path = os.path.join(folder, 'bag')
+    if not os.path.exists(path):
+        write_test_bag(path, 'sqlite3')
+    return path
+
+
+def _wait_for_line(process: subprocess.Popen, text: str, output: list) -> None:
+    """Read the process's output until a line holds ``text``; fail after TIMEOUT s."""
+    deadline = time.monotonic() + TIMEOUT
+    fd = process.stdout.fileno()
+    while not any(text in line for line in b''.join(output).decode().splitlines()):
+        remaining = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(remaining, 0))
+        chunk = os.read(fd, 65536) if ready else b''
+        if not chunk:
+            process.kill()
+            raise AssertionError(f'no line with {text!r} (code {process.poll()}):\n'
+                                 + b''.join(output).decode(errors='replace'))
+        output.append(chunk)
+
+
+def _sigint_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGINT)
+    except ProcessLookupError:
+        pass  # every process of the group has ended already
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', sorted(EXECUTABLES))
+def test_process_group_sigint_twice_ends_with_exit_code_0(
+        name, domain_id, tmp_path, client, start_server):
+    """
+    Ten times: start, wait until it spins, SIGINT its group twice, 1 to 10 ms apart.
+
+    Spinning: a clock server or bag player publishes /clock, which the test client receives
+    (published after the start: stamped later by the publisher); the recorder says it received
+    /clock from a clock server started for it.
+    """
+    arguments, spinning = EXECUTABLES[name]
+    if spinning is not None:
+        start_server()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
+    codes = []
+    for run in range(RUNS):
+        started_ns = time.time_ns()
+        process = subprocess.Popen(
+            [executable(name), *arguments(str(tmp_path))], env=env, start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        output = []
+        try:
+            if spinning is None:
+                # Published by this process: the last run's may still be queued here.
+                client.spin_until(
+                    lambda: client.clock_sources and client.clock_sources[-1] > started_ns,
+                    f'/clock from {name} (run {run})')
+            else:
+                _wait_for_line(process, spinning, output)
+            _sigint_group(process.pid)
+            time.sleep(0.001 * (1 + run))  # the gap between the terminal's SIGINT and launch's
+            _sigint_group(process.pid)
+            rest, _ = process.communicate(timeout=TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        text = (b''.join(output) + rest).decode(errors='replace')
+        assert process.returncode == 0, f'run {run}: exit code {process.returncode}:\n{text}'
+        assert 'Traceback' not in text, text
+        codes.append(process.returncode)
+    assert codes == [0] * RUNS
