@@ -207,7 +207,7 @@ class Process:
         return figures
 
     def shared_memory(self) -> List[str]:
-        """The Fast DDS shared-memory files the process maps or holds open now."""
+        """Return the Fast DDS shared-memory files the process maps or holds open now."""
         return shared_memory_files(self.pid) if self.popen.poll() is None else []
 
     @property
