@@ -511,14 +511,20 @@ def status(args) -> None:
 
 
 def listener(args) -> None:
-    """Take a use_sim_time node's share of /clock: rclpy's TimeSource subscription."""
+    """
+    Take a use_sim_time node's share of /clock: rclpy's TimeSource subscription.
+
+    With ``--reliable``, a reliable reader instead (a recorder's, a participant's), which
+    acknowledges what the server's heartbeats ask for.
+    """
     role = Role('clock_listener', args.executor)
     count = {'n': 0}
 
     def on_clock(msg):
         count['n'] += 1
 
-    role.node.create_subscription(ClockMsg, '/clock', on_clock, TIME_SOURCE_QOS)
+    role.node.create_subscription(ClockMsg, '/clock', on_clock,
+                                  EVERY_CLOCK_QOS if args.reliable else TIME_SOURCE_QOS)
     say('ready')
     role.spin_forever()
 
@@ -612,6 +618,8 @@ def parse_arguments(argv) -> argparse.Namespace:
                         help='status: the rate over this many seconds from the first mark')
     parser.add_argument('--timeout', type=float, default=300.0)
     parser.add_argument('--name', default='resume', help='call-trigger: the service')
+    parser.add_argument('--reliable', action='store_true',
+                        help='listener: a reliable /clock reader (default: best effort)')
     return parser.parse_args(argv)
 
 
