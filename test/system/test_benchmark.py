@@ -82,3 +82,40 @@ def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
     assert re.fullmatch(r'ack_timeout 5 s: step p50 \d+ us, p99 \d+ us', lines[1]), lines
     assert re.fullmatch(r'acknowledged / published step p50: [\d.]+x \(target <= 1\.5x: '
                         r'(met|NOT met)\)', lines[2]), lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('udp_range, shared_memory', [('SUBNET', False), ('LOCALHOST', True)])
+def test_udp_cases_fail_on_shared_memory(tmp_path, domain_id, monkeypatch, udp_range,
+                                         shared_memory):
+    """
+    A UDP case's processes are checked for Fast DDS shared memory, and fail the case on it.
+
+    As the benchmark runs them (discovery beyond localhost), the clock server and a role are on
+    UDPv4 alone; with a LOCALHOST range rmw_fastrtps installs shared memory despite
+    FASTDDS_BUILTIN_TRANSPORTS=UDPv4, and both the role's result and the stop say so.
+    """
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks', 'performance'))
+    try:
+        import run
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(run, 'UDP_RANGE', udp_range)
+    bench = run.Bench(domain_id, str(tmp_path / 'processes.log'))
+    bench.udp = True
+    try:
+        server = bench.server(sync=True)
+        caller = bench.role('call-trigger', '--name', 'step_once')  # answered: the server is up
+        if shared_memory:
+            with pytest.raises(run.SharedMemoryInUse, match='call-trigger .* uses Fast DDS '
+                               'shared memory .*/dev/shm/fast'):
+                caller.result(run.TIMEOUT)
+            with pytest.raises(run.SharedMemoryInUse, match='clock_server .* uses Fast DDS '
+                               'shared memory'):
+                bench.stop_all()
+        else:
+            assert caller.result(run.TIMEOUT)['shared_memory'] == []
+            assert server.shared_memory() == []
+            bench.stop_all()
+    finally:
+        bench.close()
