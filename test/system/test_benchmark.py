@@ -85,6 +85,21 @@ def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
 
 
 @pytest.mark.slow
+def test_stack_benchmark_prints_its_figures_and_the_bare_barrier(tmp_path):
+    """One run of the deterministic stack: identical to itself, no inversion; the bare rate."""
+    stack = os.path.join(ROOT, 'benchmarks', 'stack.py')
+    result = subprocess.run([sys.executable, stack, '--runs', '1'], capture_output=True,
+                            text=True, timeout=300, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'deterministic: 1 of 1 recordings identical to the first .*runs with an '
+                     r'inversion: 0 .*frames/s median \d+', result.stdout), result.stdout
+    result = subprocess.run([sys.executable, stack, '--bare', '--runs', '1'],
+                            capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'bare barrier, 3 processes: frames/s median \d+', result.stdout)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize('udp_range, shared_memory', [('SUBNET', False), ('LOCALHOST', True)])
 def test_udp_cases_fail_on_shared_memory(tmp_path, domain_id, monkeypatch, udp_range,
                                          shared_memory):
