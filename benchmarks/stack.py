@@ -60,6 +60,8 @@ MS = 1_000_000
 CALLS, FRAMES, STEP_MS = 20, 10, 10
 ROLES = ('perception', 'planning', 'control')
 TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
+#: The readers of each topic once the recorder is there too (the stack's own, and it).
+READERS = {'/stage1': 3, '/stage2': 2, '/ping': 2, '/pong': 2, '/result': 1}
 TIMEOUT = 60.0
 
 #: The bare barrier's answering process: each /clock is answered at once on /bare_done.
@@ -163,9 +165,11 @@ def _ready(client, node, mode: str, log_path: str, outputs: dict) -> None:
         joined = mode == 'plain' or len(status.participants) == len(ROLES)
         started = all('joined' in open(path).read() for path in outputs.values())
         with open(log_path) as log:
-            stamping = 'first /clock received' in log.read()
-        if joined and started and stamping and all(
-                node.count_subscribers(topic) >= 1 for topic in TOPICS):
+            text = log.read()
+        recording = 'first /clock received' in text and all(
+            f'recording {topic}' in text for topic in TOPICS)
+        if joined and started and recording and all(
+                node.count_subscribers(topic) >= count for topic, count in READERS.items()):
             return
         time.sleep(0.05)
     raise TimeoutError('the stack or the recorder did not come up')
