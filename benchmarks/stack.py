@@ -68,6 +68,7 @@ TIMEOUT = 60.0
 BARE_WORKER = """
 import sys
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
@@ -80,7 +81,7 @@ node.create_subscription(Clock, '/bare_clock', lambda msg: done.publish(String(d
 print('ready', flush=True)
 try:
     rclpy.spin(node)
-except KeyboardInterrupt:
+except (KeyboardInterrupt, ExternalShutdownException):
     pass
 """
 
