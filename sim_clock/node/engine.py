@@ -77,10 +77,10 @@ class StepRequest:
     target_frame: int = 0
     #: The epoch the caller expects (None: any).
     epoch: Optional[int] = None
-    #: Given: the frames go one at a time; after each is finished (its participants done) and
-    #: a turn of the executor, it is called with the frames done so far and returns whether to
-    #: go on: False stops the step at that frame boundary (``~/simulate_steps``: feedback,
-    #: cancel).
+    #: Given: the frames go one at a time; before the first and after each is finished (its
+    #: participants done, then a turn of the executor) it is called with the frames done so
+    #: far and returns whether to go on: False stops the step at that frame boundary
+    #: (``~/simulate_steps``: feedback, cancel).
     progress: Optional[Callable[[int], bool]] = None
 
 
@@ -147,8 +147,8 @@ class FrameEngine:
                     f'(a cycle that never goes quiet); {steps - remaining} of {steps} frames '
                     'done', late=names)
             done = steps - remaining
-            if request.progress is not None and done:
-                if remaining:
+            if request.progress is not None:
+                if done and remaining:
                     await Until(0)  # a turn of the executor: a cancel, for one, may come
                 if not request.progress(done) and remaining:
                     return self._outcome(
