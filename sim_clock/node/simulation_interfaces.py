@@ -46,8 +46,9 @@ interleaved with another step's.
 
 The action's execute callback is a coroutine that awaits the frame engine's outcome (an rclpy
 Future): rclpy's ActionServer runs it as a task, which the EventsExecutor runs on Jazzy (rclpy
-7.1.6) and Kilted (9.1.2) alike, as the SingleThreadedExecutor does
-(``test/system/test_simulation_interfaces.py`` runs the server on the package's executor).
+7.1.6) and Kilted (9.1.2) alike (``test/system/test_simulation_interfaces.py`` runs the server
+on the package's executor); rclpy's SingleThreadedExecutor runs such a task too (measured on
+Jazzy).
 """
 
 from rclpy.action import ActionServer

@@ -306,6 +306,17 @@ def test_simulate_steps_feedback_per_step_and_cancel(served, steps_client):
     assert [completed for completed, _ in steps_client.feedback] == list(range(1, done + 1))
     assert all(completed + left == steps for completed, left in steps_client.feedback)
 
+    # A goal canceled while it waits behind another does no frame.
+    first = steps_client.send(steps)
+    client.spin_until(lambda: len(steps_client.feedback) > done, 'feedback of the first goal')
+    queued = steps_client.send(5)
+    client.spin_until(queued.cancel_goal_async().done, 'the cancel response')
+    client.spin_until(first.cancel_goal_async().done, 'the cancel response')
+    status, result = steps_client.result(queued)
+    assert (status, result.result) == (GoalStatus.STATUS_CANCELED, Result.RESULT_OK)
+    assert 'canceled after 0 of 5 steps' in result.error_message
+    assert steps_client.result(first)[0] == GoalStatus.STATUS_CANCELED
+
 
 def test_simulate_steps_refusals_answer_the_standard_codes(served, steps_client):
     """Playing, zero steps and another holder: goal aborted, RESULT_OPERATION_FAILED, why."""
