@@ -20,9 +20,11 @@ a bag's messages, then /clock, then the clock views, flow-controlled while stepp
 participants it is due for; then what the frames left to do at their end (a bag's loop or its
 pause at the end) once those participants have finished them (:meth:`FrameEngine._settle`).
 Frames come from :meth:`FrameEngine.tick` (free run and real time, the server's steady timer)
-and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``), whose
-frames are taken in runs that end on the next frame due for a participant, and whose answer
-waits for those participants and, with ``ack_timeout``, for acknowledgements.
+and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``,
+``~/simulate_steps``), whose frames are taken in runs that end on the next frame due for a
+participant (one frame at a time for a step that reports its progress, as ``~/simulate_steps``
+does), and whose answer waits for those participants and, with ``ack_timeout``, for
+acknowledgements.
 
 A step is one coroutine (:meth:`FrameEngine._run_step`) that this engine resumes itself
 whenever what it waits for may have changed (a participant's done or leave, a change of the
@@ -75,6 +77,11 @@ class StepRequest:
     target_frame: int = 0
     #: The epoch the caller expects (None: any).
     epoch: Optional[int] = None
+    #: Given: the frames go one at a time; before the first and after each is finished (its
+    #: participants done, then a turn of the executor) it is called with the frames done so
+    #: far and returns whether to go on: False stops the step at that frame boundary
+    #: (``~/simulate_steps``: feedback, cancel).
+    progress: Optional[Callable[[int], bool]] = None
 
 
 class FrameEngine:
@@ -139,11 +146,22 @@ class FrameEngine:
                     f'participants {", ".join(names)} still published on {", ".join(topics)} '
                     f'(a cycle that never goes quiet); {steps - remaining} of {steps} frames '
                     'done', late=names)
+            done = steps - remaining
+            if request.progress is not None:
+                if done and remaining:
+                    await Until(0)  # a turn of the executor: a cancel, for one, may come
+                if not request.progress(done) and remaining:
+                    return self._outcome(
+                        False, f'stopped by the caller after {done} of {steps} frames')
             if not remaining:
                 break
-            count = (barrier.frames_until_due(server.clock_now(), timeline.time_step_ns,
-                                              remaining)
-                     if self.barrier_applies() else remaining)
+            if request.progress is not None:
+                count = 1
+            elif self.barrier_applies():
+                count = barrier.frames_until_due(
+                    server.clock_now(), timeline.time_step_ns, remaining)
+            else:
+                count = remaining
             try:
                 frames = server.apply_change(lambda: timeline.step(request.user_id, count))
             except Refused as refused:

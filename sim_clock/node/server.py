@@ -109,8 +109,8 @@ class ClockServer(Node):
         self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
             self, self._timeline, self._core.barrier, self.steady_clock, self.alarm)
-        if simulation_interfaces.AVAILABLE:
-            self._simulation_interfaces = simulation_interfaces.SimulationInterfaces(self)
+        self._simulation_interfaces = (simulation_interfaces.SimulationInterfaces(self)
+                                       if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
         self.get_logger().info(
             f'publishing {CLOCK_TOPIC}: mode={status.mode.value} sync={status.sync} '
@@ -134,6 +134,8 @@ class ClockServer(Node):
         """Destroy the node; from now on a publish raises instead of using a freed publisher."""
         self.engine.close()
         self.engine.sink.close()
+        if self._simulation_interfaces is not None:
+            self._simulation_interfaces.close()
         super().destroy_node()
 
     # -- the public methods that services call -------------------------------------------------
