@@ -131,10 +131,8 @@ static int by_bytes(const void * a, const void * b)
   const rcl_serialized_message_t * x = a, * y = b;
   size_t common = x->buffer_length < y->buffer_length ? x->buffer_length : y->buffer_length;
   int order = memcmp(x->buffer, y->buffer, common);
-  if (order) {
-    return order;
-  }
-  return (x->buffer_length > y->buffer_length) - (x->buffer_length < y->buffer_length);
+  return order ? order :
+         (x->buffer_length > y->buffer_length) - (x->buffer_length < y->buffer_length);
 }
 
 // Take every /stage2 message that has come into the inbox.
@@ -256,7 +254,8 @@ static bool call(rcl_client_t * client, const void * request, void * response,
     CHECK(rcl_service_server_is_available(&g_node, client, &available), "service");
   }
   if (!available) {
-    fprintf(stderr, "stack_relay: no %s service\n", rcl_client_get_service_name(client));
+    fprintf(stderr, "stack_relay: no %s service%s\n", rcl_client_get_service_name(client),
+      g_stop ? " (stopped)" : "");
     return false;
   }
   CHECK(rcl_send_request(client, request, &sequence), "send a request");
@@ -465,7 +464,7 @@ int main(int argc, char ** argv)
   if (g_scratch.buffer) {
     rmw_serialized_message_fini(&g_scratch);
   }
-  // Each entity in the reverse order of its making; one not made is skipped by rcl.
+  // The entities (in any order; one not made is skipped by rcl), then the node, the context.
   rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_client_fini(&g_leave, &g_node) |
     rcl_client_fini(&g_join, &g_node) | rcl_publisher_fini(&g_output_pub, &g_node) |
     rcl_publisher_fini(&g_done_pub, &g_node) | rcl_subscription_fini(&g_input_sub, &g_node) |
