@@ -24,10 +24,20 @@ import pytest
 
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
     'sim_clock', 'launch', 'test', 'examples', 'benchmarks', 'setup.py')]
-# The executables, configured from scripts/launcher.py.in, are Python too (flake8 only).
+# The executables configured from scripts/launcher.py.in are Python too (flake8 only); the
+# others (stack_relay, in C) are not.
 EXECUTABLES = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock')
+
+
+def _is_python(path: str) -> bool:
+    with open(path, 'rb') as executable:
+        first_line = executable.readline()
+    return first_line.startswith(b'#!') and b'python' in first_line
+
+
 PATHS = PYTHON_PATHS + [
-    os.path.join(EXECUTABLES, name) for name in sorted(os.listdir(EXECUTABLES))]
+    path for path in (os.path.join(EXECUTABLES, name) for name in sorted(os.listdir(EXECUTABLES)))
+    if _is_python(path)]
 
 
 @pytest.mark.linter

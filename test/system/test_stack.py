@@ -18,12 +18,15 @@ A stack of deterministic participants, each in its own process, fed by a bag (do
 The stack of ``examples/stack_node.py``: perception (20 ms timer, takes the bag's /chatter) ->
 /stage1 -> planning (answers each at once) -> /stage2; control takes /stage1 and /stage2
 (fan-in) and, on a 20 ms timer, publishes /result and /ping, which planning answers at once on
-/pong, which control takes (a cycle). Recorded twice: the same messages, bytes, stamps and order
-on every topic; and no node processed a message at a clock earlier than its publication (or,
-for the bag's data, its stamp).
+/pong, which control takes (a cycle). Beside them the relay, a deterministic participant written
+in C against rcl (src/stack_relay.c), sends each /stage2 message on /relay unchanged. Recorded
+twice: the same messages, bytes, stamps and order on every topic, /relay carrying what /stage2
+did; and no node processed a message at a clock earlier than its publication (or, for the
+bag's data, its stamp).
 """
 
 import os
+import subprocess
 
 from bags import START_NS
 from bags import write_test_bag
@@ -31,14 +34,15 @@ from harness import ChildProcess
 from harness import executable
 from harness import NS
 from harness import ROOT
+from harness import TIMEOUT
 import pytest
 from sim_clock.srv import Step
 
 MS = 1_000_000
 STEPS, FRAMES = 20, 10
-TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
-#: The readers of each topic once the recorder is there too.
-READERS = {'/stage1': 3, '/stage2': 2, '/ping': 2, '/pong': 2, '/result': 1}
+TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result', '/relay')
+#: The readers of each topic once the recorder and the relay are there too.
+READERS = {'/stage1': 3, '/stage2': 3, '/ping': 2, '/pong': 2, '/result': 1, '/relay': 1}
 
 #: The stack's nodes (examples/stack_node.py), run by role.
 NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
@@ -52,6 +56,17 @@ def start_stack(domain_id, tmp_path, roles, deterministic=True) -> dict:
     for node in nodes.values():
         node.expect('joined')
     return nodes
+
+
+class RelayProcess(ChildProcess):
+    """The C relay (the installed stack_relay executable), read as a child script is."""
+
+    def __init__(self, domain_id: int, cwd: str):
+        self.process = subprocess.Popen(
+            [executable('stack_relay')], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+        self._pending = b''
 
 
 def processed(node: ChildProcess) -> list:
@@ -68,6 +83,8 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int):
                           executable=executable('bag_player'))
     client.status_when_ready()
     nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'))
+    nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
+    nodes['relay'].expect('joined')
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *TOPICS])
     client.spin_until(lambda: all(f'recording {topic}' in recorder.log() for topic in TOPICS)
@@ -84,6 +101,9 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int):
         for node in nodes.values():
             node.stop()
         player.stop()
+    # The relay left the clock and ended cleanly on SIGINT.
+    assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
+    assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
     return read_recording(output), {role: processed(node) for role, node in nodes.items()}
 
 
@@ -123,6 +143,12 @@ def test_a_stack_of_participants_records_the_same_bag_twice_and_stays_causal(
     # The chain within one frame: what perception published at t, planning answered at t.
     stage2 = [(clock, sent) for topic, clock, sent, _ in seen['planning'] if topic == '/stage1']
     assert stage2 and all(clock == sent for clock, sent in stage2)
+    # The C relay: /stage2's messages again on /relay, the same bytes at the same stamps (the
+    # same frame: two rounds later), each taken in the frame it was published in.
+    assert first['/relay'] == first['/stage2']
+    assert [data for _, _, _, data in seen['relay']] == [
+        data for topic, _, _, data in seen['control'] if topic == '/stage2']
+    assert all(clock == sent for _, clock, sent, _ in seen['relay'])
 
 
 def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
