@@ -187,3 +187,21 @@ def test_free_run_logs_a_late_gate_and_goes_on(start_server, client):
         client.spin_until(lambda: 'had no output on /nobody' in server.log(),
                           'the late gate in the log')
         assert client.call(Step, 'step', Step.Request(steps=1)).success is False  # free run
+
+
+def test_simclock_status_lists_the_gates():
+    """Each gate with its last release and slowest wait, then what the frame waits for."""
+    from sim_clock.client.api import Status
+    from sim_clock.client.cli import format_status
+    common = dict(mode='simulation', sync=True, paused=False, frame=5, time_ns=50 * MS,
+                  epoch=0, owner='', real_time_factor=1.0, time_step_ns=10 * MS,
+                  publish_rate=100.0)
+    assert 'output gates' not in format_status(Status(**common))
+    lines = format_status(Status(
+        **common, output_gates=('/cmd@0.05', '/odom:2'), output_gates_satisfied_ns=(50 * MS, 0),
+        output_gates_slowest=(0.0021, 0.0), output_gates_waiting=('/odom',))).splitlines()
+    assert lines[-4:] == [
+        'output gates: 2',
+        '  /cmd@0.05  released up to 0.050000000 s, slowest wait 0.002 s',
+        '  /odom:2    released up to (no frame yet), slowest wait 0.000 s',
+        'gates wait for: /odom']
