@@ -41,6 +41,7 @@ Probes, the same code whichever server they measure:
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -89,9 +90,42 @@ def say(*words) -> None:
     print(*words, flush=True)
 
 
+#: What Fast DDS's shared-memory transport maps or opens: its port and data segments and their
+#: lock files, ``/dev/shm/fastrtps_*`` (Fast DDS 2, Jazzy) or ``/dev/shm/fastdds_*`` (3, Kilted).
+SHARED_MEMORY_FILE = re.compile(r'/dev/shm/(sem\.)?fast(rtps|dds)_')
+
+
+def shared_memory_files(pid='self') -> list:
+    """
+    Return the Fast DDS shared-memory files process ``pid`` maps or holds open (empty: none).
+
+    What tells that a process's Fast DDS is on shared memory, whatever its environment says:
+    under a LOCALHOST discovery range rmw_fastrtps installs it despite
+    ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``.
+    """
+    found = set()
+    try:
+        with open(f'/proc/{pid}/maps') as maps:
+            for line in maps:
+                name = line.split()[-1]
+                if SHARED_MEMORY_FILE.match(name):
+                    found.add(name)
+        fd_dir = f'/proc/{pid}/fd'
+        for fd in os.listdir(fd_dir):
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:  # closed meanwhile
+                continue
+            if SHARED_MEMORY_FILE.match(target):
+                found.add(target)
+    except FileNotFoundError:  # the process is gone
+        pass
+    return sorted(found)
+
+
 def result(**figures) -> None:
-    """Hand the role's result to the orchestrator."""
-    say('result', json.dumps(figures))
+    """Hand the role's result to the orchestrator, with the shared memory this process uses."""
+    say('result', json.dumps(dict(figures, shared_memory=shared_memory_files())))
 
 
 def percentile(values: list, fraction: float) -> float:
@@ -477,14 +511,20 @@ def status(args) -> None:
 
 
 def listener(args) -> None:
-    """Take a use_sim_time node's share of /clock: rclpy's TimeSource subscription."""
+    """
+    Take a use_sim_time node's share of /clock: rclpy's TimeSource subscription.
+
+    With ``--reliable``, a reliable reader instead (a recorder's, a participant's), which
+    acknowledges what the server's heartbeats ask for.
+    """
     role = Role('clock_listener', args.executor)
     count = {'n': 0}
 
     def on_clock(msg):
         count['n'] += 1
 
-    role.node.create_subscription(ClockMsg, '/clock', on_clock, TIME_SOURCE_QOS)
+    role.node.create_subscription(ClockMsg, '/clock', on_clock,
+                                  EVERY_CLOCK_QOS if args.reliable else TIME_SOURCE_QOS)
     say('ready')
     role.spin_forever()
 
@@ -578,6 +618,8 @@ def parse_arguments(argv) -> argparse.Namespace:
                         help='status: the rate over this many seconds from the first mark')
     parser.add_argument('--timeout', type=float, default=300.0)
     parser.add_argument('--name', default='resume', help='call-trigger: the service')
+    parser.add_argument('--reliable', action='store_true',
+                        help='listener: a reliable /clock reader (default: best effort)')
     return parser.parse_args(argv)
 
 

@@ -45,7 +45,11 @@ from typing import List
 from typing import Optional
 
 from ament_index_python.packages import get_package_prefix
+from roles import shared_memory_files
+from sim_clock.client.domains import claim
 from sim_clock.node.runtime import answer_late_clients
+from sim_clock.node.runtime import SAFE_TRANSPORTS
+from sim_clock.node.runtime import TRANSPORTS_VARIABLE
 from sim_clock.testing import parameter_arguments
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'roles.py')
@@ -54,6 +58,14 @@ TIMEOUT = 60.0
 SIM_TIME_NODES = 20
 CAP_HZ = 100.0
 CLK_TCK = os.sysconf('SC_CLK_TCK')
+#: The discovery range of the UDP cases. Under LOCALHOST (every other case) rmw_fastrtps installs
+#: shared memory whatever FASTDDS_BUILTIN_TRANSPORTS says; beyond it Fast DDS takes the variable,
+#: and the executables set it to UDPv4 themselves (sim_clock.node.runtime.avoid_shared_memory).
+UDP_RANGE = 'SUBNET'
+
+
+class SharedMemoryInUse(RuntimeError):
+    """A process of a UDP case uses Fast DDS shared memory: its figures would not be UDP's."""
 
 
 @dataclass(frozen=True)
@@ -156,8 +168,10 @@ SMOKE = Settings(repetitions=1, latency_calls=50, throughput_calls=2, frames=20_
 class Process:
     """A child process whose stdout lines arrive on a queue."""
 
-    def __init__(self, argv: List[str], env: dict, log):
+    def __init__(self, argv: List[str], env: dict, log, udp: bool = False):
         self.argv = argv
+        #: a process of a UDP case: it must not use shared memory
+        self.udp = udp
         self.popen = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         self.lines = queue.Queue()
@@ -187,7 +201,15 @@ class Process:
                 return line
 
     def result(self, timeout: float = TIMEOUT) -> dict:
-        return json.loads(self.expect('result', timeout).split(' ', 1)[1])
+        """Return the role's result; in a UDP case, fail if it used shared memory."""
+        figures = json.loads(self.expect('result', timeout).split(' ', 1)[1])
+        if self.udp and figures.get('shared_memory'):
+            raise SharedMemoryInUse(_offence(self, figures['shared_memory']))
+        return figures
+
+    def shared_memory(self) -> List[str]:
+        """Return the Fast DDS shared-memory files the process maps or holds open now."""
+        return shared_memory_files(self.pid) if self.popen.poll() is None else []
 
     @property
     def name(self) -> str:
@@ -222,20 +244,35 @@ class Bench:
     def __init__(self, domain_id: int, log_path: str):
         self.env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
                         ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+        #: UDP cases: the processes started from now on run on UDPv4 alone (see ``start``)
+        self.udp = False
         self.log = open(log_path, 'w')
         self.server_executable = os.path.join(
             get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
         self.processes: List[Process] = []
 
-    def start(self, argv: List[str]) -> Process:
-        process = Process(argv, self.env, self.log)
+    def start(self, argv: List[str], chooses_transport: bool = False) -> Process:
+        """
+        Start a process on the bench's domain.
+
+        In a UDP case, with discovery beyond localhost and ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``;
+        a process that ``chooses_transport`` (our executables) gets no variable and picks
+        UDPv4 itself, as it does by default on a network.
+        """
+        env = self.env
+        if self.udp:
+            env = dict(env, ROS_AUTOMATIC_DISCOVERY_RANGE=UDP_RANGE)
+            env.pop(TRANSPORTS_VARIABLE, None)
+            if not chooses_transport:
+                env[TRANSPORTS_VARIABLE] = SAFE_TRANSPORTS
+        process = Process(argv, env, self.log, udp=self.udp)
         self.processes.append(process)
         return process
 
     def server(self, **parameters) -> Process:
         """Start the clock server; it is up when a probe finds its services or /clock."""
         return self.start([self.server_executable, '--ros-args', '--log-level', 'warn']
-                          + parameter_arguments(parameters))
+                          + parameter_arguments(parameters), chooses_transport=True)
 
     def role(self, role: str, *args) -> Process:
         return self.start([sys.executable, ROLES, role, *map(str, args)])
@@ -244,14 +281,25 @@ class Bench:
         for process in processes:
             process.expect('ready')
 
-    def stop_all(self) -> None:
+    def stop_all(self, check: bool = True) -> None:
+        """Stop every process; first, in a UDP case, check that none uses shared memory."""
+        offences = [_offence(process, files) for process in self.processes
+                    if check and process.udp for files in [process.shared_memory()] if files]
         for process in reversed(self.processes):
             process.stop()
         self.processes = []
+        if offences:
+            raise SharedMemoryInUse('; '.join(offences))
 
     def close(self) -> None:
-        self.stop_all()
+        self.stop_all(check=False)
         self.log.close()
+
+
+def _offence(process: Process, files: List[str]) -> str:
+    return (f'{process.name} (pid {process.pid}) of a UDP case uses Fast DDS shared memory '
+            f"({', '.join(files[:3])}{' ...' if len(files) > 3 else ''}): its figures would "
+            'not be UDP figures')
 
 
 # -- cases: each runs once and returns {figure name: (value, baseline)} ----------------------
@@ -402,19 +450,17 @@ def participants(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     return figures
 
 
-def _udp(bench: Bench):
-    """Return the bench's environment with Fast DDS on UDPv4 only (no shared memory)."""
-    return dict(bench.env, FASTDDS_BUILTIN_TRANSPORTS='UDPv4')
-
-
 def step_latency_udp(bench: Bench, settings: Settings) -> Dict[str, tuple]:
-    """step_latency over UDPv4 only, as the executables run by default (doc: Transports)."""
-    shared = bench.env
-    bench.env = _udp(bench)
+    """
+    step_latency over UDPv4 alone, as the executables run by default (doc: Transports).
+
+    Every process is checked: one that maps or holds Fast DDS shared memory fails the case.
+    """
+    bench.udp = True
     try:
         figures = step_latency(bench, settings)
     finally:
-        bench.env = shared
+        bench.udp = False
     return {name.replace('step_latency', 'step_latency_udp'): value
             for name, value in figures.items()}
 
@@ -425,19 +471,19 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
 
     The reader's process loads the executables' Fast DDS profile (readers acknowledge at once);
     the same with Fast DDS's default reader (acknowledgements 5 ms after a heartbeat) is
-    printed beside it.
+    printed beside it. The UDP figure runs as ``step_latency_udp`` does, checked the same way.
     """
     calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
     figures = {}
     shared = bench.env
-    for name, env in (('acked_step_p50', shared), ('acked_step_udp_p50', _udp(bench))):
-        profiled = dict(env)
-        answer_late_clients(profiled)
+    profiled = dict(shared)
+    answer_late_clients(profiled)
+    for name, udp in (('acked_step_p50', False), ('acked_step_udp_p50', True)):
         p50 = {}
         for case, ack_timeout, reader_env in (('published', 0.0, profiled),
                                               ('acknowledged', 5.0, profiled),
-                                              ('default reader', 5.0, env)):
-            bench.env = reader_env
+                                              ('default reader', 5.0, shared)):
+            bench.env, bench.udp = reader_env, udp
             try:
                 bench.server(sync=True, time_step=0.001, ack_timeout=ack_timeout)
                 p50[case] = bench.role(
@@ -445,7 +491,7 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
                     *calls).result(TIMEOUT * 5)['p50_us']
                 bench.stop_all()
             finally:
-                bench.env = shared
+                bench.env, bench.udp = shared, False
         print(f"    {name}: {p50['acknowledged']:.0f} us acknowledged, "
               f"{p50['published']:.0f} us not; {p50['default reader']:.0f} us acknowledged by "
               "a reader with Fast DDS's defaults", flush=True)
@@ -572,7 +618,8 @@ def parse_arguments(argv) -> argparse.Namespace:
                         help='a short run that checks every figure is produced')
     parser.add_argument('--repetitions', type=int, help='runs of every case (default 3)')
     parser.add_argument('--domain', type=int,
-                        help='ROS_DOMAIN_ID to run on (default: a random one in 150..229)')
+                        help='ROS_DOMAIN_ID to run on (default: a random one in 150..229 that no '
+                        'other process on this host has claimed, claimed for the run)')
     parser.add_argument('--only', nargs='+', choices=[case.__name__ for case in CASES],
                         help='run only these cases')
     parser.add_argument('--json', metavar='FILE', help='also write the JSON objects to FILE')
@@ -585,6 +632,22 @@ def parse_arguments(argv) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def free_domain():
+    """
+    Return a domain id in 150..229 that no other process here uses, and the claim that holds it.
+
+    Claimed as the test suite claims its domains (``sim_clock.client.domains``): the UDP cases
+    discover beyond localhost, where a suite beside this run on the same id would cross-talk.
+    """
+    domains = list(range(150, 230))
+    random.shuffle(domains)
+    for domain in domains:
+        claimer = claim(domain)
+        if claimer is not None:
+            return domain, claimer
+    raise SystemExit('benchmark: every domain id from 150 to 229 is claimed on this host')
+
+
 def main(argv=None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
     if args.from_json:
@@ -594,7 +657,9 @@ def main(argv=None) -> int:
     settings = SMOKE if args.smoke else FULL
     if args.repetitions:
         settings = Settings(**dict(settings.__dict__, repetitions=args.repetitions))
-    domain_id = args.domain if args.domain is not None else random.randrange(150, 230)
+    domain_id, claimed = args.domain, None
+    if domain_id is None:
+        domain_id, claimed = free_domain()
     log_path = args.log or os.path.join(
         os.environ.get('TMPDIR', '/tmp'), f'sim_clock_benchmark_{os.getpid()}.log')
     cases = [case for case in CASES if not args.only or case.__name__ in args.only]
@@ -612,8 +677,13 @@ def main(argv=None) -> int:
                 print(f'  run {repetition + 1}: {case.__name__} '
                       f'({time.monotonic() - started:.0f} s)', flush=True)
             runs.append(run)
+    except SharedMemoryInUse as error:
+        print(f'error: {error}', file=sys.stderr, flush=True)
+        return 2
     finally:
         bench.close()
+        if claimed is not None:
+            claimed.close()
     report(summarize(runs), args)
     return 0
 

@@ -212,11 +212,12 @@ class Barrier:
         """
         Start the frame's next round if its last one published anything: (time, round, counts).
 
-        Call once the barrier is clear. None: the frame is finished (nothing was published, or
-        MAX_ROUNDS were reached: then :attr:`Rounds.runaway` names who still published).
+        None while a participant is still awaited in this round, or when the frame is finished
+        (nothing was published, or MAX_ROUNDS were reached: then :attr:`Rounds.runaway` names
+        who still published).
         """
         rounds = self.rounds
-        if rounds.time_ns is None or not rounds.counts:
+        if rounds.time_ns is None or not rounds.counts or not self.clear:
             return None
         if rounds.number + 1 >= MAX_ROUNDS:
             # The cycle: who published in the last two rounds (a ping-pong takes both).

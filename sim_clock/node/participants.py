@@ -108,7 +108,7 @@ class Participants:
             self._server.get_logger().info(f'participant {name!r} left')
         else:
             self._server.get_logger().warning(f'participant {name!r} {why}')
-        self._server.engine.wake()
+        self._released()
         return LeaveOutcome(success=True, message=f'{name!r} {why}')
 
     # -- the wire ------------------------------------------------------------------------------
@@ -128,14 +128,19 @@ class Participants:
         barrier, now = self.barrier, time.monotonic_ns()
         counts = dict(zip(msg.topics, msg.counts))
         if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds):
-            if not barrier.clear:
-                return
-            started = barrier.next_round(now)
-            if started is not None:
-                self._publish_round(*started)
-                return
-            self._server.engine.wake()
-            self._server.barrier_cleared()
+            self._released()
+
+    def _released(self) -> None:
+        """Start the frame's next round, or let frames go on: a wait ended (a done, a leave)."""
+        barrier = self.barrier
+        if not barrier.clear:
+            return  # the engine looks again at its deadline or at the next release
+        started = barrier.next_round(time.monotonic_ns())
+        if started is not None:
+            self._publish_round(*started)
+            return
+        self._server.engine.wake()
+        self._server.barrier_cleared()
 
     def _publish_round(self, time_ns: int, number: int, counts: dict) -> None:
         """Start the frame's next round: its participants release and take what was published."""

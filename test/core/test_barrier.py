@@ -184,3 +184,63 @@ def test_next_time_of_an_older_done_is_ignored_and_a_reset_forgets_it():
     barrier.reset()
     assert barrier.participants['a'].next_ns is None
     assert barrier.published(0, now_ns=0) == ['a']
+
+
+def _rounds_barrier(*names):
+    barrier = Barrier()
+    for name in names:
+        barrier.join(name, 0)
+    barrier.published(10, now_ns=0)
+    return barrier
+
+
+def test_a_frame_takes_rounds_while_its_participants_publish():
+    """Round k + 1 starts with round k's totals; a round that publishes nothing ends it."""
+    barrier = _rounds_barrier('a', 'b')
+    assert barrier.done('a', 10, 1, round_=0, counts={'/x': 2}, in_rounds=True)
+    assert not barrier.clear and barrier.next_round(2) is None  # b has not answered
+    assert barrier.done('b', 10, 3, round_=0, counts={'/x': 1, '/y': 1}, in_rounds=True)
+    assert barrier.clear
+    assert barrier.next_round(4) == (10, 1, {'/x': 3, '/y': 1})
+    assert barrier.waiting_for == ['a', 'b']
+    assert not barrier.done('a', 10, 5, round_=0, in_rounds=True)  # round 0 again: stale
+    assert barrier.done('a', 10, 6, round_=1, in_rounds=True)
+    assert barrier.done('b', 10, 7, round_=1, in_rounds=True)
+    assert barrier.clear and barrier.next_round(8) is None
+    assert barrier.take_runaway() == ((), ())
+
+
+def test_a_participant_without_rounds_is_not_awaited_in_them():
+    """A participant that says nothing of rounds finishes its frame at round 0, as before."""
+    barrier = _rounds_barrier('old', 'new')
+    assert barrier.done('old', 10, 1)
+    assert barrier.done('new', 10, 2, counts={'/x': 1}, in_rounds=True)
+    assert barrier.next_round(3) == (10, 1, {'/x': 1})
+    assert barrier.waiting_for == ['new']
+
+
+def test_a_cycle_that_never_goes_quiet_is_stopped_and_named():
+    """After MAX_ROUNDS the frame ends; those who published in the last two rounds are named."""
+    from sim_clock.core.barrier import MAX_ROUNDS
+    barrier = _rounds_barrier('a', 'b')
+    number = 0
+    for number in range(MAX_ROUNDS):
+        talker, topic = ('a', '/ping') if number % 2 == 0 else ('b', '/pong')
+        for name in ('a', 'b'):
+            counts = {topic: 1} if name == talker else {}
+            assert barrier.done(name, 10, number, round_=number, counts=counts,
+                                in_rounds=True)
+        if barrier.next_round(number) is None:
+            break
+    assert number == MAX_ROUNDS - 1 and barrier.clear
+    assert barrier.take_runaway() == (('a', 'b'), ('/ping', '/pong'))
+    assert barrier.take_runaway() == ((), ())
+
+
+def test_a_reset_ends_the_rounds_of_the_frame_out():
+    """After a reset nothing is awaited and a done of the old frame's rounds counts for none."""
+    barrier = _rounds_barrier('a')
+    barrier.done('a', 10, 1, counts={'/x': 1}, in_rounds=True)
+    assert barrier.next_round(2) is not None
+    barrier.reset()
+    assert barrier.clear and barrier.next_round(3) is None

@@ -85,6 +85,58 @@ def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
 
 
 @pytest.mark.slow
+def test_stack_benchmark_prints_its_figures_and_the_bare_barrier(tmp_path):
+    """One run of the deterministic stack: identical to itself, no inversion; the bare rate."""
+    stack = os.path.join(ROOT, 'benchmarks', 'stack.py')
+    result = subprocess.run([sys.executable, stack, '--runs', '1'], capture_output=True,
+                            text=True, timeout=300, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'deterministic: 1 of 1 recordings identical to the first .*runs with an '
+                     r'inversion: 0 .*frames/s median \d+', result.stdout), result.stdout
+    result = subprocess.run([sys.executable, stack, '--bare', '--runs', '1'],
+                            capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'bare barrier, 3 processes: frames/s median \d+', result.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('udp_range, shared_memory', [('SUBNET', False), ('LOCALHOST', True)])
+def test_udp_cases_fail_on_shared_memory(tmp_path, domain_id, monkeypatch, udp_range,
+                                         shared_memory):
+    """
+    A UDP case's processes are checked for Fast DDS shared memory, and fail the case on it.
+
+    As the benchmark runs them (discovery beyond localhost), the clock server and a role are on
+    UDPv4 alone; with a LOCALHOST range rmw_fastrtps installs shared memory despite
+    FASTDDS_BUILTIN_TRANSPORTS=UDPv4, and both the role's result and the stop say so.
+    """
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks', 'performance'))
+    try:
+        import run
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(run, 'UDP_RANGE', udp_range)
+    bench = run.Bench(domain_id, str(tmp_path / 'processes.log'))
+    bench.udp = True
+    try:
+        server = bench.server(sync=True)
+        caller = bench.role('call-trigger', '--name', 'step_once')  # answered: the server is up
+        if shared_memory:
+            with pytest.raises(run.SharedMemoryInUse, match='call-trigger .* uses Fast DDS '
+                               'shared memory .*/dev/shm/fast'):
+                caller.result(run.TIMEOUT)
+            with pytest.raises(run.SharedMemoryInUse, match='clock_server .* uses Fast DDS '
+                               'shared memory'):
+                bench.stop_all()
+        else:
+            assert caller.result(run.TIMEOUT)['shared_memory'] == []
+            assert server.shared_memory() == []
+            bench.stop_all()
+    finally:
+        bench.close()
+
+
+@pytest.mark.slow
 def test_gated_frames_benchmark_prints_both_figures(tmp_path, domain_id):
     """The output-gate benchmark prints frames/s gated and bare, and their ratio."""
     result = subprocess.run(

@@ -116,3 +116,73 @@ def test_steps_and_clock_across_a_link(two_hosts, domain_id, tmp_path):
         code = server.stop()
     assert code == 0, server.log()
     assert 'sync_mode_cmd from' in server.log() and "'far'" in server.log()
+
+
+#: Waits until the stack has joined and the recorder stamps and listens on every topic, then
+#: steps 20 calls of 10 frames; prints 'stepped'.
+STACK_DRIVER = """
+import ast, os, sys
+from harness import TestClient
+from sim_clock.srv import Step
+recorder_log, readers = sys.argv[1], ast.literal_eval(sys.argv[2])
+client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name='driver')
+client.spin_until(lambda: len(client.status_when_ready(timeout=90).participants) == 3,
+                  'three participants', timeout=90)
+client.spin_until(lambda: 'first /clock received' in open(recorder_log).read(), 'the recorder',
+                  timeout=90)
+client.spin_until(lambda: all(client.node.count_subscribers(topic) >= count
+                              for topic, count in readers.items()), 'the readers', timeout=90)
+for _ in range(20):
+    response = client.call(Step, 'step', Step.Request(steps=10), timeout=90)
+    assert response.success, response.message
+print('stepped', flush=True)
+client.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_stack_with_a_participant_across_a_link_records_the_same_bag_twice(
+        two_hosts, domain_id, tmp_path):
+    """Planning runs on the far host, the rest on the near one: identical recordings."""
+    from bags import write_test_bag
+    from harness import executable
+    from test_stack import NODE
+    from test_stack import read_recording
+    from test_stack import READERS
+    from test_stack import TOPICS
+    (near, far), (near_address, far_address) = two_hosts
+    bag = str(tmp_path / 'bag')
+    write_test_bag(bag, 'sqlite3')
+    near_env, far_env = _dds_env(far_address), _dds_env(near_address)
+    recordings = []
+    for run in (1, 2):
+        output = str(tmp_path / f'recording{run}')
+        player = ServerProcess(
+            domain_id, str(tmp_path), {'sync': True, 'time_step': 0.01}, executable='ip',
+            argv=['netns', 'exec', near, executable('bag_player'), bag, '--start-at-zero',
+                  '--no-progress'], env=near_env)
+        nodes = [ChildProcess(domain_id, NODE, str(tmp_path), args=(role,),
+                              env=far_env if role == 'planning' else near_env,
+                              prefix=('ip', 'netns', 'exec', far if role == 'planning' else near))
+                 for role in ('perception', 'planning', 'control')]
+        recorder = ServerProcess(
+            domain_id, str(tmp_path), executable='ip',
+            argv=['netns', 'exec', near, executable('recorder'), output, '--until', '2.0',
+                  '-t', *TOPICS], env=near_env)
+        driver = ChildProcess(domain_id, STACK_DRIVER, str(tmp_path),
+                              args=(recorder.log_path, repr(READERS)), env=near_env,
+                              prefix=('ip', 'netns', 'exec', near))
+        try:
+            assert driver.expect('stepped', timeout=300) == '', driver.output()
+            assert recorder.process.wait(60) == 0, recorder.log()
+        finally:
+            driver.stop()
+            for node in nodes:
+                node.stop()
+            player.stop()
+            recorder.stop()
+        recordings.append(read_recording(output))
+    first, second = recordings
+    assert set(first) == set(TOPICS) and all(first[topic] for topic in TOPICS)
+    for topic in TOPICS:
+        assert first[topic] == second[topic], f'{topic} differs between two runs'

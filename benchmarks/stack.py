@@ -1,0 +1,273 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A stack of three nodes in lockstep, run again and again: identical runs, causality, frames/s.
+
+Run after scripts/setup.sh, from the repository, with AMENT_PREFIX_PATH=.venv and
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST:
+
+    .venv/bin/python benchmarks/stack.py --runs 20                       # deterministic
+    .venv/bin/python benchmarks/stack.py --runs 20 --mode participant    # the helper of old
+    .venv/bin/python benchmarks/stack.py --runs 20 --mode plain          # rclpy.spin
+    .venv/bin/python benchmarks/stack.py --bare                          # the bare barrier
+
+Each run starts, in processes of their own, a ``bag_player`` in sync mode (frames of 10 ms),
+the three nodes of ``examples/stack_node.py`` (perception, planning, control: a chain, a
+fan-in, an event-driven node and a cycle) and a ``recorder`` of their five topics; steps
+20 calls of 10 frames; reads the recording and what each node printed it processed. Runs are
+compared with the first, topic by topic: every message's bytes and stamp, in order. An
+inversion is a message processed at a clock earlier than its publication (or its bag stamp).
+Frames/s is the 200 frames over the wall time of the 20 step calls. ``--bare``: the same
+processes' bare rclpy barrier, a loop that publishes a Clock and waits for one answer from
+each of three processes that answer every Clock at once, for as many frames.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict
+from typing import List
+
+from ament_index_python.packages import get_package_prefix
+import rclpy
+from rosbags.rosbag2 import Reader
+from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import Writer
+from rosbags.typesys import get_typestore
+from rosbags.typesys import Stores
+from sim_clock.client import SimClockClient
+from sim_clock.client.domains import DomainIds
+from sim_clock.srv import GetStatus
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STACK_NODE = os.path.join(os.path.dirname(HERE), 'examples', 'stack_node.py')
+MS = 1_000_000
+CALLS, FRAMES, STEP_MS = 20, 10, 10
+ROLES = ('perception', 'planning', 'control')
+TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
+TIMEOUT = 60.0
+
+#: The bare barrier's answering process: each /clock is answered at once on /bare_done.
+BARE_WORKER = """
+import sys
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node(sys.argv[1])
+qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+done = node.create_publisher(String, '/bare_done', qos)
+node.create_subscription(Clock, '/bare_clock', lambda msg: done.publish(String(data=sys.argv[1])),
+                         qos)
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def executable(name: str) -> str:
+    """Return the path of one of the package's executables."""
+    return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', name)
+
+
+def write_inputs(path: str) -> Dict[str, int]:
+    """Write the input bag (/chatter every 100 ms for 1 s); return each message's stamp."""
+    typestore = get_typestore(Stores.ROS2_JAZZY)
+    string = typestore.types['std_msgs/msg/String']
+    stamps = {}
+    with Writer(path, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
+        chatter = writer.add_connection('/chatter', 'std_msgs/msg/String', typestore=typestore)
+        for k in range(11):
+            key = f'chatter {k}'
+            stamps[key] = 100 * MS * k
+            writer.write(chatter, stamps[key],
+                         typestore.serialize_cdr(string(data=key), 'std_msgs/msg/String'))
+    return stamps
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(2)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_once(workdir: str, domain: int, mode: str) -> dict:
+    """Play, step and record once; return the recording, the inversions and the frames/s."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    inputs, output = os.path.join(workdir, 'inputs'), os.path.join(workdir, 'recorded')
+    stamps = write_inputs(inputs)
+    log_path = os.path.join(workdir, 'log.txt')
+    logs = open(log_path, 'a')
+    processes = [subprocess.Popen(
+        [executable('bag_player'), inputs, '--start-at-zero', '--no-progress', '--ros-args',
+         '-p', 'sync:=true', '-p', f'time_step:={STEP_MS / 1000}'],
+        env=env, stdout=logs, stderr=subprocess.STDOUT)]
+    outputs = {role: os.path.join(workdir, f'{role}.txt') for role in ROLES}
+    for role in ROLES:
+        processes.append(subprocess.Popen(
+            [sys.executable, STACK_NODE, role, '--mode', mode], env=env,
+            stdout=open(outputs[role], 'w'), stderr=subprocess.STDOUT))
+    recorder = subprocess.Popen(
+        [executable('recorder'), output, '-t', *TOPICS,
+         '--until', str(CALLS * FRAMES * STEP_MS * MS / 1e9)],
+        env=env, stdout=logs, stderr=subprocess.STDOUT)
+    processes.append(recorder)
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = rclpy.create_node('stack_probe', context=context)
+    client = SimClockClient(node, timeout=TIMEOUT)
+    try:
+        _ready(client, node, mode, log_path, outputs)
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            client.step(FRAMES)
+        elapsed = time.perf_counter() - start
+        recorder.wait(TIMEOUT)
+    finally:
+        client.close()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        for process in processes:
+            _stop(process)
+        logs.close()
+    return {'recording': _read(output), 'inversions': _inversions(outputs, stamps),
+            'fps': CALLS * FRAMES / elapsed}
+
+
+def _ready(client, node, mode: str, log_path: str, outputs: dict) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        status = client._call(GetStatus, 'get_status', GetStatus.Request())
+        joined = mode == 'plain' or len(status.participants) == len(ROLES)
+        started = all('joined' in open(path).read() for path in outputs.values())
+        with open(log_path) as log:
+            stamping = 'first /clock received' in log.read()
+        if joined and started and stamping and all(
+                node.count_subscribers(topic) >= 1 for topic in TOPICS):
+            return
+        time.sleep(0.05)
+    raise TimeoutError('the stack or the recorder did not come up')
+
+
+def _read(path: str) -> Dict[str, List[tuple]]:
+    topics = {}
+    with Reader(path) as reader:
+        for connection, stamp, data in reader.messages():
+            topics.setdefault(connection.topic, []).append((stamp, bytes(data)))
+    return topics
+
+
+def _inversions(outputs: dict, stamps: Dict[str, int]) -> int:
+    count = 0
+    for path in outputs.values():
+        for line in open(path):
+            if line.startswith('got '):
+                _, topic, clock, sent, data = line.split(' ', 4)
+                stamp = stamps.get(data.strip(), -1) if topic == '/chatter' else int(sent)
+                count += int(clock) < stamp
+    return count
+
+
+def bare(frames: int, domain: int) -> float:
+    """Return the frames/s of the bare barrier over ``frames`` frames."""
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import String
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    workers = [subprocess.Popen([sys.executable, '-c', BARE_WORKER, f'worker{k}'], env=env,
+                                stdout=subprocess.PIPE) for k in range(len(ROLES))]
+    for worker in workers:
+        worker.stdout.readline()
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = rclpy.create_node('bare_barrier', context=context)
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+    clock = node.create_publisher(Clock, '/bare_clock', qos)
+    answers = []
+    node.create_subscription(String, '/bare_done', answers.append, qos)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while (clock.get_subscription_count() < len(workers)
+               or node.count_publishers('/bare_done') < len(workers)):
+            if time.monotonic() > deadline:
+                raise TimeoutError('the bare workers did not match')
+            executor.spin_once(timeout_sec=0.05)
+        start = time.perf_counter()
+        msg = Clock()
+        for frame in range(1, frames + 1):
+            msg.clock.nanosec = frame * STEP_MS * MS % 1_000_000_000
+            msg.clock.sec = frame * STEP_MS * MS // 1_000_000_000
+            answers.clear()
+            clock.publish(msg)
+            while len(answers) < len(workers):
+                executor.spin_once(timeout_sec=1.0)
+        return frames / (time.perf_counter() - start)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        for worker in workers:
+            _stop(worker)
+
+
+def main() -> int:
+    """Run and print identical runs, inversions and frames/s (or the bare barrier's)."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    parser.add_argument('--runs', type=int, default=20)
+    parser.add_argument('--mode', choices=('deterministic', 'participant', 'plain'),
+                        default='deterministic')
+    parser.add_argument('--bare', action='store_true',
+                        help='the bare rclpy barrier of the same processes, for frames/s')
+    options = parser.parse_args()
+    domains = DomainIds()
+    if options.bare:
+        rates = [bare(CALLS * FRAMES, domains.take()) for _ in range(options.runs)]
+        print(f'bare barrier, {len(ROLES)} processes: frames/s median '
+              f'{sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '
+              f'{max(rates):.0f}) over {len(rates)} runs of {CALLS * FRAMES} frames')
+        return 0
+    first, identical, inversions, rates = None, 0, [], []
+    with tempfile.TemporaryDirectory() as workdir:
+        for index in range(options.runs):
+            run_dir = os.path.join(workdir, f'run{index}')
+            os.makedirs(run_dir)
+            result = run_once(run_dir, domains.take(), options.mode)
+            first = first if first is not None else result['recording']
+            identical += result['recording'] == first
+            inversions.append(result['inversions'])
+            rates.append(result['fps'])
+    print(f'{options.mode}: {identical} of {options.runs} recordings identical to the first '
+          f'(every topic: bytes, stamps, order); runs with an inversion: '
+          f'{sum(1 for n in inversions if n)} (inversions per run: {inversions}); frames/s '
+          f'median {sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '
+          f'{max(rates):.0f})')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
