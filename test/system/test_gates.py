@@ -193,9 +193,9 @@ def test_simclock_status_lists_the_gates():
     """Each gate with its last release and slowest wait, then what the frame waits for."""
     from sim_clock.client.api import Status
     from sim_clock.client.cli import format_status
-    common = dict(mode='simulation', sync=True, paused=False, frame=5, time_ns=50 * MS,
-                  epoch=0, owner='', real_time_factor=1.0, time_step_ns=10 * MS,
-                  publish_rate=100.0)
+    common = {'mode': 'simulation', 'sync': True, 'paused': False, 'frame': 5,
+              'time_ns': 50 * MS, 'epoch': 0, 'owner': '', 'real_time_factor': 1.0,
+              'time_step_ns': 10 * MS, 'publish_rate': 100.0}
     assert 'output gates' not in format_status(Status(**common))
     lines = format_status(Status(
         **common, output_gates=('/cmd@0.05', '/odom:2'), output_gates_satisfied_ns=(50 * MS, 0),
