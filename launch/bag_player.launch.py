@@ -53,6 +53,8 @@ PARAMETER_ARGUMENTS = {
                       'publishes every frame with its data, so only 0 is accepted.',
     'start_time': "Taken for the same launch arguments as the clock server: a bag player's "
                   "time is the bag's, so only 0 is accepted.",
+    'output_gates': "Frames that wait for a message on a topic: 'TOPIC[@PERIOD_S][:TIMEOUT_S]' "
+                    "entries separated by spaces or commas, e.g. '/cmd@0.05 /odom:2'; '' none.",
 }
 #: The player's own parameter and its default (the others are in config/sim_clock.yaml).
 PLAYER_DEFAULTS = {'loop': False}

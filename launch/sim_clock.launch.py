@@ -50,6 +50,8 @@ PARAMETER_ARGUMENTS = {
                   'seconds.',
     'max_clock_rate': 'Free run: at most this many /clock messages a wall second (a grid of '
                       'frames); 0 every frame.',
+    'output_gates': "Frames that wait for a message on a topic: 'TOPIC[@PERIOD_S][:TIMEOUT_S]' "
+                    "entries separated by spaces or commas, e.g. '/cmd@0.05 /odom:2'; '' none.",
 }
 
 

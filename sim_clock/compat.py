@@ -28,6 +28,20 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 
+def drop_pending(subscription) -> int:
+    """
+    Take and drop what ``subscription`` holds now, outside the executor; return how many.
+
+    ``Subscription.handle.take_message`` is what the executors call; rclpy has no public
+    "discard". Both rclpy executors then find nothing to take for the events they had seen.
+    """
+    dropped = 0
+    with subscription.handle:
+        while subscription.handle.take_message(subscription.msg_type, subscription.raw):
+            dropped += 1
+    return dropped
+
+
 def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
     """
     Let ``-p name:=2`` start a double parameter as 2.0, as a run-time set does.

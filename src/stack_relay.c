@@ -199,7 +199,9 @@ static bool release(void)
 // Done(name, time, rounds=true, round, topics, counts) for the round under way.
 static bool publish_done(void)
 {
+  // rosidl's __init leaves fields without a default as they are (here next): zero them first.
   sim_clock__msg__Done done;
+  memset(&done, 0, sizeof(done));
   if (!sim_clock__msg__Done__init(&done)) {
     return failed("Done");
   }
@@ -278,6 +280,8 @@ static bool join(void)
 {
   sim_clock__srv__Join_Request request;
   sim_clock__srv__Join_Response response;
+  memset(&request, 0, sizeof(request));  // period_ns 0: every frame (__init leaves it as is)
+  memset(&response, 0, sizeof(response));
   sim_clock__srv__Join_Request__init(&request);
   sim_clock__srv__Join_Response__init(&response);
   bool ok = rosidl_runtime_c__String__assign(&request.name, NAME) &&
@@ -296,6 +300,8 @@ static void leave(void)
 {
   sim_clock__srv__Leave_Request request;
   sim_clock__srv__Leave_Response response;
+  memset(&request, 0, sizeof(request));
+  memset(&response, 0, sizeof(response));
   sim_clock__srv__Leave_Request__init(&request);
   sim_clock__srv__Leave_Response__init(&response);
   if (rosidl_runtime_c__String__assign(&request.name, NAME) &&
@@ -449,6 +455,7 @@ int main(int argc, char ** argv)
     fflush(stdout);
   }
   sim_clock__msg__Round round;
+  memset(&round, 0, sizeof(round));
   sim_clock__msg__Round__init(&round);
   while (ok && !g_stop) {
     ok = spin_once(&round);

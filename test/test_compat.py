@@ -26,6 +26,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.compat import coerce_integer_overrides
 from sim_clock.compat import DeferredReplies
 from sim_clock.compat import detach_time_source
+from sim_clock.compat import drop_pending
 from sim_clock.compat import held
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
@@ -65,6 +66,32 @@ def test_rclpy_still_has_the_private_api_we_use(context):
     assert time_source is node._time_source
     assert not node.get_subscriptions_info_by_topic('/clock')
     assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
+    node.destroy_node()
+
+
+@pytest.mark.parametrize('executor_class', EXECUTORS)
+def test_pending_messages_are_dropped_outside_the_executor(context, executor_class):
+    """drop_pending takes what a raw subscription holds; the executor then takes only later."""
+    node = rclpy.create_node('drop', context=context)
+    publisher = node.create_publisher(ClockMsg, '/drop', 10)
+    taken = []
+    subscription = node.create_subscription(ClockMsg, '/drop', taken.append, 10, raw=True)
+    executor = executor_class(context=context)
+    executor.add_node(node)
+    for _ in range(3):
+        publisher.publish(ClockMsg())
+    deadline = time.monotonic() + 10.0
+    dropped = 0
+    while dropped < 3 and time.monotonic() < deadline:  # polled: the executor must not take
+        dropped += drop_pending(subscription)
+    assert dropped == 3
+    publisher.publish(ClockMsg())
+    while not taken and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    for _ in range(5):
+        executor.spin_once(timeout_sec=0.01)
+    assert len(taken) == 1 and isinstance(taken[0], bytes)
+    executor.shutdown()
     node.destroy_node()
 
 

@@ -21,7 +21,6 @@ bounded whatever the bag's size; message data stays serialized bytes throughout.
 
 from dataclasses import dataclass
 from dataclasses import field
-import importlib
 import os
 from typing import Callable
 from typing import Dict
@@ -35,7 +34,7 @@ import apsw
 from rosbags.interfaces import Qos
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2 import ReaderError
-from rosidl_generator_py.import_type_support_impl import UnsupportedTypeSupport
+from sim_clock.message_types import get_message
 from sim_clock.names import CLOCK_TOPIC
 
 #: A batch holds at most this many messages ...
@@ -60,39 +59,6 @@ READ_ERRORS = (ReaderError, OSError, apsw.Error, EOFError, BagReadError)
 #: A batch of messages in time order, as three lists of one length: the times in ns, the
 #: indices in :attr:`Bag.topics` and the serialized data.
 Batch = Tuple[List[int], List[int], List[bytes]]
-
-
-def get_message(type_name: str):
-    """
-    Return the Python class of a ROS message type such as ``std_msgs/msg/String``.
-
-    The lookup of ``rosidl_runtime_py.utilities.get_message`` (not on PyPI), with the type
-    support loaded too, so that a class that imports but cannot be published is refused here.
-    Raise :class:`LookupError` naming the type when it is not available.
-    """
-    parts = type_name.split('/')
-    if len(parts) == 2:
-        parts = [parts[0], 'msg', parts[1]]
-    if len(parts) != 3 or not all(parts) or parts[1] != 'msg':
-        raise LookupError(f'{type_name!r} is not a message type name (package/msg/Name)')
-    package, _, name = parts
-    try:
-        module = importlib.import_module(f'{package}.msg')
-        message_class = getattr(module, name)
-    except (ImportError, AttributeError) as error:
-        raise LookupError(f'message type {type_name!r} is not importable ({error})') from None
-    # rclpy loads the type support when a publisher is created; failing then would be too late.
-    metaclass = type(message_class)
-    importer = getattr(metaclass, '__import_type_support__', None)
-    if importer is None:
-        raise LookupError(f'{type_name!r} is not a ROS message class')
-    try:
-        importer()
-    except (ImportError, UnsupportedTypeSupport) as error:
-        raise LookupError(f'type support of {type_name!r} failed to load ({error})') from None
-    if getattr(metaclass, '_TYPE_SUPPORT', None) is None:
-        raise LookupError(f'type support of {type_name!r} is missing')
-    return message_class
 
 
 @dataclass(frozen=True)

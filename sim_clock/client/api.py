@@ -185,7 +185,7 @@ class SimClockClient:
         after a lost answer (up to ``retries`` times) never steps twice, and a reset in
         between is refused instead of stepped over.
 
-        :raises SimClockLate: participants were late; the step stopped where ``result`` says.
+        :raises SimClockLate: participants or gated outputs were late; the step stopped there.
         :raises SimClockRefused: not in sync mode, another user holds it, ``n`` is invalid, or
             time was reset since this client last looked.
         """
@@ -255,11 +255,19 @@ class SimClockClient:
     def status(self) -> Status:
         """Return the server's state."""
         r = self._call(GetStatus, 'get_status', GetStatus.Request())
-        return Status(r.mode, r.sync, r.paused, r.frame, join_ns(r.clock), r.epoch, r.owner,
-                      r.real_time_factor, r.time_step_ns, r.publish_rate, *map(tuple, (
-                          r.other_clock_sources, r.clock_views)), r.max_clock_rate, r.clock_stride,
-                      tuple(r.participants), tuple(map(join_ns, r.participants_done)),
-                      tuple(r.participants_slowest), tuple(r.waiting_for))
+        return Status(
+            mode=r.mode, sync=r.sync, paused=r.paused, frame=r.frame, time_ns=join_ns(r.clock),
+            epoch=r.epoch, owner=r.owner, real_time_factor=r.real_time_factor,
+            time_step_ns=r.time_step_ns, publish_rate=r.publish_rate,
+            other_clock_sources=tuple(r.other_clock_sources), clock_views=tuple(r.clock_views),
+            max_clock_rate=r.max_clock_rate, clock_stride=r.clock_stride,
+            participants=tuple(r.participants),
+            participants_done_ns=tuple(map(join_ns, r.participants_done)),
+            participants_slowest=tuple(r.participants_slowest),
+            waiting_for=tuple(r.waiting_for), output_gates=tuple(r.output_gates),
+            output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
+            output_gates_slowest=tuple(r.output_gates_slowest),
+            output_gates_waiting=tuple(r.output_gates_waiting))
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

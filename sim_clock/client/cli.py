@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _add_options(sub, defaults=False)
         return sub
-    status = command('status', 'print the clock server state, its participants and what the '
-                               'current frame waits for')
+    status = command('status', 'print the clock server state, its participants and output '
+                               'gates, and what the current frame waits for')
     status.add_argument('--watch', action='store_true',
                         help='refresh it in place with the measured rate, until Ctrl-C')
     status.add_argument('--interval', type=float, default=1.0, metavar='S',
@@ -143,7 +143,7 @@ def format_status(status) -> str:
         f'publish:   {status.publish_rate:g} Hz' + _cap(status),
     ] + [f'view:      {view}' for view in status.clock_views]
       + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources]
-      + format_participants(status))
+      + format_participants(status) + format_gates(status))
 
 
 def format_participants(status) -> list:
@@ -162,6 +162,21 @@ def format_participants(status) -> list:
         lines.append(f'  {name:<{width}}  done up to {done}, slowest answer {slowest:.3f} s')
     lines.append('waits for: ' + (', '.join(status.waiting_for) or
                                   'nothing (the current frame is finished)'))
+    return lines
+
+
+def format_gates(status) -> list:
+    """Return the status lines of the output gates (none: no line): each, its last release."""
+    if not status.output_gates:
+        return []
+    width = max(len(gate) for gate in status.output_gates)
+    lines = [f'output gates: {len(status.output_gates)}']
+    for gate, satisfied_ns, slowest in zip(status.output_gates, status.output_gates_satisfied_ns,
+                                           status.output_gates_slowest):
+        satisfied = format_time(satisfied_ns) if satisfied_ns else '(no frame yet)'
+        lines.append(f'  {gate:<{width}}  released up to {satisfied}, slowest wait '
+                     f'{slowest:.3f} s')
+    lines.append('gates wait for: ' + (', '.join(status.output_gates_waiting) or 'nothing'))
     return lines
 
 

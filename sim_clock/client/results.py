@@ -100,6 +100,13 @@ class Status:
     participants_slowest: tuple = ()
     #: The participants the current frame still waits for.
     waiting_for: tuple = ()
+    #: The output gates ('TOPIC[@PERIOD_S][:TIMEOUT_S]'), and for each the /clock time of the
+    #: last frame a message released (ns, 0: none yet) and its slowest wait so far (s).
+    output_gates: tuple = ()
+    output_gates_satisfied_ns: tuple = ()
+    output_gates_slowest: tuple = ()
+    #: The gated topics the current frame still waits for.
+    output_gates_waiting: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,8 @@ class Barrier:
         participant.in_rounds = in_rounds
         if participant.last_done_ns is None or time_ns >= participant.last_done_ns:
             participant.last_done_ns = time_ns
-            participant.next_ns = next_ns if next_ns > time_ns else None
+            # A participant in rounds is due at every frame: its next time means nothing.
+            participant.next_ns = next_ns if next_ns > time_ns and not in_rounds else None
         if participant.awaited_ns is None or time_ns < participant.awaited_ns:
             return False
         rounds = self.rounds

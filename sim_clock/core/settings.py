@@ -29,6 +29,9 @@ from typing import Optional
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.clock_rate import ClockRateCap
+from sim_clock.core.gates import check_periods
+from sim_clock.core.gates import Gates
+from sim_clock.core.gates import parse_gates
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
@@ -63,6 +66,8 @@ class Core:
     ack_timeout_ns: int = 0
     #: Which free-run frames go out under max_clock_rate.
     rate_cap: ClockRateCap = field(default_factory=ClockRateCap)
+    #: The frames that wait for messages on topics (output_gates).
+    gates: Gates = field(default_factory=Gates)
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,16 @@ SETTINGS = (
         'Steps and sync mode are never capped.',
         max_clock_rate_from_float, constraints='Hz, 0 = no cap',
         low=0.0, high=float(MAX_CLOCK_RATE)),
+    Setting(
+        'output_gates', '',
+        "Frames that wait for a message on a topic: entries 'TOPIC[@PERIOD_S][:TIMEOUT_S]', a "
+        "list (['/cmd@0.05', '/odom']) or one text separated by commas or spaces. '/cmd@0.05': "
+        'each frame that reaches a multiple of 0.05 s of /clock waits until one message on '
+        "/cmd arrives after that frame's /clock went out; no period: every frame; a timeout "
+        '(s) past which a step stops there and names the topic (free run logs it and goes on), '
+        "default participant_timeout. Simulation mode only. '' : none.",
+        parse_gates, constraints='periods: multiples of time_step; timeouts > 0',
+        dynamic=True),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -173,12 +188,24 @@ def complete(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
     return completed
 
 
-def parse(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
-    """Parse the values of our settings in ``values`` (others are ignored); refuse if invalid."""
+def parse(values: Mapping[str, object], mode: Mode,
+          core: Optional[Core] = None) -> Dict[str, object]:
+    """
+    Parse the values of our settings in ``values`` (others are ignored); refuse if invalid.
+
+    ``core``: the state they change (None: every setting is given), for the checks across
+    settings: the gates' periods against ``time_step``.
+    """
     parsed = {name: BY_NAME[name].parse(value) for name, value in values.items()
               if name in BY_NAME}
     if 'sync' in parsed:
         check_mode_sync(parsed.get('mode', mode), parsed['sync'])
+    gates = parsed['output_gates'] if 'output_gates' in parsed else (
+        core.gates.specs if core is not None else ())
+    time_step_ns = parsed['time_step'] if 'time_step' in parsed else (
+        core.timeline.time_step_ns if core is not None else None)
+    if time_step_ns is not None:
+        check_periods(gates, time_step_ns)
     return parsed
 
 
@@ -199,7 +226,9 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
     if 'publish_rate' in parsed:
         core.pacing.publish_period_ns = parsed['publish_rate']
     if 'participant_timeout' in parsed:
-        core.barrier.timeout_ns = parsed['participant_timeout']
+        core.barrier.timeout_ns = core.gates.default_timeout_ns = parsed['participant_timeout']
+    if 'output_gates' in parsed:
+        core.gates.configure(parsed['output_gates'])
     if 'ack_timeout' in parsed:
         core.ack_timeout_ns = parsed['ack_timeout']
     if 'start_time' in parsed:
@@ -216,9 +245,11 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
         time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
         holder_timeout_ns=parsed['owner_timeout'], start_ns=parsed['start_time'],
         **timeline_options)
+    gates = Gates(default_timeout_ns=parsed['participant_timeout'])
+    gates.configure(parsed['output_gates'])
     return Core(timeline, Pacing(parsed['publish_rate']),
                 Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'],
-                ClockRateCap(parsed['max_clock_rate']))
+                ClockRateCap(parsed['max_clock_rate']), gates)
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:

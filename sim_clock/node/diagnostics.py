@@ -17,8 +17,10 @@ The clock server's state on /diagnostics, about once a second, as diagnostic_upd
 
 One DiagnosticStatus named ``<node name>: clock``: mode, sync, paused, frame, epoch, holder,
 time, time step, the configured real-time factor and the one measured over the last period
-(simulated over wall time, within one epoch). The level is WARN while free run falls more than
-10% behind its configured pace (the host cannot keep up) or participants are late, ERROR
+(simulated over wall time, within one epoch), the participants and the output gates (each with
+its last satisfied time and slowest wait). The level is WARN while free run falls more than
+10% behind its configured pace (the host cannot keep up), participants are late or a gated
+frame waits past its timeout, ERROR
 while another node publishes on /clock (``node/alarm.py``), OK otherwise.
 """
 
@@ -30,6 +32,7 @@ from diagnostic_msgs.msg import KeyValue
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from sim_clock.core.barrier import Barrier
+from sim_clock.core.gates import Gates
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
 from sim_clock.names import DIAGNOSTICS_TOPIC
@@ -42,8 +45,10 @@ PACE_WARN_FRACTION = 0.9
 class ClockDiagnostics:
     """Publish a :class:`Timeline`'s state on /diagnostics from a steady timer of ``node``."""
 
-    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock, alarm):
+    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock, alarm,
+                 gates: Gates = None):
         self._node = node
+        self._gates = gates if gates is not None else Gates()
         self._alarm = alarm
         self._timeline = timeline
         self._barrier = barrier
@@ -97,6 +102,17 @@ class ClockDiagnostics:
             values[f'participant {name}'] = (
                 f'last done {participant.last_done_ns} ns, '
                 f'slowest {participant.slowest_ns / 1e9:.6f} s')
+        gates = self._gates
+        silent = gates.late(time.monotonic_ns())
+        if silent:
+            level = DiagnosticStatus.WARN
+            message = f'a gated frame waits past its timeout for output on {", ".join(silent)}'
+        values['output_gates'] = ', '.join(spec.text for spec in gates.specs)
+        values['output_gates_waiting'] = ', '.join(gates.waiting_for)
+        for topic, gate in gates.gates.items():
+            values[f'output gate {topic}'] = (
+                f'last satisfied {gate.last_satisfied_ns} ns, '
+                f'slowest {gate.slowest_ns / 1e9:.6f} s')
         values['other_clock_sources'] = ', '.join(self._alarm.others)
         if self._alarm.others:
             level = DiagnosticStatus.ERROR

@@ -17,20 +17,22 @@ The frame engine: every frame of every mode, from the timer or the service call 
 
 A frame is, in this order (:meth:`FrameEngine._publish`): its data and its /clock (the sink:
 a bag's messages, then /clock, then the clock views, flow-controlled while stepped), then the
-participants it is due for; then what the frames left to do at their end (a bag's loop or its
-pause at the end) once those participants have finished them (:meth:`FrameEngine._settle`).
+participants it is due for and the output gates that hold it; then what the frames left to
+do at their end (a bag's loop or its pause at the end) once those participants have finished
+them and the gated outputs came (:meth:`FrameEngine._settle`).
 Frames come from :meth:`FrameEngine.tick` (free run and real time, the server's steady timer)
 and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``,
 ``~/simulate_steps``), whose frames are taken in runs that end on the next frame due for a
-participant (one frame at a time for a step that reports its progress, as ``~/simulate_steps``
-does), and whose answer waits for those participants and, with ``ack_timeout``, for
-acknowledgements.
+participant or gated (one frame at a time for a step that reports its progress, as
+``~/simulate_steps`` does), and whose answer waits for those participants and outputs and,
+with ``ack_timeout``, for acknowledgements.
 
 A step is one coroutine (:meth:`FrameEngine._run_step`) that this engine resumes itself
 whenever what it waits for may have changed (a participant's done or leave, a change of the
-timeline, a deadline): it needs no executor that awaits coroutines, and behaves the same under
-the package's runtime and under ``rclpy.spin`` in any executor. Its answer goes out through the
-reply it was given, later than the service callback if it waits (``compat.DeferredReplies``).
+timeline, a message on a gated topic, a deadline): it needs no executor that awaits
+coroutines, and behaves the same under the package's runtime and under ``rclpy.spin`` in any
+executor. Its answer goes out through the reply it was given, later than the service callback
+if it waits (``compat.DeferredReplies``).
 Steps run one at a time, in the order they came.
 """
 
@@ -40,6 +42,7 @@ import time
 from typing import Callable
 from typing import List
 from typing import Optional
+from typing import Tuple
 
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.pacing import FRAMES_PER_TICK
@@ -98,6 +101,7 @@ class FrameEngine:
         self._core = core
         self._timeline = core.timeline
         self._barrier = core.barrier
+        self._gates = core.gates
         self._acks = acks
         self._steps = deque()
         #: The step running now: (request, coroutine), or None.
@@ -123,7 +127,7 @@ class FrameEngine:
         return self._running is not None or bool(self._steps)
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
-        """One step: frames in runs up to the next frame due for a participant; then the answer."""
+        """One step: frames in runs up to the next frame that waits; then the answer."""
         server, timeline, barrier = self._server, self._timeline, self._barrier
         try:
             steps = remaining = server.apply_change(lambda: timeline.check_step(
@@ -133,12 +137,13 @@ class FrameEngine:
                 f'step refused: {refused.reason}', throttle_duration_sec=1.0)
             return self._outcome(False, refused.reason)
         barrier.count_again(time.monotonic_ns())
+        self._gates.count_again(time.monotonic_ns())
         while True:
-            late = await self._finished()
-            if late:
+            late, silent = await self._finished()
+            if late or silent:
                 return self._outcome(
-                    False, f'frame {timeline.frame} waits for late participants: '
-                    f'{", ".join(late)}; {steps - remaining} of {steps} frames done', late=late)
+                    False, f'frame {timeline.frame} waits for {_describe(late, silent)}; '
+                    f'{steps - remaining} of {steps} frames done', late=late + silent)
             names, topics = barrier.take_runaway()
             if names:
                 return self._outcome(
@@ -158,8 +163,7 @@ class FrameEngine:
             if request.progress is not None:
                 count = 1
             elif self.barrier_applies():
-                count = barrier.frames_until_due(
-                    server.clock_now(), timeline.time_step_ns, remaining)
+                count = self._run_length(remaining)
             else:
                 count = remaining
             try:
@@ -178,16 +182,22 @@ class FrameEngine:
                                     + ', '.join(outcome.unacknowledged))
         return outcome
 
-    async def _finished(self) -> List[str]:
-        """Wait until no participant works on a frame out ([]), or return the late ones."""
-        barrier = self._barrier
-        while not barrier.clear:
-            late = barrier.late(time.monotonic_ns())
-            if late:
-                return late
-            await Until(barrier.deadline_ns())
+    async def _finished(self) -> Tuple[List[str], List[str]]:
+        """
+        Wait until no participant works on a frame out and no gated output is missing.
+
+        Return ([], []), or the late participants and the gated topics past their timeout.
+        """
+        barrier, gates = self._barrier, self._gates
+        while not barrier.clear or gates.awaited:
+            now = time.monotonic_ns()
+            late, silent = barrier.late(now), gates.late(now)
+            if late or silent:
+                return late, silent
+            deadlines = [d for d in (barrier.deadline_ns(), gates.deadline_ns()) if d is not None]
+            await Until(min(deadlines) if deadlines else None)
         self._settle()
-        return []
+        return [], []
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
@@ -264,24 +274,40 @@ class FrameEngine:
     # -- frames ----------------------------------------------------------------------------------
 
     def barrier_applies(self) -> bool:
-        """Whether frames wait for participants now."""
-        return bool(self._barrier.participants) and participants_hold(self._timeline.mode)
+        """Whether frames wait for participants or output gates now."""
+        return ((bool(self._barrier.participants) or bool(self._gates.gates))
+                and participants_hold(self._timeline.mode))
+
+    def _run_length(self, limit: int) -> int:
+        """Return how many frames go out up to the next one due for a participant or gated."""
+        now, time_step_ns = self._server.clock_now(), self._timeline.time_step_ns
+        return self._gates.frames_until_gated(
+            now, time_step_ns, self._barrier.frames_until_due(now, time_step_ns, limit))
 
     def _publish(self, frames: range) -> None:
         """Publish new frames: data, /clock and views; note them for participants; then settle."""
         if not frames:
             return
         server = self._server
+        holds = self.barrier_applies()
+        last = server.clock_ns(frames[-1])
+        before = server.clock_ns(frames[0] - frames.step)
+        gated = holds and self._gates.gated_in(before, last)
+        if gated:  # what the gated topics carry from now on answers these frames
+            server.output_gates.drain()
         self.sink.publish_frames(frames)
         server.published()
-        if self.barrier_applies():
-            self._barrier.published(server.clock_ns(frames[-1]), time.monotonic_ns())
+        if holds:
+            now = time.monotonic_ns()
+            self._barrier.published(last, now)
+            if gated:
+                self._gates.published(before, last, now)
         self._boundary = self.sink.end_of_frames() or self._boundary
         self._settle()
 
     def _settle(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._boundary is not None and self._barrier.clear:
+        if self._boundary is not None and self._barrier.clear and not self._gates.awaited:
             change, self._boundary = self._boundary, None
             self._server.apply_change(change)
 
@@ -312,24 +338,29 @@ class FrameEngine:
             self.republish()
 
     def _barrier_frames(self) -> range:
-        """Free run with participants: the frames due, up to the next one due for any of them."""
-        barrier = self._barrier
+        """Free run with participants or gates: the frames due, up to the next one that waits."""
+        barrier, gates = self._barrier, self._gates
         names, topics = barrier.take_runaway()
         if names:
             self._server.get_logger().error(
                 f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
                 f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
                 'free run goes on', throttle_duration_sec=5.0)
-        if not barrier.clear or self._boundary is not None:
+        silent = gates.late(time.monotonic_ns())
+        if silent:
+            gates.release(silent)
+            self._server.get_logger().warning(
+                f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
+                'within the gate timeout; time goes on', throttle_duration_sec=5.0)
+            self._settle()
+        if not barrier.clear or gates.awaited or self._boundary is not None:
             late = barrier.late(time.monotonic_ns())
             if late:
                 self._server.get_logger().warning(
                     f'free run waits for late participants: {", ".join(late)}',
                     throttle_duration_sec=5.0)
             return range(0)
-        limit = barrier.frames_until_due(
-            self._server.clock_now(), self._timeline.time_step_ns, FRAMES_PER_TICK)
-        return self._timeline.poll(limit)
+        return self._timeline.poll(self._run_length(FRAMES_PER_TICK))
 
     def _full_speed_batch(self) -> range:
         """
@@ -350,3 +381,12 @@ class FrameEngine:
             # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
             self._boundary = None
         self.wake()
+
+
+def _describe(late: List[str], silent: List[str]) -> str:
+    """Name what a frame waits for past its timeout: participants, and gated topics."""
+    parts = [f'late participants: {", ".join(late)}'] if late else []
+    if silent:
+        parts.append(f'output on {", ".join(silent)} (no message after its /clock within the '
+                     'gate timeout)')
+    return ' and '.join(parts)

@@ -83,3 +83,7 @@ class ServerStatus:
     clock_views: List[str]
     max_clock_rate: float = 0.0
     clock_stride: int = 1
+    output_gates: List[str] = field(default_factory=list)
+    output_gates_satisfied: List[TimeMsg] = field(default_factory=list)
+    output_gates_slowest: List[float] = field(default_factory=list)
+    output_gates_waiting: List[str] = field(default_factory=list)

@@ -58,9 +58,10 @@ class ParameterBridge:
     """
 
     def __init__(self, node: Node, mode: Callable[[], Mode],
-                 apply: Callable[[dict], None]):
+                 apply: Callable[[dict], None], core: settings.Core = None):
         self._node = node
         self._mode = mode
+        self._core = core
         self._apply = apply
         #: True while the node's parameter callbacks run: no mirroring from inside them.
         self.setting = False
@@ -77,13 +78,13 @@ class ParameterBridge:
 
     def _validate(self, parameters: List[Parameter]) -> SetParametersResult:
         try:
-            settings.parse({p.name: p.value for p in parameters}, self._mode())
+            settings.parse({p.name: p.value for p in parameters}, self._mode(), self._core)
         except Refused as refused:
             return SetParametersResult(successful=False, reason=refused.reason)
         return SetParametersResult(successful=True)
 
     def _applied(self, parameters: List[Parameter]) -> None:
-        parsed = settings.parse({p.name: p.value for p in parameters}, self._mode())
+        parsed = settings.parse({p.name: p.value for p in parameters}, self._mode(), self._core)
         if parsed:
             self.setting = True
             try:

@@ -48,6 +48,7 @@ from sim_clock.node.alarm import ClockSourceAlarm
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.gates import OutputGates
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
@@ -84,7 +85,7 @@ class ClockServer(Node):
         self._core = settings.initial(values, now_ns=time.monotonic_ns)
         self._timeline, self._pacing = self._core.timeline, self._core.pacing
         self._parameter_bridge = parameters.ParameterBridge(
-            self, lambda: self._timeline.status().mode, self._apply_settings)
+            self, lambda: self._timeline.status().mode, self._apply_settings, self._core)
         self._listeners = []
         self._reset_events = ResetEvents(self)
         #: The clock of every timer of this node: steady, never ROS time.
@@ -102,13 +103,16 @@ class ClockServer(Node):
         self.engine = FrameEngine(self, sink, self._core, self.acks)
         self._control = ControlServices(self)
         self.participants = Participants(self, self._core.barrier)
+        #: The subscriptions of the gated topics (output_gates).
+        self.output_gates = OutputGates(self, self._core.gates)
         self._tick_timer = self._tick_period_ns = None
         self._full_speed = self._driven = False
         self._retime()
         self.engine.republish()
         self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
-            self, self._timeline, self._core.barrier, self.steady_clock, self.alarm)
+            self, self._timeline, self._core.barrier, self.steady_clock, self.alarm,
+            self._core.gates)
         self._simulation_interfaces = (simulation_interfaces.SimulationInterfaces(self)
                                        if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
@@ -193,6 +197,7 @@ class ClockServer(Node):
         barrier = self._core.barrier
         joined = sorted(barrier.participants.values(), key=lambda p: p.name)
         done = [time_msg(participant.last_done_ns or 0) for participant in joined]
+        gates = list(self._core.gates.gates.values())
         return ServerStatus(
             mode=s.mode.value, sync=s.sync, paused=s.paused, frame=s.frame,
             clock_ns=self.clock_ns(s.time_ns), epoch=s.epoch, owner=s.holder,
@@ -202,7 +207,11 @@ class ClockServer(Node):
             participants_slowest=[p.slowest_ns / NS_PER_SEC for p in joined],
             waiting_for=barrier.waiting_for, other_clock_sources=self.alarm.others,
             clock_views=self.views.describe(), max_clock_rate=float(self._core.rate_cap.max_rate),
-            clock_stride=self._core.rate_cap.stride)
+            clock_stride=self._core.rate_cap.stride,
+            output_gates=[gate.spec.text for gate in gates],
+            output_gates_satisfied=[time_msg(gate.last_satisfied_ns or 0) for gate in gates],
+            output_gates_slowest=[gate.slowest_ns / NS_PER_SEC for gate in gates],
+            output_gates_waiting=self._core.gates.waiting_for)
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
@@ -224,6 +233,8 @@ class ClockServer(Node):
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
+        if 'output_gates' in parsed:
+            self.output_gates.refresh()
 
     def dispatch(self) -> None:
         """Announce, publish and mirror the changes the timeline recorded since the last call."""

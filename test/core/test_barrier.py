@@ -244,3 +244,10 @@ def test_a_reset_ends_the_rounds_of_the_frame_out():
     assert barrier.next_round(2) is not None
     barrier.reset()
     assert barrier.clear and barrier.next_round(3) is None
+
+
+def test_a_participant_in_rounds_is_due_at_every_frame_whatever_its_next():
+    """Done.next is ignored for a participant that takes part in rounds."""
+    barrier = _rounds_barrier('a')
+    assert barrier.done('a', 10, 1, next_ns=1_000_000_000, in_rounds=True)
+    assert barrier.published(20, now_ns=2) == ['a']

@@ -134,3 +134,20 @@ def test_udp_cases_fail_on_shared_memory(tmp_path, domain_id, monkeypatch, udp_r
             bench.stop_all()
     finally:
         bench.close()
+
+
+@pytest.mark.slow
+def test_gated_frames_benchmark_prints_both_figures(tmp_path, domain_id):
+    """The output-gate benchmark prints frames/s gated and bare, and their ratio."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'gated_frames.py'), '--frames', '50',
+         '--steps', '2', '--repeat', '1'],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(r'sim_clock, one gated topic: \d+ frames/s \(runs: \d+\)', lines[0]), lines
+    assert re.fullmatch(r'bare rclpy loop, single-threaded executor: \d+ frames/s '
+                        r'\(runs: \d+\)', lines[1]), lines
+    assert re.fullmatch(r'gated / the faster bare loop: [\d.]+x \(target >= 0\.77x: '
+                        r'(met|NOT met)\)', lines[-1]), lines

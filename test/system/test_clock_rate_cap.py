@@ -136,4 +136,4 @@ def test_simclock_status_says_the_cap():
     assert 'publish:   100 Hz idle; free run at most 100 Hz (1 frame in 50)' in format_status(
         capped)
     plain = Status('simulation', False, False, 10, 10 * MS, 0, '', 0.0, MS, 100.0)
-    assert format_status(plain).splitlines()[-1] == 'publish:   100 Hz'
+    assert 'publish:   100 Hz' in format_status(plain).splitlines()

@@ -1,0 +1,107 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Output gates on the node: a raw subscription per gated topic, of whatever type it carries.
+
+The rules are the time core's :class:`~sim_clock.core.gates.Gates`; this module feeds it from
+the wire and wakes the frame engine, which holds the waits (doc/design.md, "Output gates").
+A gated topic's type is read from the graph (its publishers); until one is seen the topic is
+looked for again every :data:`DISCOVERY_PERIOD_S`, and a frame gated by it waits as for any
+other. A message counts for a gated frame when this node takes it after that frame's /clock
+was handed to DDS: just before the frame goes out, the engine has every gated subscription
+drop what it holds (:meth:`OutputGates.drain`), so a message received earlier never counts.
+"""
+
+import time
+
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from sim_clock.compat import drop_pending
+from sim_clock.core.gates import Gates
+from sim_clock.message_types import get_message
+
+#: How often gated topics not subscribed yet are looked for in the graph, in s.
+DISCOVERY_PERIOD_S = 0.1
+#: Received messages kept per gated topic before they are taken (one releases a frame).
+DEPTH = 10
+
+
+class OutputGates:
+    """The subscriptions of one clock server's gated topics, handed the server."""
+
+    def __init__(self, server, gates: Gates):
+        self._server = server
+        self.gates = gates
+        #: topic -> its subscription
+        self._subscriptions = {}
+        self._timer = server.create_timer(
+            DISCOVERY_PERIOD_S, self.refresh, clock=server.steady_clock)
+        server.add_change_listener(self._on_change)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Subscribe the gated topics that have a publisher now; drop the ones not gated."""
+        server, wanted = self._server, set(self.gates.gates)
+        for topic in set(self._subscriptions) - wanted:
+            server.destroy_subscription(self._subscriptions.pop(topic))
+        missing = wanted - set(self._subscriptions)
+        if missing:
+            for topic in sorted(missing):
+                self._subscribe(topic)
+        if set(self._subscriptions) == wanted:
+            self._timer.cancel()
+        elif self._timer.is_canceled():
+            self._timer.reset()
+        server.engine.wake()  # a gate removed: the frame waits for it no more
+
+    def _subscribe(self, topic: str) -> None:
+        server = self._server
+        infos = server.get_publishers_info_by_topic(topic)
+        type_names = sorted({info.topic_type for info in infos})
+        if not type_names:
+            return
+        try:
+            message_class = get_message(type_names[0])
+        except LookupError as error:
+            server.get_logger().error(
+                f'output gate {topic}: cannot subscribe {type_names[0]}: {error}',
+                throttle_duration_sec=10.0)
+            return
+        # A reliable reader would not match a best-effort writer: reliable only if all are.
+        reliable = all(info.qos_profile.reliability == ReliabilityPolicy.RELIABLE
+                       for info in infos)
+        qos = QoSProfile(depth=DEPTH, reliability=ReliabilityPolicy.RELIABLE if reliable
+                         else ReliabilityPolicy.BEST_EFFORT)
+        self._subscriptions[topic] = server.create_subscription(
+            message_class, topic, lambda msg: self._on_message(topic), qos, raw=True)
+        server.get_logger().info(
+            f'output gate {topic}: subscribed ({type_names[0]}, '
+            f'{"reliable" if reliable else "best effort"})')
+
+    def drain(self) -> None:
+        """Drop the messages the gated subscriptions hold: a gated frame is going out."""
+        for subscription in self._subscriptions.values():
+            drop_pending(subscription)
+
+    def _on_message(self, topic: str) -> None:
+        # Not (msg, info): rclpy 7's EventsExecutor fails on callbacks that take the info.
+        if self.gates.arrived(topic, time.monotonic_ns()) and not self.gates.awaited:
+            server = self._server
+            server.engine.wake()
+            server.barrier_cleared()
+
+    def _on_change(self, change) -> None:
+        if change.reset:
+            self.gates.reset()

@@ -1,0 +1,207 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Output gates through DDS, with a node that knows nothing of sim_clock in a process of its own.
+
+Steps wait for its output at the gated frames, a silent node stops a step naming its topic
+within the gate's timeout, a gate set at run time holds the next gated frame, bad values are
+refused, and free run goes on past a late gate.
+"""
+
+import contextlib
+import time
+
+from harness import ChildProcess
+from harness import stamp_ns
+from sim_clock.srv import Step
+
+MS = 1_000_000
+
+#: A plain rclpy node with use_sim_time: a timer of 50 ms of simulated time publishes
+#: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish.
+#: 'ready' once its publisher has a subscriber (the clock server's gate).
+NODE = """
+import sys
+import rclpy
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+limit = int(sys.argv[1])
+rclpy.init()
+node = rclpy.create_node('controller', parameter_overrides=[Parameter('use_sim_time', value=True)])
+publisher = node.create_publisher(String, '/cmd', 10)
+sent = []
+def tick():
+    if limit and len(sent) >= limit:
+        return
+    now = node.get_clock().now().nanoseconds
+    sent.append(now)
+    publisher.publish(String(data=str(now)))
+    print('published', now, flush=True)
+node.create_timer(0.05, tick)
+while publisher.get_subscription_count() < 1:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+rclpy.try_shutdown()
+"""
+
+
+def _node(domain_id, tmp_path, limit=0):
+    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(limit,))
+    child.expect('ready')
+    return child
+
+
+def _published(child):
+    """End the node; return the clock of each of its publishes, in order."""
+    child.stop()
+    return [int(line.split()[1]) for line in child.output().splitlines()
+            if line.startswith('published ')]
+
+
+@contextlib.contextmanager
+def _explained(server, *children):
+    """On a failure inside, show the server's log and what the children printed."""
+    try:
+        yield
+    except AssertionError as error:
+        report = [str(error), 'server log (end):\n' + server.log()[-3000:]]
+        report += [f'child printed:\n{child.output()[-1500:]}' for child in children]
+        raise AssertionError('\n'.join(report)) from None
+
+
+def _wait_subscribed(client, topic='/cmd'):
+    client.spin_until(lambda: client.node.count_subscribers(topic) >= 1,
+                      f'the server subscribing {topic}')
+
+
+def test_steps_wait_for_the_output_at_every_gated_frame(start_server, client, domain_id,
+                                                        tmp_path):
+    """10 steps of 100 frames of 10 ms: the node publishes at each of its 200 due times."""
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    node = _node(domain_id, tmp_path)
+    with _explained(server, node):
+        for call in range(10):
+            response = client.step(steps=100)
+            assert response.success, response.message
+            assert response.frame == 100 * (call + 1)
+        status = client.status()
+        assert list(status.output_gates) == ['/cmd@0.05']
+        assert [stamp_ns(t) for t in status.output_gates_satisfied] == [10_000 * MS]
+        assert status.output_gates_slowest[0] > 0 and not status.output_gates_waiting
+        published = _published(node)
+        assert published == [50 * MS * k for k in range(1, 201)]
+
+
+def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, domain_id,
+                                                       tmp_path):
+    """The node publishes 3 times: the 4th gated frame stops the step within the timeout."""
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05:1.0'})
+    client.status_when_ready()
+    node = _node(domain_id, tmp_path, limit=3)
+    with _explained(server, node):
+        started = time.monotonic()
+        response = client.step(steps=100)
+        elapsed = time.monotonic() - started
+        assert not response.success
+        assert '/cmd' in response.message and list(response.late) == ['/cmd']
+        assert response.frame == 20, response.message   # 200 ms: the 4th gated frame
+        assert 1.0 <= elapsed < 4.0, elapsed
+        assert list(client.status().output_gates_waiting) == ['/cmd']
+        # The next step waits for it again, for a whole timeout; without the gate it goes on.
+        assert client.set_parameter('output_gates', '').successful
+        response = client.step(steps=10)
+        assert response.success and response.frame == 30, response.message
+        assert _published(node) == [50 * MS, 100 * MS, 150 * MS]
+
+
+def test_a_gate_set_at_run_time_holds_the_next_gated_frame(start_server, client, domain_id,
+                                                           tmp_path):
+    """Added, changed and removed while the server runs; each takes effect at the next frame."""
+    server = start_server({'sync': True, 'time_step': 0.01})
+    client.status_when_ready()
+    node = ChildProcess(domain_id, NODE, str(tmp_path), args=(0,))
+    with _explained(server, node):
+        assert client.get_parameter('output_gates') == ''
+        result = client.set_parameter('output_gates', ['/cmd@0.05'])
+        assert result.successful, result.reason
+        node.expect('ready')
+        _wait_subscribed(client)
+        response = client.step(steps=5)
+        assert response.success, response.message
+        status = client.status()
+        assert [stamp_ns(t) for t in status.output_gates_satisfied] == [50 * MS]
+        assert client.set_parameter('output_gates', '/cmd@0.1').successful
+        assert client.step(steps=5).success   # 100 ms: gated by the new period
+        assert client.step(steps=5).success   # 150 ms: not gated any more
+        status = client.status()
+        assert list(status.output_gates) == ['/cmd@0.1']
+        assert [stamp_ns(t) for t in status.output_gates_satisfied] == [100 * MS]
+        assert client.set_parameter('output_gates', []).successful
+        assert list(client.status().output_gates) == []
+        assert 50 * MS in _published(node)
+
+
+def test_bad_values_are_refused_and_change_nothing(start_server, client):
+    """A bad topic, a period off the time_step grid, a negative timeout: refused, named."""
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    with _explained(server):
+        for value, says in ((['cmd'], 'not an absolute topic name'),
+                            ('/cmd@0.015', 'not a multiple of time_step'),
+                            ('/cmd:-1', 'must not be negative'),
+                            (['/a', '/a'], 'more than once')):
+            result = client.set_parameter('output_gates', value)
+            assert not result.successful and says in result.reason, (value, result.reason)
+            assert client.get_parameter('output_gates') == '/cmd@0.05'
+        result = client.set_parameter('time_step', 0.03)
+        assert not result.successful and 'not a multiple of time_step' in result.reason
+        assert client.status().time_step_ns == 10 * MS
+        assert list(client.status().output_gates) == ['/cmd@0.05']
+
+
+def test_free_run_logs_a_late_gate_and_goes_on(start_server, client):
+    """Free run with a gate nobody publishes: each gated frame waits its timeout, then goes."""
+    server = start_server({'time_step': 0.01, 'real_time_factor': 0.0,
+                           'output_gates': '/nobody@0.05:0.2'})
+    client.status_when_ready()
+    with _explained(server):
+        client.wait_for_clock(lambda t: t >= 150 * MS, 'free run past three gated frames',
+                              timeout=10.0)
+        client.spin_until(lambda: 'had no output on /nobody' in server.log(),
+                          'the late gate in the log')
+        assert client.call(Step, 'step', Step.Request(steps=1)).success is False  # free run
+
+
+def test_simclock_status_lists_the_gates():
+    """Each gate with its last release and slowest wait, then what the frame waits for."""
+    from sim_clock.client.api import Status
+    from sim_clock.client.cli import format_status
+    common = {'mode': 'simulation', 'sync': True, 'paused': False, 'frame': 5,
+              'time_ns': 50 * MS, 'epoch': 0, 'owner': '', 'real_time_factor': 1.0,
+              'time_step_ns': 10 * MS, 'publish_rate': 100.0}
+    assert 'output gates' not in format_status(Status(**common))
+    lines = format_status(Status(
+        **common, output_gates=('/cmd@0.05', '/odom:2'), output_gates_satisfied_ns=(50 * MS, 0),
+        output_gates_slowest=(0.0021, 0.0), output_gates_waiting=('/odom',))).splitlines()
+    assert lines[-4:] == [
+        'output gates: 2',
+        '  /cmd@0.05  released up to 0.050000000 s, slowest wait 0.002 s',
+        '  /odom:2    released up to (no frame yet), slowest wait 0.000 s',
+        'gates wait for: /odom']
