@@ -158,6 +158,11 @@ def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
     client.status_when_ready()
     nodes = start_stack(domain_id, tmp_path, ('loop_a', 'loop_b'))
     try:
+        # Each one's writer and reader in the graph before a round sends on them: a message
+        # sent before its reader matched is lost, and its reader would wait for it.
+        client.spin_until(lambda: all(
+            client.node.count_publishers(topic) and client.node.count_subscribers(topic)
+            for topic in ('/loop_a', '/loop_b')), 'the cycle matched')
         response = client.call(Step, 'step', Step.Request(steps=5), timeout=60.0)
         assert not response.success
         assert 'rounds' in response.message and 'loop_a, loop_b' in response.message
