@@ -19,10 +19,8 @@ Every function here leans on something rclpy does not promise; ``test/test_compa
 when rclpy changes under one of them (doc/design.md, "rclpy beyond its public API").
 """
 
-import contextlib
 from typing import Callable
 from typing import Iterable
-from typing import Iterator
 
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -101,18 +99,31 @@ def raw_publish(publisher) -> Callable[[bytes], None]:
     return publisher.handle.publish_raw
 
 
-@contextlib.contextmanager
-def held(publishers: Iterable) -> Iterator[None]:
+class held:
     """
     Hold the handles of ``publishers`` while C code publishes through their addresses.
 
     As ``Publisher.publish`` does (``with self.handle:``): a publisher destroyed meanwhile is
-    destroyed only once released, and one destroyed before raises ``InvalidHandle`` here.
+    destroyed only once released, and one destroyed before raises ``InvalidHandle`` here. A
+    class rather than a generator: it is entered for every batch of frames of free run.
     """
-    with contextlib.ExitStack() as stack:
-        for publisher in publishers:
-            stack.enter_context(publisher.handle)
-        yield
+
+    __slots__ = ('_handles', '_entered')
+
+    def __init__(self, publishers: Iterable):
+        self._handles = [publisher.handle for publisher in publishers]
+        self._entered = 0
+
+    def __enter__(self) -> None:
+        for handle in self._handles:
+            handle.__enter__()
+            self._entered += 1
+
+    def __exit__(self, *exc_info) -> None:
+        handles, entered = self._handles, self._entered
+        self._entered = 0
+        for handle in reversed(handles[:entered]):
+            handle.__exit__(None, None, None)
 
 
 class DeferredReplies:

@@ -152,6 +152,11 @@ class Timeline:
             return Fraction(0)
         return self._time_step_ns / self._rtf
 
+    @property
+    def changed(self) -> bool:
+        """Whether changes were recorded since :meth:`take_changes` last took them."""
+        return bool(self._changes)
+
     def take_changes(self) -> List[Change]:
         """Return the changes since the last call, oldest first, and forget them."""
         changes, self._changes = self._changes, []

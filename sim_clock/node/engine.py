@@ -111,6 +111,7 @@ class FrameEngine:
         self._boundary: Optional[Callable] = None
         self._timer = server.create_timer(1.0, self._on_timer, clock=server.steady_clock)
         self._timer.cancel()
+        self._armed = False
         server.add_change_listener(self._on_change)
 
     # -- steps -----------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ class FrameEngine:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         server, timeline, barrier = self._server, self._timeline, self._barrier
         try:
-            steps = remaining = server.apply_change(lambda: timeline.check_step(
+            steps = remaining = self._stepped(lambda: timeline.check_step(
                 request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             server.get_logger().warning(
@@ -139,7 +140,8 @@ class FrameEngine:
         barrier.count_again(time.monotonic_ns())
         self._gates.count_again(time.monotonic_ns())
         while True:
-            late, silent = await self._finished()
+            late, silent = ((await self._finished())
+                            if not barrier.clear or self._gates.awaited else self._clear())
             if late or silent:
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for {_describe(late, silent)}; '
@@ -167,7 +169,7 @@ class FrameEngine:
             else:
                 count = remaining
             try:
-                frames = server.apply_change(lambda: timeline.step(request.user_id, count))
+                frames = self._stepped(lambda: timeline.step(request.user_id, count))
             except Refused as refused:
                 return self._outcome(
                     False, f'stopped after {steps - remaining} of {steps} frames: '
@@ -181,6 +183,24 @@ class FrameEngine:
                 outcome.message += ('; not acknowledged by all reliable readers in time: '
                                     + ', '.join(outcome.unacknowledged))
         return outcome
+
+    def _stepped(self, step: Callable):
+        """
+        Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
+
+        A step changes nothing that listeners follow (only a lapsed hold, when it does): the
+        dispatch, which also retimes the tick timer, is left out of the step's path otherwise.
+        """
+        try:
+            return step()
+        finally:
+            if self._timeline.changed:
+                self._server.dispatch()
+
+    def _clear(self) -> Tuple[List[str], List[str]]:
+        """:meth:`_finished` when nothing is awaited: settle, nobody late."""
+        self._settle()
+        return [], []
 
     async def _finished(self) -> Tuple[List[str], List[str]]:
         """
@@ -228,7 +248,9 @@ class FrameEngine:
 
     def _resume(self) -> None:
         """Run the steps until one waits (the timer or a wake resumes it) or none is left."""
-        self._timer.cancel()
+        if self._armed:
+            self._timer.cancel()
+            self._armed = False
         self._resuming = True
         try:
             while self._running is not None or self._steps:
@@ -257,9 +279,11 @@ class FrameEngine:
         if deadline_ns is not None:
             self._timer.timer_period_ns = max(deadline_ns - time.monotonic_ns(), TURN_NS)
             self._timer.reset()
+            self._armed = True
 
     def _on_timer(self) -> None:
         self._timer.cancel()
+        self._armed = False
         if self._running is not None and not self._resuming:
             self._resume()
 
@@ -290,11 +314,13 @@ class FrameEngine:
             return
         server = self._server
         holds = self.barrier_applies()
-        last = server.clock_ns(frames[-1])
-        before = server.clock_ns(frames[0] - frames.step)
-        gated = holds and self._gates.gated_in(before, last)
-        if gated:  # what the gated topics carry from now on answers these frames
-            server.output_gates.drain()
+        gated = False
+        if holds:
+            last = server.clock_ns(frames[-1])
+            before = server.clock_ns(frames[0] - frames.step)
+            gated = self._gates.gated_in(before, last)
+            if gated:  # what the gated topics carry from now on answers these frames
+                server.output_gates.drain()
         self.sink.publish_frames(frames)
         server.published()
         if holds:

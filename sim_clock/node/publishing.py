@@ -20,11 +20,9 @@ publishes /clock only, and the bag player's sink publishes the bag's messages be
 frame's /clock (``sim_clock.bag.player``).
 """
 
-import contextlib
 import functools
 import struct
 from typing import Callable
-from typing import Iterator
 from typing import Optional
 from typing import Protocol
 
@@ -121,18 +119,22 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
-@contextlib.contextmanager
-def held(publishers) -> Iterator[None]:
+class held(compat_held):
     """
     Hold ``publishers`` while frames are published through their addresses (``compat.held``).
 
-    One already destroyed raises :class:`PublisherDestroyed`.
+    One already destroyed raises :class:`PublisherDestroyed`. Made once per sink and entered
+    for each batch of frames.
     """
-    try:
-        with compat_held(publishers):
-            yield
-    except InvalidHandle:
-        raise PublisherDestroyed('the node is destroyed; its publishers are gone') from None
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        try:
+            super().__enter__()
+        except InvalidHandle:
+            self.__exit__(None, None, None)
+            raise PublisherDestroyed('the node is destroyed; its publishers are gone') from None
 
 
 def publisher_destroyed(*args) -> None:
@@ -145,19 +147,19 @@ class ClockSink:
 
     def __init__(self, node, offset_ns: int = 0):
         self._publisher = node.clock_publisher
-        self._held = (self._publisher,)
+        self._held = held((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = FlowControl(node, [self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""
         self._flow.start()
-        with held(self._held):
+        with self._held:
             self._flow.publish(0, self._publish_clock, frames)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""
-        with held(self._held):
+        with self._held:
             self._publish_clock(time_ns)
 
     def end_of_frames(self) -> None:
