@@ -131,8 +131,15 @@ class FrameEngine:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         server, timeline, barrier = self._server, self._timeline, self._barrier
         try:
-            steps = remaining = self._stepped(lambda: timeline.check_step(
-                request.user_id, request.steps, request.target_frame, request.epoch))
+            if request.progress is None and not self.barrier_applies():
+                # Nothing waits between its frames: one call checks and takes them all.
+                frames = self._stepped(lambda: timeline.step(
+                    request.user_id, request.steps, request.target_frame, request.epoch))
+                steps, remaining = len(frames), 0
+                self._publish(frames)
+            else:
+                steps = remaining = self._stepped(lambda: timeline.check_step(
+                    request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             server.get_logger().warning(
                 f'step refused: {refused.reason}', throttle_duration_sec=1.0)
