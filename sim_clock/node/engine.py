@@ -355,7 +355,8 @@ class FrameEngine:
         if timeline.release_lapsed_holder():
             server.dispatch()
         self._settle()
-        if self.barrier_applies():
+        if self.barrier_applies() and timeline.free_running:
+            # Only free run's waits are the tick's: a step's are its own (late ones stop it).
             frames = self._barrier_frames()
         elif server.full_speed:
             frames = self._full_speed_batch()
