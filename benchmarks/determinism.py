@@ -89,7 +89,8 @@ def read_bag(path: str) -> List[Message]:
                 for connection, stamp, data in reader.messages()]
 
 
-def _stop(process: subprocess.Popen) -> None:
+def stop_process(process: subprocess.Popen) -> None:
+    """End ``process`` as Ctrl-C does; SIGKILL it if it has not ended 10 s later."""
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -134,7 +135,7 @@ def run_once(workdir: str, domain: int, participant: bool) -> List[Message]:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
         for process in processes:
-            _stop(process)
+            stop_process(process)
         logs.close()
 
 

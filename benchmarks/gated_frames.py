@@ -29,12 +29,12 @@ in frames/s (medians of ``--repeat``) and the ratio to the faster bare loop (tar
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 
 from ament_index_python.packages import get_package_prefix
+from determinism import stop_process
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 try:
@@ -71,15 +71,6 @@ rclpy.try_shutdown()
 
 def _start(args, env):
     return subprocess.Popen(args, env=env)
-
-
-def _stop(process) -> None:
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _probe(domain: int, name: str, executor_class=SingleThreadedExecutor):
@@ -127,8 +118,8 @@ def measure_sim_clock(frames: int, steps: int, env: dict, domain: int) -> float:
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        _stop(node_process)
-        _stop(server)
+        stop_process(node_process)
+        stop_process(server)
 
 
 def measure_bare(frames: int, steps: int, env: dict, domain: int,
@@ -170,7 +161,7 @@ def measure_bare(frames: int, steps: int, env: dict, domain: int,
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        _stop(node_process)
+        stop_process(node_process)
 
 
 def main() -> int:

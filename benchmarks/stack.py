@@ -43,7 +43,8 @@ import time
 from typing import Dict
 from typing import List
 
-from ament_index_python.packages import get_package_prefix
+from determinism import executable
+from determinism import stop_process
 import rclpy
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2 import StoragePlugin
@@ -86,11 +87,6 @@ except (KeyboardInterrupt, ExternalShutdownException):
 """
 
 
-def executable(name: str) -> str:
-    """Return the path of one of the package's executables."""
-    return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', name)
-
-
 def write_inputs(path: str) -> Dict[str, int]:
     """Write the input bag (/chatter every 100 ms for 1 s); return each message's stamp."""
     typestore = get_typestore(Stores.ROS2_JAZZY)
@@ -104,16 +100,6 @@ def write_inputs(path: str) -> Dict[str, int]:
             writer.write(chatter, stamps[key],
                          typestore.serialize_cdr(string(data=key), 'std_msgs/msg/String'))
     return stamps
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(2)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def run_once(workdir: str, domain: int, mode: str) -> dict:
@@ -153,7 +139,7 @@ def run_once(workdir: str, domain: int, mode: str) -> dict:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
         for process in processes:
-            _stop(process)
+            stop_process(process)
         logs.close()
     return {'recording': _read(output), 'inversions': _inversions(outputs, stamps),
             'fps': CALLS * FRAMES / elapsed}
@@ -237,7 +223,7 @@ def bare(frames: int, domain: int) -> float:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
         for worker in workers:
-            _stop(worker)
+            stop_process(worker)
 
 
 def main() -> int:

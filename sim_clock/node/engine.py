@@ -122,11 +122,6 @@ class FrameEngine:
         if self._running is None:
             self._resume()
 
-    @property
-    def busy(self) -> bool:
-        """Whether a step is running or waiting to run."""
-        return self._running is not None or bool(self._steps)
-
     async def _run_step(self, request: StepRequest) -> StepOutcome:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         server, timeline, barrier = self._server, self._timeline, self._barrier
