@@ -21,11 +21,13 @@ from typing import Optional
 MIN_TICK_NS = 1_000_000
 #: The most frames one timer callback publishes: services are still answered between batches.
 FRAMES_PER_TICK = 100
-#: Free run at real_time_factor 0 publishes frames in batches of FULL_SPEED_BATCH_NS (checking
-#: the time every FULL_SPEED_CHUNK frames), one batch between two events of the spin loop, or
-#: one per FULL_SPEED_TICK_NS tick when no loop drives it.
+#: Free run at real_time_factor 0 publishes frames in batches of FULL_SPEED_BATCH_NS, one batch
+#: between two events of the spin loop, or one per FULL_SPEED_TICK_NS tick when no loop drives
+#: it. A batch starts with FULL_SPEED_CHUNK frames, then takes as many as its time left holds at
+#: the rate measured so far (:func:`full_speed_chunk`), at most FULL_SPEED_MAX_CHUNK at once.
 FULL_SPEED_BATCH_NS = 200_000
 FULL_SPEED_CHUNK = 10
+FULL_SPEED_MAX_CHUNK = 1000
 FULL_SPEED_TICK_NS = 1_000_000
 
 
@@ -66,3 +68,15 @@ class Pacing:
         """
         return (self._last_publish_ns is None
                 or now_ns - self._last_publish_ns >= self.publish_period_ns - tick_ns // 2)
+
+
+def full_speed_chunk(published: int, elapsed_ns: int, left_ns: int) -> int:
+    """
+    Return how many frames a full-speed batch takes next: as many as ``left_ns`` holds.
+
+    ``published`` frames took ``elapsed_ns`` so far; at least 1 (the batch goes on only while
+    time is left), at most :data:`FULL_SPEED_MAX_CHUNK`. Integer arithmetic only.
+    """
+    if published <= 0 or elapsed_ns <= 0:
+        return FULL_SPEED_CHUNK
+    return max(1, min(left_ns * published // elapsed_ns, FULL_SPEED_MAX_CHUNK))

@@ -48,6 +48,7 @@ from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
+from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
@@ -118,27 +119,52 @@ class FrameEngine:
 
     def step(self, request: StepRequest) -> None:
         """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
+        if (self._running is None and not self._steps and request.progress is None
+                and not self._core.ack_timeout_ns and not self.barrier_applies()):
+            # Nothing to wait for, before it or after it: answered within this call.
+            request.reply(self._quick_step(request))
+            return
         self._steps.append(request)
         if self._running is None:
             self._resume()
 
+    def _quick_step(self, request: StepRequest) -> StepOutcome:
+        """Take a step whose frames nothing waits for: all of them in one call; answer it."""
+        try:
+            frames = self._take_all(request)
+        except Refused as refused:
+            return self._refused(refused)
+        self._publish(frames)
+        return self._done()
+
+    def _take_all(self, request: StepRequest) -> range:
+        """Check the step and advance the timeline by all its frames; return them."""
+        return self._stepped(lambda: self._timeline.step(
+            request.user_id, request.steps, request.target_frame, request.epoch))
+
+    def _refused(self, refused: Refused) -> StepOutcome:
+        self._server.get_logger().warning(
+            f'step refused: {refused.reason}', throttle_duration_sec=1.0)
+        return self._outcome(False, refused.reason)
+
+    def _done(self) -> StepOutcome:
+        return self._outcome(
+            True, f'frame {self._timeline.frame}, time {self._server.clock_now()} ns')
+
     async def _run_step(self, request: StepRequest) -> StepOutcome:
         """One step: frames in runs up to the next frame that waits; then the answer."""
-        server, timeline, barrier = self._server, self._timeline, self._barrier
+        timeline, barrier = self._timeline, self._barrier
         try:
             if request.progress is None and not self.barrier_applies():
-                # Nothing waits between its frames: one call checks and takes them all.
-                frames = self._stepped(lambda: timeline.step(
-                    request.user_id, request.steps, request.target_frame, request.epoch))
+                # Nothing waits between its frames (their answer may wait for acknowledgements).
+                frames = self._take_all(request)
                 steps, remaining = len(frames), 0
                 self._publish(frames)
             else:
                 steps = remaining = self._stepped(lambda: timeline.check_step(
                     request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
-            server.get_logger().warning(
-                f'step refused: {refused.reason}', throttle_duration_sec=1.0)
-            return self._outcome(False, refused.reason)
+            return self._refused(refused)
         barrier.count_again(time.monotonic_ns())
         self._gates.count_again(time.monotonic_ns())
         while True:
@@ -178,7 +204,7 @@ class FrameEngine:
                     f'{refused.reason}')
             self._publish(frames)
             remaining -= count
-        outcome = self._outcome(True, f'frame {timeline.frame}, time {server.clock_now()} ns')
+        outcome = self._done()
         if self._core.ack_timeout_ns:
             outcome.unacknowledged = await self._acknowledged(self._core.ack_timeout_ns)
             if outcome.unacknowledged:
@@ -395,14 +421,24 @@ class FrameEngine:
         """
         Free run as fast as possible: publish frames for FULL_SPEED_BATCH_NS; return the last.
 
-        Short batches keep the services answering between them.
+        Short batches keep the services answering between them. After a first chunk, each
+        takes what the batch's time left holds at the rate measured so far, so that the
+        engine's work per call is spread over as many frames as fit; the chunk taken when the
+        time is up is returned, for the tick to publish.
         """
-        deadline = time.monotonic_ns() + FULL_SPEED_BATCH_NS
+        start = time.monotonic_ns()
+        deadline = start + FULL_SPEED_BATCH_NS
         poll = self._timeline.poll
         frames = poll(FULL_SPEED_CHUNK)
-        while frames and time.monotonic_ns() < deadline:
+        published = 0
+        while frames:
+            now = time.monotonic_ns()
+            if now >= deadline:
+                break
             self._publish(frames)
-            frames = poll(FULL_SPEED_CHUNK)
+            published += len(frames)
+            now = time.monotonic_ns()
+            frames = poll(full_speed_chunk(published, now - start, deadline - now))
         return frames
 
     def _on_change(self, change) -> None:

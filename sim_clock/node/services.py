@@ -19,8 +19,12 @@ As rclpy's ``ParameterService``, a plain class handed the node; the answers are 
 the outcomes the server returns. Expected failures are in the response, never raised.
 """
 
+import dataclasses
 import enum
+import functools
 from typing import Callable
+from typing import Optional
+from typing import Tuple
 
 from sim_clock.compat import DeferredReplies
 from sim_clock.core.units import split_ns
@@ -43,16 +47,36 @@ def fill(response, outcome):
     raises AttributeError: a mismatch is a defect, never dropped in silence
     (``test/node/test_services.py`` sends every outcome through its response).
     """
-    for name, value in vars(outcome).items():
-        if name.endswith('_ns') and not hasattr(response, name):
-            stamp = getattr(response, name[:-3])
-            stamp.sec, stamp.nanosec = split_ns(value)
-        elif hasattr(response, name):
+    for name, stamp in _plan(type(response), type(outcome)):
+        value = getattr(outcome, name)
+        if stamp is not None:
+            time = getattr(response, stamp)
+            time.sec, time.nanosec = split_ns(value)
+        else:
             setattr(response, name, value.value if isinstance(value, enum.Enum) else value)
+    return response
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(response_type, outcome_type) -> Tuple[Tuple[str, Optional[str]], ...]:
+    """
+    Return where each field of ``outcome_type`` goes in ``response_type``, checked once.
+
+    (name, None): the response's field of that name; (name, stamp): its Time field ``stamp``.
+    """
+    plan = []
+    for name in (field.name for field in dataclasses.fields(outcome_type)):
+        if name.endswith('_ns') and not hasattr(response_type, name):
+            if not hasattr(response_type, name[:-3]):
+                raise AttributeError(f'{response_type.__name__} has no field {name[:-3]} for '
+                                     f'{outcome_type.__name__}.{name}')
+            plan.append((name, name[:-3]))
+        elif hasattr(response_type, name):
+            plan.append((name, None))
         else:
             raise AttributeError(
-                f'{type(response).__name__} has no field {name} for {type(outcome).__name__}')
-    return response
+                f'{response_type.__name__} has no field {name} for {outcome_type.__name__}')
+    return tuple(plan)
 
 
 def serve(node, table, callback_group=None) -> list:

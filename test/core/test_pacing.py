@@ -12,10 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The idle republish, without ROS: /clock at publish_rate while time does not advance."""
+"""Pacing without ROS: the idle republish, and the chunks of free run as fast as possible."""
 
 from hypothesis import given
 from hypothesis import strategies as st
+from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
+from sim_clock.core.pacing import FULL_SPEED_CHUNK
+from sim_clock.core.pacing import full_speed_chunk
+from sim_clock.core.pacing import FULL_SPEED_MAX_CHUNK
 from sim_clock.core.pacing import Pacing
 
 MS = 1_000_000
@@ -51,3 +55,24 @@ def test_short_ticks_republish_about_once_a_period(late_ns):
     pacing = Pacing(10 * MS)
     count = _republishes(pacing, MS, late_ns)
     assert len(late_ns) // 10 <= count <= len(late_ns) // 9 + 1
+
+
+@given(published=st.integers(1, 10**6), elapsed_ns=st.integers(1, 10**9),
+       left_ns=st.integers(-10**9, 10**9))
+def test_a_full_speed_chunk_fills_the_time_left_at_the_rate_so_far(published, elapsed_ns,
+                                                                   left_ns):
+    chunk = full_speed_chunk(published, elapsed_ns, left_ns)
+    assert 1 <= chunk <= FULL_SPEED_MAX_CHUNK
+    if chunk < FULL_SPEED_MAX_CHUNK:
+        # Not capped: no more than the time left holds at the rate so far (at least one).
+        assert chunk == 1 or chunk * elapsed_ns <= left_ns * published
+        # And not fewer: one more frame would not fit.
+        assert (chunk + 1) * elapsed_ns > left_ns * published
+
+
+def test_a_full_speed_batch_starts_with_a_first_chunk():
+    assert full_speed_chunk(0, 0, FULL_SPEED_BATCH_NS) == FULL_SPEED_CHUNK
+    assert full_speed_chunk(10, 0, FULL_SPEED_BATCH_NS) == FULL_SPEED_CHUNK
+    # 10 frames in 10 us, 190 us left: 190 more.
+    assert full_speed_chunk(10, 10_000, 190_000) == 190
+    assert full_speed_chunk(10, 10_000, 0) == 1
