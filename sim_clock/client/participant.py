@@ -169,7 +169,7 @@ class Participant:
                 'the node only through the participant (spin_once, spin)')
         self.executor.spin_once(timeout_sec=timeout_sec)
         if self._delivery is not None:
-            self._spin_rounds()
+            self._spin_rounds(timeout_sec)
             return
         if not self._clocks:
             return
@@ -181,7 +181,7 @@ class Participant:
             run_ready_callbacks(self.executor)
         self._publish_done(join_ns(clocks[-1].clock))
 
-    def _spin_rounds(self) -> None:
+    def _spin_rounds(self, timeout_sec: float) -> None:
         """
         Deterministic: each new time in rounds, as doc/frames.md says.
 
@@ -189,10 +189,18 @@ class Participant:
         delivered with the clock at t, then the timers due at t run; then each round the
         server starts releases what the last one published, waits until it has arrived, and
         delivers it. What a round publishes is held until the next one.
+
+        Each look at what is ready costs a wait set of all the node's entities (about 130 us
+        in rclpy): a round looks only where it must. The waits for a round's messages use the
+        arguments of the spin loop's, so that rclpy's executor goes on with the ready
+        callbacks of its last wait instead of making a new one.
         """
+        if not self._clocks and not self._round_msgs:
+            return
         delivery = self._delivery
-        delivery.adopt()
-        run_ready_callbacks(self.executor)  # into the inboxes: nothing is delivered here
+        if self._clocks:
+            delivery.adopt()
+            run_ready_callbacks(self.executor)  # into the inboxes: nothing is delivered here
         clocks, self._clocks[:] = list(self._clocks), []
         for msg in clocks:
             time_ns = join_ns(msg.clock)
@@ -206,18 +214,19 @@ class Participant:
                 delivery.release()
             self._time_ns, self._round = time_ns, 0
             self._round_msgs.clear()
+            timers = next_timer_ns(self.executor)
             if self._time_source is not None:
                 self._time_source.clock_callback(msg)
-            delivery.deliver()
-            run_ready_callbacks(self.executor)
+            if delivery.deliver() or (timers and timers <= time_ns):
+                run_ready_callbacks(self.executor)  # the timers due at t, what was set off
             delivery.adopt()
             self._publish_done(time_ns)
         while self._round_msgs:
             msg = self._round_msgs.pop(0)
             if join_ns(msg.time) == self._time_ns and msg.round == self._round + 1:
-                self._take_round(msg)
+                self._take_round(msg, timeout_sec)
 
-    def _take_round(self, msg: Round) -> None:
+    def _take_round(self, msg: Round, timeout_sec: float) -> None:
         """Release the last round's messages, wait for everyone's, deliver them; then done."""
         delivery = self._delivery
         self._round = msg.round
@@ -231,10 +240,9 @@ class Participant:
                     f'all messages arrived on {", ".join(delivery.missing(expected))} (best '
                     'effort, or a history too short?); delivering what came')
                 break
-            self.executor.spin_once(timeout_sec=0.01)
-            run_ready_callbacks(self.executor)
-        delivery.deliver()
-        run_ready_callbacks(self.executor)
+            self.executor.spin_once(timeout_sec=timeout_sec)
+        if delivery.deliver():
+            run_ready_callbacks(self.executor)  # what the callbacks set off
         delivery.adopt()
         self._publish_done(self._time_ns)
 
