@@ -57,6 +57,11 @@ TIMEOUT = 60.0
 #: The clock_rate_cap case: how many use_sim_time processes, and the cap.
 SIM_TIME_NODES = 20
 CAP_HZ = 100.0
+#: The step latency cases run the server (ours or the bare one) on one core and the client on
+#: another, where there are two: where the scheduler put them moved the p50 by up to 30% from
+#: one run to the next on this 2-core machine.
+_CPUS = sorted(os.sched_getaffinity(0))
+SERVER_CPU, CLIENT_CPU = (_CPUS[0], _CPUS[1]) if len(_CPUS) >= 2 else (None, None)
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 #: The discovery range of the UDP cases. Under LOCALHOST (every other case) rmw_fastrtps installs
 #: shared memory whatever FASTDDS_BUILTIN_TRANSPORTS says; beyond it Fast DDS takes the variable,
@@ -129,6 +134,10 @@ FIGURES = [
            "loads sim_clock's Fast DDS profile, p50 (baseline: the same with ack_timeout 0)"),
     Figure('acked_step_udp_p50', 'us', 'ratio<=', 1.5,
            'acked_step_p50 with every process on UDPv4 only'),
+    Figure('acked_step_depth1_p50', 'us', 'ratio<=', 1.5,
+           'acked_step_p50 with the /clock history at 1 sample '
+           '(qos_overrides./clock.publisher.depth:=1; baseline: the published step at the default '
+           'depth)'),
     Figure('participants_1_fps', 'frames/s', 'ratio>=', 1 / 1.3,
            'free run at rtf 0 with 1 participant that says done at once '
            '(baseline: a bare rclpy barrier: publish a Clock, wait for the dones)'),
@@ -168,12 +177,15 @@ SMOKE = Settings(repetitions=1, latency_calls=50, throughput_calls=2, frames=20_
 class Process:
     """A child process whose stdout lines arrive on a queue."""
 
-    def __init__(self, argv: List[str], env: dict, log, udp: bool = False):
+    def __init__(self, argv: List[str], env: dict, log, udp: bool = False,
+                 cpu: Optional[int] = None):
         self.argv = argv
         #: a process of a UDP case: it must not use shared memory
         self.udp = udp
+        # Pinned before exec: every thread the process makes later stays on that core.
+        pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
         self.popen = subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+            argv, env=env, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=pin)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -251,9 +263,10 @@ class Bench:
             get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
         self.processes: List[Process] = []
 
-    def start(self, argv: List[str], chooses_transport: bool = False) -> Process:
+    def start(self, argv: List[str], chooses_transport: bool = False,
+              cpu: Optional[int] = None) -> Process:
         """
-        Start a process on the bench's domain.
+        Start a process on the bench's domain (on core ``cpu`` alone, if given).
 
         In a UDP case, with discovery beyond localhost and ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``;
         a process that ``chooses_transport`` (our executables) gets no variable and picks
@@ -265,17 +278,17 @@ class Bench:
             env.pop(TRANSPORTS_VARIABLE, None)
             if not chooses_transport:
                 env[TRANSPORTS_VARIABLE] = SAFE_TRANSPORTS
-        process = Process(argv, env, self.log, udp=self.udp)
+        process = Process(argv, env, self.log, udp=self.udp, cpu=cpu)
         self.processes.append(process)
         return process
 
-    def server(self, **parameters) -> Process:
+    def server(self, cpu: Optional[int] = None, **parameters) -> Process:
         """Start the clock server; it is up when a probe finds its services or /clock."""
         return self.start([self.server_executable, '--ros-args', '--log-level', 'warn']
-                          + parameter_arguments(parameters), chooses_transport=True)
+                          + parameter_arguments(parameters), chooses_transport=True, cpu=cpu)
 
-    def role(self, role: str, *args) -> Process:
-        return self.start([sys.executable, ROLES, role, *map(str, args)])
+    def role(self, role: str, *args, cpu: Optional[int] = None) -> Process:
+        return self.start([sys.executable, ROLES, role, *map(str, args)], cpu=cpu)
 
     def ready(self, *processes: Process) -> None:
         for process in processes:
@@ -310,18 +323,19 @@ def step_latency(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     Our server and the bare one, each with the client on either executor; best of each.
 
     The bare server runs on the same executor as its client, so the floor is the fastest
-    executor rclpy offers on both sides.
+    executor rclpy offers on both sides. Server and client each on a core of their own
+    (``SERVER_CPU``, ``CLIENT_CPU``).
     """
     calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
     best = {}
     for executor in ('single', 'events'):
-        bench.server(sync=True, time_step=0.001)
+        bench.server(sync=True, time_step=0.001, cpu=SERVER_CPU)
         ours = bench.role('step-latency', '--executor', executor, '--server', '/sim_clock',
-                          *calls).result(TIMEOUT * 5)
+                          *calls, cpu=CLIENT_CPU).result(TIMEOUT * 5)
         bench.stop_all()
-        bench.ready(bench.role('bare-step-server', '--executor', executor))
+        bench.ready(bench.role('bare-step-server', '--executor', executor, cpu=SERVER_CPU))
         bare = bench.role('step-latency', '--executor', executor, '--server', 'bare',
-                          *calls).result(TIMEOUT * 5)
+                          *calls, cpu=CLIENT_CPU).result(TIMEOUT * 5)
         bench.stop_all()
         for side, measured in (('ours', ours), ('bare', bare)):
             print(f'    step latency, {side}, client on {executor}: '
@@ -472,23 +486,31 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     The reader's process loads the executables' Fast DDS profile (readers acknowledge at once);
     the same with Fast DDS's default reader (acknowledgements 5 ms after a heartbeat) is
     printed beside it. The UDP figure runs as ``step_latency_udp`` does, checked the same way.
+    ``acked_step_depth1_p50``: the server's /clock history at one sample, where Fast DDS sends
+    a heartbeat with every sample (doc/design.md, "/clock QoS").
     """
     calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
     figures = {}
     shared = bench.env
     profiled = dict(shared)
     answer_late_clients(profiled)
+    depth1 = {'qos_overrides./clock.publisher.depth': 1}
     for name, udp in (('acked_step_p50', False), ('acked_step_udp_p50', True)):
         p50 = {}
-        for case, ack_timeout, reader_env in (('published', 0.0, profiled),
-                                              ('acknowledged', 5.0, profiled),
-                                              ('default reader', 5.0, shared)):
+        for case, ack_timeout, reader_env, extra in (
+                ('published', 0.0, profiled, {}),
+                ('acknowledged', 5.0, profiled, {}),
+                ('default reader', 5.0, shared, {}),
+                ('depth 1', 5.0, profiled, depth1 if not udp else None)):
+            if extra is None:
+                continue
             bench.env, bench.udp = reader_env, udp
             try:
-                bench.server(sync=True, time_step=0.001, ack_timeout=ack_timeout)
+                bench.server(sync=True, time_step=0.001, ack_timeout=ack_timeout,
+                             cpu=SERVER_CPU, **extra)
                 p50[case] = bench.role(
                     'step-latency', '--executor', 'events', '--server', '/sim_clock',
-                    *calls).result(TIMEOUT * 5)['p50_us']
+                    *calls, cpu=CLIENT_CPU).result(TIMEOUT * 5)['p50_us']
                 bench.stop_all()
             finally:
                 bench.env, bench.udp = shared, False
@@ -496,6 +518,10 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
               f"{p50['published']:.0f} us not; {p50['default reader']:.0f} us acknowledged by "
               "a reader with Fast DDS's defaults", flush=True)
         figures[name] = (p50['acknowledged'], p50['published'])
+        if 'depth 1' in p50:
+            print(f"    acked_step_depth1_p50: {p50['depth 1']:.0f} us acknowledged with a "
+                  '/clock history of 1', flush=True)
+            figures['acked_step_depth1_p50'] = (p50['depth 1'], p50['published'])
     return figures
 
 

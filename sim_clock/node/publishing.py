@@ -26,7 +26,11 @@ from typing import Callable
 from typing import Optional
 from typing import Protocol
 
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidHandle
+from rclpy.qos import QoSPolicyKind
+from rclpy.qos import QoSProfile
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
@@ -34,12 +38,42 @@ from sim_clock.compat import held as compat_held
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
 from sim_clock.core.units import split_ns
+from sim_clock.names import CLOCK_QOS
+from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import PublisherDestroyed
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
 _CLOCK_LAYOUT = struct.Struct('<4siI')
+
+
+#: The /clock history a ``qos_overrides./clock.publisher.depth`` parameter may set.
+MAX_CLOCK_DEPTH = 100_000
+
+
+def create_clock_publisher(node):
+    """
+    Create ``node``'s /clock publisher: ``CLOCK_QOS``, its depth overridable at start.
+
+    ROS's read-only ``qos_overrides./clock.publisher.depth`` parameter (1 to
+    :data:`MAX_CLOCK_DEPTH`, default 10000). Depth 1 makes Fast DDS send a heartbeat with every
+    /clock sample (a full history does), so readers acknowledge it at once: an acknowledged
+    step answers about 0.5 ms sooner, and stepped frames wait for their acknowledgement one by
+    one (flow control's window is then 1). doc/design.md, "/clock QoS".
+    """
+    qos = QoSProfile(history=CLOCK_QOS.history, depth=CLOCK_QOS.depth,
+                     reliability=CLOCK_QOS.reliability, durability=CLOCK_QOS.durability)
+    options = QoSOverridingOptions([QoSPolicyKind.DEPTH], callback=_check_clock_qos)
+    return node.create_publisher(ClockMsg, CLOCK_TOPIC, qos, qos_overriding_options=options)
+
+
+def _check_clock_qos(qos) -> SetParametersResult:
+    if not 1 <= qos.depth <= MAX_CLOCK_DEPTH:
+        return SetParametersResult(
+            successful=False,
+            reason=f'the /clock depth must be between 1 and {MAX_CLOCK_DEPTH}, got {qos.depth}')
+    return SetParametersResult(successful=True)
 
 
 class FrameSink(Protocol):

@@ -30,6 +30,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos_overriding_options import InvalidQosOverridesError
 from sim_clock.core.rules import Refused
 
 try:
@@ -151,7 +152,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
             return 0
         try:
             node = make_node()
-        except (Refused, ParameterException) as error:
+        except (Refused, ParameterException, InvalidQosOverridesError) as error:
             rclpy.logging.get_logger(logger_name).fatal(f'invalid configuration: {error}')
             return 1
         for line in (transports, profile):

@@ -38,7 +38,6 @@ from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.core.units import split_ns
-from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
@@ -55,6 +54,7 @@ from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.node.outcomes import time_msg
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
+from sim_clock.node.publishing import create_clock_publisher
 from sim_clock.node.publishing import FrameSink
 from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.resets import log_change
@@ -93,7 +93,7 @@ class ClockServer(Node):
         #: The one owner of this node's acknowledgement waits and stalled readers.
         self.acks = Acknowledgements(self)
         #: The /clock publisher; the sink publishes on it.
-        self.clock_publisher = self.create_publisher(ClockMsg, CLOCK_TOPIC, CLOCK_QOS)
+        self.clock_publisher = create_clock_publisher(self)
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
         self.views = ClockViews(self)
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.

@@ -25,6 +25,7 @@ import time
 
 from harness import ChildProcess
 from harness import FROZEN_READER as READER
+from harness import ServerProcess
 from sim_clock.srv import Step
 
 MS = 1_000_000
@@ -47,6 +48,38 @@ def test_an_acknowledged_step_answers_once_the_reader_has_every_frame(start_serv
             break
         client.executor.spin_once(timeout_sec=0)
     assert client.distinct_times_since_reset()[-1000:] == [t * MS for t in range(1, 1001)]
+
+
+def test_a_clock_depth_of_one_still_brings_every_frame_to_a_reliable_reader(
+        start_server, client):
+    """qos_overrides./clock.publisher.depth 1: each stepped frame waits for its acknowledgement."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.001, 'ack_timeout': 5.0,
+                  'qos_overrides./clock.publisher.depth': 1})
+    client.wait_for_clock()
+    response = _step(client, 300)
+    assert response.success, response.message
+    assert list(response.unacknowledged) == []
+    for _ in range(5000):
+        if 300 * MS in client.times():
+            break
+        client.executor.spin_once(timeout_sec=0)
+    # A history of one sample overwrites nothing a reader lacks: flow control's window is 1.
+    assert client.distinct_times_since_reset()[-300:] == [t * MS for t in range(1, 301)]
+    for _ in range(20):
+        response = _step(client, 1)
+        assert response.success and list(response.unacknowledged) == [], response.message
+
+
+def test_a_clock_depth_out_of_range_stops_the_server_with_the_reason(domain_id, tmp_path):
+    """Depth 0: the server exits 1 at start, naming what is allowed."""
+    server = ServerProcess(domain_id, str(tmp_path), {'qos_overrides./clock.publisher.depth': 0})
+    try:
+        assert server.process.wait(30) == 1
+    finally:
+        server.stop()
+    log = server.log()
+    assert 'invalid configuration' in log and 'between 1 and 100000, got 0' in log, log
+    assert 'Traceback' not in log, log
 
 
 def test_a_reader_that_does_not_acknowledge_is_named_then_not_waited_for(
