@@ -57,7 +57,7 @@ def make_flow(*writers, free_running=False, ok=True):
     logger = Logger()
     node = SimpleNamespace(timeline=SimpleNamespace(free_running=free_running),
                            context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    node.acks = Acknowledgements(node)
+    node.acks = Acknowledgements()
     flow = FlowControl(node, list(writers))
     flow.start()
     return flow, logger

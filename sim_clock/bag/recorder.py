@@ -134,6 +134,7 @@ class RecordingSummary:
     def __init__(self):
         self.topics: Dict[str, TopicCount] = {}
         self.before_clock = 0
+        self.after_end = 0
         self.time_jumps_back = 0
         self._last_clock_ns: Optional[int] = None
 
@@ -182,6 +183,9 @@ class RecordingSummary:
         if self.before_clock:
             lines.append(f'{self.before_clock} messages came before any /clock and were not '
                          'recorded')
+        if self.after_end:
+            lines.append(f'{self.after_end} messages were published at or after --until and '
+                         'were not recorded')
         if self.time_jumps_back:
             lines.append(f'simulated time went back {self.time_jumps_back} times (resets): '
                          'the bag holds several passes')
@@ -220,6 +224,8 @@ class Recorder(Node):
         self._pending = []
         self._clock_trimmed = False
         self.done = False
+        #: The source timestamp of the /clock that reached --until (None: not reached).
+        self._end_source: Optional[int] = None
         #: Callbacks run so far: lets the caller drain what is queued before closing.
         self.callbacks = 0
         self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
@@ -241,6 +247,8 @@ class Recorder(Node):
 
     def _on_clock(self, msg, info) -> None:
         self.callbacks += 1
+        if self._end_source is not None:
+            return  # ended at --until: what comes after is not recorded
         if self.clock_ns is None:
             # Messages published before this /clock are not recorded: a caller that starts
             # the recorder and then drives time waits for this line first.
@@ -257,7 +265,11 @@ class Recorder(Node):
         if self._pending:
             self._write_pending(info['source_timestamp'])
         if self._until_ns is not None and self.clock_ns >= self._until_ns:
+            # The end: what was published before this /clock is recorded (stamped before
+            # --until), what comes after it is not, however soon it arrives. So a lockstep
+            # stack records the same messages run after run, whatever it publishes at the end.
             self.done = True
+            self._end_source = info['source_timestamp']
 
     def _write_pending(self, before: Optional[int]) -> None:
         """Write the waiting messages published before ``before`` (None: all of them)."""
@@ -287,7 +299,8 @@ class Recorder(Node):
         """
         End the recording: take what is queued still, then write what waits for a /clock.
 
-        The queue is drained only while the context is up (not after Ctrl-C or SIGTERM).
+        The queue is drained only while the context is up (not after Ctrl-C or SIGTERM). At
+        --until, only what was published before the /clock that reached it is written.
         """
         if executor is not None and executor.context.ok():
             for _ in range(100):
@@ -295,7 +308,9 @@ class Recorder(Node):
                 executor.spin_once(timeout_sec=0.0)
                 if self.callbacks == before:
                     break
-        self._write_pending(None)
+        self._write_pending(self._end_source)
+        self.summary.after_end += len(self._pending)
+        self._pending = []
 
     def _discover(self) -> None:
         if self._all_server is not None:

@@ -41,8 +41,7 @@ class Acknowledgements:
     flow control and a bag's lockstep frames share what they learnt of stalled readers.
     """
 
-    def __init__(self, node):
-        self._node = node
+    def __init__(self):
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
 

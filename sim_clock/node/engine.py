@@ -131,10 +131,9 @@ class FrameEngine:
     def _quick_step(self, request: StepRequest) -> StepOutcome:
         """Take a step whose frames nothing waits for: all of them in one call; answer it."""
         try:
-            frames = self._take_all(request)
+            self._publish(self._take_all(request))
         except Refused as refused:
             return self._refused(refused)
-        self._publish(frames)
         return self._done()
 
     def _take_all(self, request: StepRequest) -> range:
@@ -422,19 +421,13 @@ class FrameEngine:
         Free run as fast as possible: publish frames for FULL_SPEED_BATCH_NS; return the last.
 
         Short batches keep the services answering between them. After a first chunk, each
-        takes what the batch's time left holds at the rate measured so far, so that the
-        engine's work per call is spread over as many frames as fit; the chunk taken when the
-        time is up is returned, for the tick to publish.
+        takes what the batch's time left holds at the rate measured so far (the engine's work
+        per call spread over as many frames as fit); the last is returned, for the tick.
         """
-        start = time.monotonic_ns()
-        deadline = start + FULL_SPEED_BATCH_NS
         poll = self._timeline.poll
-        frames = poll(FULL_SPEED_CHUNK)
-        published = 0
-        while frames:
-            now = time.monotonic_ns()
-            if now >= deadline:
-                break
+        start = now = time.monotonic_ns()
+        deadline, frames, published = start + FULL_SPEED_BATCH_NS, poll(FULL_SPEED_CHUNK), 0
+        while frames and now < deadline:
             self._publish(frames)
             published += len(frames)
             now = time.monotonic_ns()

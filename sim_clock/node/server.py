@@ -91,7 +91,7 @@ class ClockServer(Node):
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: The one owner of this node's acknowledgement waits and stalled readers.
-        self.acks = Acknowledgements(self)
+        self.acks = Acknowledgements()
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))

@@ -15,6 +15,7 @@
 """The recorder's command line as ``ros2 bag record`` users expect, through real processes."""
 
 import os
+import signal
 import subprocess
 
 from harness import executable
@@ -22,6 +23,7 @@ from harness import TIMEOUT
 import pytest
 from sim_clock.bag.record_options import is_recorded_by_all
 
+MS = 1_000_000
 #: Topics the test publishes; recorders are asked for the first two.
 TOPICS = ('/rec_a', '/rec_b', '/rec_c')
 #: Ways of naming /rec_a and /rec_b: each recorder must record both, and only them.
@@ -73,6 +75,46 @@ def test_topics_accumulate_however_given(start_server, client, publishers, tmp_p
             assert 'not recorded (no publisher seen): /never_published' in log, log
         else:
             assert 'no publisher seen' not in log, (name, log)
+
+
+def test_until_records_what_was_published_before_the_clock_that_reached_it(
+        start_server, client, publishers, tmp_path):
+    """
+    --until 0.05: a message published before /clock reached 0.05 s is recorded, one after not.
+
+    The recorder is stopped (SIGSTOP) while /clock reaches 0.05 s and a message follows it:
+    both wait in its queue, so it takes the late message before it ends. Recorded, it would
+    make a lockstep stack's recordings differ by what it published at the last frame.
+    """
+    from rosbags.rosbag2 import Reader
+    from sim_clock.srv import Step
+    from std_msgs.msg import String
+    start_server({'sync': True, 'time_step': 0.01})
+    client.wait_for_clock()
+    output, recorder = _start_recorder(
+        start_server, tmp_path, 'until', ['-t', '/rec_a', '--until', '0.05'])
+    client.spin_until(lambda: 'recording /rec_a' in recorder.log()
+                      and 'first /clock received' in recorder.log(), 'the recorder')
+    client.spin_until(lambda: client.node.count_subscribers('/rec_a') >= 1, 'its subscription')
+
+    def step(frames):
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=frames))
+        assert response.success, response.message
+    step(4)
+    client.spin_until(lambda: 40 * MS in client.times(), '/clock at 0.04 s')
+    publishers['/rec_a'].publish(String(data='before'))
+    os.kill(recorder.process.pid, signal.SIGSTOP)
+    try:
+        step(1)
+        client.spin_until(lambda: 50 * MS in client.times(), '/clock at 0.05 s')
+        publishers['/rec_a'].publish(String(data='after'))
+    finally:
+        os.kill(recorder.process.pid, signal.SIGCONT)
+    assert recorder.process.wait(TIMEOUT) == 0, recorder.log()
+    with Reader(output) as bag:
+        recorded = [(stamp, bytes(data)) for _, stamp, data in bag.messages()]
+    assert [stamp for stamp, _ in recorded] == [40 * MS], (recorded, recorder.log())
+    assert b'before' in recorded[0][1]
 
 
 def test_all_records_every_topic_but_the_clocks_and_the_servers_own(
