@@ -134,7 +134,8 @@ def run_once(workdir: str, domain: int, participant: bool) -> List[Message]:
         client.close()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        for process in processes:
+        # The node first: a participant leaves through the player, which must still answer.
+        for process in reversed(processes):
             stop_process(process)
         logs.close()
 

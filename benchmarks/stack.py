@@ -138,7 +138,8 @@ def run_once(workdir: str, domain: int, mode: str) -> dict:
         client.close()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-        for process in processes:
+        # The nodes first: a participant leaves through the player, which must still answer.
+        for process in reversed(processes):
             stop_process(process)
         logs.close()
     return {'recording': _read(output), 'inversions': _inversions(outputs, stamps),
