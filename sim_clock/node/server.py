@@ -135,11 +135,19 @@ class ClockServer(Node):
         self._listeners.append(listener)
 
     def destroy_node(self) -> None:
-        """Destroy the node; from now on a publish raises instead of using a freed publisher."""
-        self.engine.close()
-        self.engine.sink.close()
-        if self._simulation_interfaces is not None:
-            self._simulation_interfaces.close()
+        """
+        Destroy the node; from now on a publish raises instead of using a freed publisher.
+
+        Also for a node whose construction failed (a bad setting at start): Kilted's rclpy
+        destroys it too when it shuts down, before it has an engine.
+        """
+        engine = getattr(self, 'engine', None)
+        if engine is not None:
+            engine.close()
+            engine.sink.close()
+        interfaces = getattr(self, '_simulation_interfaces', None)
+        if interfaces is not None:
+            interfaces.close()
         super().destroy_node()
 
     # -- the public methods that services call -------------------------------------------------
