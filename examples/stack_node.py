@@ -31,6 +31,7 @@ of period 20 ms, without rounds; ``plain``: ``rclpy.spin``, nothing holds the cl
 
 import argparse
 import sys
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -78,6 +79,21 @@ class StackNode:
         else:
             raise ValueError(f'no role {role!r}')
 
+    def wait_matched(self, executor, timeout: float = 30.0) -> None:
+        """
+        Wait until a loop role's writer has matched the other loop node's reader.
+
+        Each writes only to the other, on a volatile topic: a message sent before that reader
+        matched this writer would be lost, and the reader would wait for it. Seeing both
+        endpoints in the graph from a third node does not tell that they matched each other.
+        """
+        if self.role not in ('loop_a', 'loop_b'):
+            return
+        publisher = next(iter(self._publishers.values()))
+        deadline = time.monotonic() + timeout
+        while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+
     def _publishers_for(self, *topics) -> None:
         for topic in topics:
             self._publishers[topic] = self.node.create_publisher(String, topic, QOS)
@@ -122,6 +138,7 @@ def main(argv=None) -> int:
         if options.mode != 'plain':
             participant = Participant(stack_node.node, name=options.role, period=PERIOD_S,
                                       deterministic=options.mode == 'deterministic')
+            stack_node.wait_matched(participant.executor)
         print('joined', flush=True)
         if participant is not None:
             participant.spin()
