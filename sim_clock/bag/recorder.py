@@ -223,7 +223,6 @@ class Recorder(Node):
         self._clock_times: List[int] = []
         self._pending = []
         self._clock_trimmed = False
-        self.done = False
         #: The source timestamp of the /clock that reached --until (None: not reached).
         self._end_source: Optional[int] = None
         #: Callbacks run so far: lets the caller drain what is queued before closing.
@@ -239,6 +238,11 @@ class Recorder(Node):
             self.get_logger().info(
                 f'waiting for publishers of {", ".join(self._waiting)} '
                 f'(stamped with {CLOCK_TOPIC})')
+
+    @property
+    def done(self) -> bool:
+        """Whether /clock reached --until: the recording ends."""
+        return self._end_source is not None
 
     @property
     def waiting(self) -> List[str]:
@@ -268,7 +272,6 @@ class Recorder(Node):
             # The end: what was published before this /clock is recorded (stamped before
             # --until), what comes after it is not, however soon it arrives. So a lockstep
             # stack records the same messages run after run, whatever it publishes at the end.
-            self.done = True
             self._end_source = info['source_timestamp']
 
     def _write_pending(self, before: Optional[int]) -> None:

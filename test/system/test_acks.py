@@ -35,6 +35,15 @@ def _step(client, steps, timeout=30.0):
     return client.call(Step, 'step', Step.Request(user_id='', steps=steps), timeout=timeout)
 
 
+def _frames_in(client, frames):
+    """Take what the client's /clock reader already has (no wait); return its last ``frames``."""
+    for _ in range(5000):
+        if frames * MS in client.times():
+            break
+        client.executor.spin_once(timeout_sec=0)
+    return client.distinct_times_since_reset()[-frames:]
+
+
 def test_an_acknowledged_step_answers_once_the_reader_has_every_frame(start_server, client):
     """After the answer, every frame is in this reader already: taken without waiting."""
     start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.001, 'ack_timeout': 5.0})
@@ -43,11 +52,7 @@ def test_an_acknowledged_step_answers_once_the_reader_has_every_frame(start_serv
     assert response.success, response.message
     assert list(response.unacknowledged) == []
     # No wait: each spin takes what is already there; all 1000 frames are.
-    for _ in range(5000):
-        if 1000 * MS in client.times():
-            break
-        client.executor.spin_once(timeout_sec=0)
-    assert client.distinct_times_since_reset()[-1000:] == [t * MS for t in range(1, 1001)]
+    assert _frames_in(client, 1000) == [t * MS for t in range(1, 1001)]
 
 
 def test_a_clock_depth_of_one_still_brings_every_frame_to_a_reliable_reader(
@@ -59,12 +64,8 @@ def test_a_clock_depth_of_one_still_brings_every_frame_to_a_reliable_reader(
     response = _step(client, 300)
     assert response.success, response.message
     assert list(response.unacknowledged) == []
-    for _ in range(5000):
-        if 300 * MS in client.times():
-            break
-        client.executor.spin_once(timeout_sec=0)
     # A history of one sample overwrites nothing a reader lacks: flow control's window is 1.
-    assert client.distinct_times_since_reset()[-300:] == [t * MS for t in range(1, 301)]
+    assert _frames_in(client, 300) == [t * MS for t in range(1, 301)]
     for _ in range(20):
         response = _step(client, 1)
         assert response.success and list(response.unacknowledged) == [], response.message
