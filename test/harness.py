@@ -383,12 +383,30 @@ class ChildProcess:
         try:
             rest, _ = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stacks = self._stacks()
             self.kill()
             raise AssertionError(f'child {self.pid} did not end in {timeout} s:\n'
-                                 + ''.join(self.lines)) from None
+                                 + ''.join(self.lines) + stacks) from None
         self.lines.append((self._pending + (rest or b'')).decode(errors='replace'))
         self._pending = b''
         return self.process.returncode
+
+    def _stacks(self, quiet: float = 1.0) -> str:
+        """
+        Return what a running child prints of its threads' Python stacks on SIGUSR1.
+
+        Every child imports ``sitecustomize`` from this folder, which registers that signal.
+        """
+        self.process.send_signal(signal.SIGUSR1)
+        fd = self.process.stdout.fileno()
+        # The dump has no end mark: read until the child has printed nothing for ``quiet`` s.
+        while select.select([fd], [], [], quiet)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self._pending += chunk
+        text, self._pending = self._pending.decode(errors='replace'), b''
+        return '\nits threads when it was killed:\n' + text
 
     def close_pipes(self) -> None:
         """Close the pipes to a child that has ended."""
