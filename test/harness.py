@@ -287,6 +287,10 @@ def stamp_ns(stamp) -> int:
     return stamp.sec * NS + stamp.nanosec
 
 
+class ChildDidNotEnd(AssertionError):
+    """A child that was to end by itself had not after the timeout; it was killed."""
+
+
 class ChildProcess:
     """
     A Python script in a process of its own on a DDS domain, talking through stdin and stdout.
@@ -385,7 +389,7 @@ class ChildProcess:
         except subprocess.TimeoutExpired:
             stacks = self._stacks()
             self.kill()
-            raise AssertionError(f'child {self.pid} did not end in {timeout} s:\n'
+            raise ChildDidNotEnd(f'child {self.pid} did not end in {timeout} s:\n'
                                  + ''.join(self.lines) + stacks) from None
         self.lines.append((self._pending + (rest or b'')).decode(errors='replace'))
         self._pending = b''
