@@ -497,13 +497,11 @@ def acked_step(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     depth1 = {'qos_overrides./clock.publisher.depth': 1}
     for name, udp in (('acked_step_p50', False), ('acked_step_udp_p50', True)):
         p50 = {}
-        for case, ack_timeout, reader_env, extra in (
-                ('published', 0.0, profiled, {}),
-                ('acknowledged', 5.0, profiled, {}),
-                ('default reader', 5.0, shared, {}),
-                ('depth 1', 5.0, profiled, depth1 if not udp else None)):
-            if extra is None:
-                continue
+        cases = [('published', 0.0, profiled, {}), ('acknowledged', 5.0, profiled, {}),
+                 ('default reader', 5.0, shared, {})]
+        if not udp:
+            cases.append(('depth 1', 5.0, profiled, depth1))
+        for case, ack_timeout, reader_env, extra in cases:
             bench.env, bench.udp = reader_env, udp
             try:
                 bench.server(sync=True, time_step=0.001, ack_timeout=ack_timeout,

@@ -20,6 +20,7 @@ publishes /clock only, and the bag player's sink publishes the bag's messages be
 frame's /clock (``sim_clock.bag.player``).
 """
 
+import copy
 import functools
 import struct
 from typing import Callable
@@ -29,7 +30,6 @@ from typing import Protocol
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidHandle
 from rclpy.qos import QoSPolicyKind
-from rclpy.qos import QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -62,8 +62,7 @@ def create_clock_publisher(node):
     step answers about 0.5 ms sooner, and stepped frames wait for their acknowledgement one by
     one (flow control's window is then 1). doc/design.md, "/clock QoS".
     """
-    qos = QoSProfile(history=CLOCK_QOS.history, depth=CLOCK_QOS.depth,
-                     reliability=CLOCK_QOS.reliability, durability=CLOCK_QOS.durability)
+    qos = copy.copy(CLOCK_QOS)  # rclpy writes the overridden depth into the profile it gets
     options = QoSOverridingOptions([QoSPolicyKind.DEPTH], callback=_check_clock_qos)
     return node.create_publisher(ClockMsg, CLOCK_TOPIC, qos, qos_overriding_options=options)
 
