@@ -69,6 +69,10 @@ class Core:
     #: The frames that wait for messages on topics (output_gates).
     gates: Gates = field(default_factory=Gates)
 
+    def holding(self) -> bool:
+        """Whether participants or output gates hold the next frame: someone is awaited."""
+        return not self.barrier.clear or bool(self.gates.awaited)
+
 
 @dataclass(frozen=True)
 class Setting:

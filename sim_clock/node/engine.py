@@ -360,7 +360,7 @@ class FrameEngine:
 
     def _settle(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._boundary is not None and self._barrier.clear and not self._gates.awaited:
+        if self._boundary is not None and not self._core.holding():
             change, self._boundary = self._boundary, None
             self._server.apply_change(change)
 
@@ -407,7 +407,7 @@ class FrameEngine:
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             self._settle()
-        if not barrier.clear or gates.awaited or self._boundary is not None:
+        if self._core.holding() or self._boundary is not None:
             late = barrier.late(time.monotonic_ns())
             if late:
                 self._server.get_logger().warning(

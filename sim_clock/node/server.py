@@ -32,6 +32,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
+from sim_clock.core.pacing import FULL_SPEED_TICK_NS
 from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
@@ -62,6 +63,9 @@ from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
 from sim_clock.node.views import ClockViews
+
+#: Full speed, frames held for participants or gates: the longest a spin round blocks.
+WAIT_TICK_S = FULL_SPEED_TICK_NS / NS_PER_SEC
 
 
 class ClockServer(Node):
@@ -297,7 +301,10 @@ class ClockServer(Node):
         if not self._driven:
             self.drive_full_speed()
         if self._full_speed:
-            executor.spin_once(timeout_sec=0)
+            # Frames held for participants or gates go on from the callback that ends the wait
+            # (a done, an output): block until it comes, a tick at most (for late ones), instead
+            # of polling a core away from the participants.
+            executor.spin_once(timeout_sec=WAIT_TICK_S if self._core.holding() else 0)
             self.advance()
         else:
             executor.spin_once(timeout_sec=1.0)
