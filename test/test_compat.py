@@ -16,20 +16,25 @@
 
 import time
 
+from builtin_interfaces.msg import Time
 import pytest
 import rclpy
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.task import Future
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.compat import coerce_integer_overrides
 from sim_clock.compat import DeferredReplies
 from sim_clock.compat import detach_time_source
 from sim_clock.compat import drop_pending
+from sim_clock.compat import executor_tasks
 from sim_clock.compat import held
+from sim_clock.compat import LeanWait
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
+from sim_clock.compat import take_ready
 from sim_clock.compat import takes_message_info
 from std_srvs.srv import Trigger
 
@@ -163,3 +168,78 @@ def test_a_deferred_reply_is_sent_later_and_an_early_one_at_once(context, execut
     finally:
         executor.shutdown()
         node.destroy_node()
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, 'not in time'
+        time.sleep(0.001)  # polled on purpose: nothing may take but take_ready
+
+
+def test_take_ready_takes_everything_waiting_as_the_callback_args(context):
+    """Messages arrive in order, as (msg,) or (msg, info); an empty or destroyed one gives []."""
+    node = rclpy.create_node('take_ready', context=context)
+    publisher = node.create_publisher(ClockMsg, '/take_ready', 10)
+    plain = node.create_subscription(ClockMsg, '/take_ready', lambda msg: None, 10)
+    with_info = node.create_subscription(ClockMsg, '/take_ready', lambda msg, info: None, 10)
+    _wait_for(lambda: publisher.get_subscription_count() == 2)
+    assert take_ready(plain) == []
+    for sec in range(3):
+        publisher.publish(ClockMsg(clock=Time(sec=sec)))
+    got, got_info = [], []
+    _wait_for(lambda: got.extend(take_ready(plain)) or got_info.extend(take_ready(with_info))
+              or (len(got) == 3 and len(got_info) == 3))
+    assert [item[0].clock.sec for item in got] == [0, 1, 2] and {len(i) for i in got} == {1}
+    assert [item[0].clock.sec for item in got_info] == [0, 1, 2]
+    assert all('source_timestamp' in info for _, info in got_info)
+    node.destroy_subscription(plain)
+    assert take_ready(plain) == []
+    node.destroy_node()
+
+
+def test_executor_tasks_counts_the_unfinished_ones(context):
+    """A task waiting on a future counts until it is done; finished callbacks never count."""
+    node = rclpy.create_node('tasks', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    future = Future()
+
+    async def waits():
+        await future
+    assert executor_tasks(executor) == 0
+    executor.create_task(waits)
+    executor.spin_once(timeout_sec=0.1)
+    assert executor_tasks(executor) == 1
+    future.set_result(None)
+    executor.spin_once(timeout_sec=0.1)
+    assert executor_tasks(executor) == 0
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_a_lean_wait_wakes_on_a_message_and_says_when_the_executor_has_work(context):
+    """False for a message or a timeout; True for a due timer or a service request."""
+    node = rclpy.create_node('lean', context=context)
+    publisher = node.create_publisher(ClockMsg, '/lean', 10)
+    subscription = node.create_subscription(ClockMsg, '/lean', lambda msg: None, 10)
+    lean = LeanWait(context)
+    start = time.monotonic()
+    assert lean.wait([node], 50_000_000) is False
+    assert time.monotonic() - start >= 0.04
+    _wait_for(lambda: publisher.get_subscription_count() == 1)
+    publisher.publish(ClockMsg())
+    start = time.monotonic()
+    assert lean.wait([node], 10_000_000_000) is False
+    assert time.monotonic() - start < 5.0 and len(take_ready(subscription)) == 1
+    timer = node.create_timer(0.01, lambda: None)
+    assert lean.wait([node], 10_000_000_000) is True
+    node.destroy_timer(timer)
+    service = node.create_service(Trigger, '/lean_trigger', lambda request, response: response)
+    client = node.create_client(Trigger, '/lean_trigger')
+    assert client.wait_for_service(timeout_sec=10.0)
+    client.call_async(Trigger.Request())
+    assert lean.wait([node], 10_000_000_000) is True
+    node.destroy_client(client)
+    node.destroy_service(service)
+    node.destroy_node()

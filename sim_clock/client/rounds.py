@@ -29,6 +29,7 @@ from typing import Iterable
 from typing import List
 
 from rclpy.serialization import serialize_message
+from sim_clock.compat import take_ready
 from sim_clock.compat import takes_message_info
 
 #: Topics a node publishes for ROS itself, never held.
@@ -48,6 +49,10 @@ class _Inbox:
             subscription.callback = lambda msg, info: items.append((msg, info))
         else:
             subscription.callback = lambda msg: items.append((msg,))
+
+    def take(self) -> None:
+        """Take what waits in the subscription's queue, without a wait set."""
+        self.items.extend(take_ready(self.subscription))
 
     def deliver(self) -> int:
         """Call the subscription's callback with each message waiting, in a fixed order."""
@@ -110,6 +115,11 @@ class RoundDelivery:
         self._counts.clear()
         for publish, msg in held:
             publish(msg)
+
+    def take(self) -> None:
+        """Take what has arrived for the node's subscriptions into their inboxes."""
+        for inbox in self._inboxes.values():
+            inbox.take()
 
     def missing(self, counts: Dict[str, int]) -> List[str]:
         """Return the topics whose inboxes hold fewer than ``counts`` says were published."""
