@@ -19,6 +19,8 @@ Run after scripts/setup.sh, from the repository, with AMENT_PREFIX_PATH=.venv an
 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST:
 
     .venv/bin/python benchmarks/stack.py --runs 20                       # deterministic
+    .venv/bin/python benchmarks/stack.py --runs 20 --mode next_frame     # at the next frame
+    .venv/bin/python benchmarks/stack.py --runs 5 --no-record            # frames/s alone
     .venv/bin/python benchmarks/stack.py --runs 20 --mode participant    # the helper of old
     .venv/bin/python benchmarks/stack.py --runs 20 --mode plain          # rclpy.spin
     .venv/bin/python benchmarks/stack.py --bare                          # the bare barrier
@@ -29,7 +31,9 @@ fan-in, an event-driven node and a cycle) and a ``recorder`` of their five topic
 20 calls of 10 frames; reads the recording and what each node printed it processed. Runs are
 compared with the first, topic by topic: every message's bytes and stamp, in order. An
 inversion is a message processed at a clock earlier than its publication (or its bag stamp).
-Frames/s is the 200 frames over the wall time of the 20 step calls. ``--bare``: the same
+Frames/s is the 200 frames over the wall time of the 20 step calls. ``--no-record``: without
+the recorder (a process that reads the five topics and writes the bag, on the same two cores),
+for the stack's frames/s alone; nothing is compared then. ``--bare``: the same
 processes' bare rclpy barrier, a loop that publishes a Clock and waits for one answer from
 each of three processes that answer every Clock at once, for as many frames.
 """
@@ -102,7 +106,7 @@ def write_inputs(path: str) -> Dict[str, int]:
     return stamps
 
 
-def run_once(workdir: str, domain: int, mode: str) -> dict:
+def run_once(workdir: str, domain: int, mode: str, record: bool = True) -> dict:
     """Play, step and record once; return the recording, the inversions and the frames/s."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     inputs, output = os.path.join(workdir, 'inputs'), os.path.join(workdir, 'recorded')
@@ -118,22 +122,25 @@ def run_once(workdir: str, domain: int, mode: str) -> dict:
         processes.append(subprocess.Popen(
             [sys.executable, STACK_NODE, role, '--mode', mode], env=env,
             stdout=open(outputs[role], 'w'), stderr=subprocess.STDOUT))
-    recorder = subprocess.Popen(
-        [executable('recorder'), output, '-t', *TOPICS,
-         '--until', str(CALLS * FRAMES * STEP_MS * MS / 1e9)],
-        env=env, stdout=logs, stderr=subprocess.STDOUT)
-    processes.append(recorder)
+    recorder = None
+    if record:
+        recorder = subprocess.Popen(
+            [executable('recorder'), output, '-t', *TOPICS,
+             '--until', str(CALLS * FRAMES * STEP_MS * MS / 1e9)],
+            env=env, stdout=logs, stderr=subprocess.STDOUT)
+        processes.append(recorder)
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)
     node = rclpy.create_node('stack_probe', context=context)
     client = SimClockClient(node, timeout=TIMEOUT)
     try:
-        _ready(client, node, mode, log_path, outputs)
+        _ready(client, node, mode, log_path, outputs, record)
         start = time.perf_counter()
         for _ in range(CALLS):
             client.step(FRAMES)
         elapsed = time.perf_counter() - start
-        recorder.wait(TIMEOUT)
+        if recorder is not None:
+            recorder.wait(TIMEOUT)
     finally:
         client.close()
         node.destroy_node()
@@ -142,11 +149,12 @@ def run_once(workdir: str, domain: int, mode: str) -> dict:
         for process in reversed(processes):
             stop_process(process)
         logs.close()
-    return {'recording': _read(output), 'inversions': _inversions(outputs, stamps),
+    return {'recording': _read(output) if record else None,
+            'inversions': _inversions(outputs, stamps),
             'fps': CALLS * FRAMES / elapsed}
 
 
-def _ready(client, node, mode: str, log_path: str, outputs: dict) -> None:
+def _ready(client, node, mode: str, log_path: str, outputs: dict, record: bool) -> None:
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         status = client._call(GetStatus, 'get_status', GetStatus.Request())
@@ -154,10 +162,11 @@ def _ready(client, node, mode: str, log_path: str, outputs: dict) -> None:
         started = all('joined' in open(path).read() for path in outputs.values())
         with open(log_path) as log:
             text = log.read()
-        recording = 'first /clock received' in text and all(
+        recording = not record or 'first /clock received' in text and all(
             f'recording {topic}' in text for topic in TOPICS)
         if joined and started and recording and all(
-                node.count_subscribers(topic) >= count for topic, count in READERS.items()):
+                node.count_subscribers(topic) >= count - (not record)
+                for topic, count in READERS.items()):
             return
         time.sleep(0.05)
     raise TimeoutError('the stack or the recorder did not come up')
@@ -231,8 +240,10 @@ def main() -> int:
     """Run and print identical runs, inversions and frames/s (or the bare barrier's)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('--runs', type=int, default=20)
-    parser.add_argument('--mode', choices=('deterministic', 'participant', 'plain'),
+    parser.add_argument('--mode', choices=('deterministic', 'next_frame', 'participant', 'plain'),
                         default='deterministic')
+    parser.add_argument('--no-record', action='store_true',
+                        help='without the recorder: frames/s alone, nothing compared')
     parser.add_argument('--bare', action='store_true',
                         help='the bare rclpy barrier of the same processes, for frames/s')
     options = parser.parse_args()
@@ -248,11 +259,17 @@ def main() -> int:
         for index in range(options.runs):
             run_dir = os.path.join(workdir, f'run{index}')
             os.makedirs(run_dir)
-            result = run_once(run_dir, domains.take(), options.mode)
+            result = run_once(run_dir, domains.take(), options.mode, not options.no_record)
             first = first if first is not None else result['recording']
             identical += result['recording'] == first
             inversions.append(result['inversions'])
             rates.append(result['fps'])
+    if options.no_record:
+        print(f'{options.mode}, without the recorder: frames/s median '
+              f'{sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '
+              f'{max(rates):.0f}) over {options.runs} runs; runs with an inversion: '
+              f'{sum(1 for n in inversions if n)}')
+        return 0
     print(f'{options.mode}: {identical} of {options.runs} recordings identical to the first '
           f'(every topic: bytes, stamps, order); runs with an inversion: '
           f'{sum(1 for n in inversions if n)} (inversions per run: {inversions}); frames/s '

@@ -15,7 +15,7 @@
 """
 One node of a small stack under test, each in a process of its own (doc/frames.md).
 
-    stack_node.py ROLE [--mode deterministic|participant|plain]
+    stack_node.py ROLE [--mode deterministic|next_frame|participant|plain] [--readers TOPIC=N ...]
 
 perception (a 20 ms timer; takes the bag's ``/chatter``) -> ``/stage1`` -> planning (answers
 each at once) -> ``/stage2``; control takes ``/stage1`` and ``/stage2`` (fan-in) and, on a
@@ -23,10 +23,13 @@ each at once) -> ``/stage2``; control takes ``/stage1`` and ``/stage2`` (fan-in)
 which control takes (a cycle). ``loop_a`` and ``loop_b`` answer each other at once, for ever
 (a cycle that never goes quiet). Every message is ``<role>@<clock ns>|<payload>``; for each
 message it processes the node prints ``got <topic> <its clock> <sender's clock> <data>``
-(sender's clock -1: the bag's data), and ``joined`` once it runs.
+(sender's clock -1: the bag's data), ``joined`` once it runs, and ``matched`` once each of its
+writers named by ``--readers`` has matched that many readers (a message sent before its reader
+matched a writer is lost: step the stack only then).
 
-``--mode deterministic`` (default): a deterministic participant; ``participant``: a participant
-of period 20 ms, without rounds; ``plain``: ``rclpy.spin``, nothing holds the clock.
+``--mode deterministic`` (default): a deterministic participant, in rounds; ``next_frame``: one
+that takes what was published during a frame at the next; ``participant``: a participant of
+period 20 ms, without rounds; ``plain``: ``rclpy.spin``, nothing holds the clock.
 """
 
 import argparse
@@ -34,6 +37,8 @@ import sys
 import time
 
 import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -94,6 +99,18 @@ class StackNode:
         while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
 
+    def say_when_matched(self, readers: dict) -> None:
+        """Print ``matched`` once each writer named in ``readers`` has matched that many."""
+        publishers = [(self._publishers[topic], count) for topic, count in readers.items()
+                      if topic in self._publishers]
+
+        def check():
+            if all(publisher.get_subscription_count() >= count
+                   for publisher, count in publishers):
+                print('matched', flush=True)
+                timer.cancel()
+        timer = self.node.create_timer(0.01, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
     def _publishers_for(self, *topics) -> None:
         for topic in topics:
             self._publishers[topic] = self.node.create_publisher(String, topic, QOS)
@@ -128,8 +145,10 @@ def main(argv=None) -> int:
     """Run one role until Ctrl-C."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('role')
-    parser.add_argument('--mode', choices=('deterministic', 'participant', 'plain'),
+    parser.add_argument('--mode', choices=('deterministic', 'next_frame', 'participant', 'plain'),
                         default='deterministic')
+    parser.add_argument('--readers', nargs='*', default=[], metavar='TOPIC=N',
+                        help='print matched once these writers have matched N readers each')
     options = parser.parse_args(argv)
     rclpy.init()
     stack_node = StackNode(options.role)
@@ -137,9 +156,13 @@ def main(argv=None) -> int:
     try:
         if options.mode != 'plain':
             participant = Participant(stack_node.node, name=options.role, period=PERIOD_S,
-                                      deterministic=options.mode == 'deterministic')
+                                      deterministic=options.mode == 'deterministic',
+                                      next_frame=options.mode == 'next_frame')
             stack_node.wait_matched(participant.executor)
         print('joined', flush=True)
+        if options.readers:
+            stack_node.say_when_matched({topic: int(count) for topic, count in (
+                item.split('=') for item in options.readers)})
         if participant is not None:
             participant.spin()
         else:

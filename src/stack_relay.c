@@ -15,14 +15,15 @@
 // stack_relay: a deterministic participant written in C against rcl (doc/frames.md, "The wire
 // protocol, for a participant in any language").
 //
-//     stack_relay [--ros-args ...]
+//     stack_relay [--readers N] [--ros-args ...]
 //
 // It joins /sim_clock/join as 'relay' (period 0) and relays each std_msgs/String message of
 // /stage2 unchanged on /relay, by round: messages are taken serialized and delivered in
 // ascending order of their bytes; what it publishes is held and counted until the next round
 // starts. It prints 'joined' once it takes part, and 'got /stage2 <clock> <sender's clock>
 // <data>' for each message it delivers (sender's clock: the ns after '@' in the data, or -1).
-// SIGINT or SIGTERM: it leaves and ends.
+// With --readers N it prints 'matched' once its /relay writer has matched N readers (a message
+// sent before its reader matched is lost). SIGINT or SIGTERM: it leaves and ends.
 
 #define _POSIX_C_SOURCE 200809L  // sigaction, clock_gettime, nanosleep
 
@@ -454,11 +455,24 @@ int main(int argc, char ** argv)
     printf("joined\n");
     fflush(stdout);
   }
+  size_t readers = 0, matched = 0;
+  for (int i = 1; i + 1 < argc && strcmp(argv[i], "--ros-args") != 0; ++i) {
+    if (strcmp(argv[i], "--readers") == 0) {
+      readers = (size_t)strtoul(argv[i + 1], NULL, 10);
+    }
+  }
   sim_clock__msg__Round round;
   memset(&round, 0, sizeof(round));
   sim_clock__msg__Round__init(&round);
   while (ok && !g_stop) {
     ok = spin_once(&round);
+    if (ok && readers && matched < readers &&
+      rcl_publisher_get_subscription_count(&g_output_pub, &matched) == RCL_RET_OK &&
+      matched >= readers)
+    {
+      printf("matched\n");
+      fflush(stdout);
+    }
   }
   sim_clock__msg__Round__fini(&round);
   if (joined) {

@@ -25,6 +25,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.compat import call_timer
 from sim_clock.compat import coerce_integer_overrides
 from sim_clock.compat import DeferredReplies
 from sim_clock.compat import detach_time_source
@@ -242,4 +243,23 @@ def test_a_lean_wait_wakes_on_a_message_and_says_when_the_executor_has_work(cont
     assert lean.wait([node], 10_000_000_000) is True
     node.destroy_client(client)
     node.destroy_service(service)
+    node.destroy_node()
+
+
+def test_call_timer_runs_a_due_timer_once_as_the_executor_would(context):
+    """The callback runs now and the timer's next call moves on; a coroutine is left alone."""
+    node = rclpy.create_node('call_timer', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    calls = []
+    timer = node.create_timer(0.05, lambda: calls.append(1))
+    _wait_for(lambda: timer.time_until_next_call() <= 0)
+    assert call_timer(executor, timer) and calls == [1]
+    assert timer.time_until_next_call() > 0
+
+    async def coroutine():
+        calls.append(2)
+    waiting = node.create_timer(0.001, coroutine)
+    assert not call_timer(executor, waiting) and calls == [1]
+    executor.shutdown()
     node.destroy_node()

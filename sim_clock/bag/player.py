@@ -160,6 +160,12 @@ class BagFrames:
 
         def emit(batch, start, stop):
             publish(pointers, batch[1], batch[2], batch[3], start, stop)
+
+        def emit_unacknowledged(batch, start, stop):
+            self._unacknowledged = True
+            emit(batch, start, stop)
+        #: Whether data went out since the last wait for its acknowledgements.
+        self._unacknowledged = True
         self._flow = flow = FlowControl(server, [*self._publishers, server.clock_publisher])
         budgets = flow.budgets
         if clock_in_c():
@@ -168,7 +174,8 @@ class BagFrames:
         else:
             self._run = paced(flow, python_run(emit, self._publish_clock, budgets))
         self._acks = server.acks
-        self._lockstep_run = paced(flow, python_run(emit, self._publish_acknowledged, budgets))
+        self._lockstep_run = paced(flow, python_run(
+            emit_unacknowledged, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, bag.start_ns)
         #: Where the replay is: a line on a terminal (stderr), else in the log.
         self.progress = Progress(
@@ -189,6 +196,7 @@ class BagFrames:
                  if frames and self._server.barrier_applies() else [(frames, self._run)])
         try:
             for part, run in parts:
+                self._unacknowledged |= run is self._run and bool(part)
                 cursor.play(part, self._axes.bag_start_ns, run)
                 played += len(part)
         except READ_ERRORS as error:
@@ -202,7 +210,10 @@ class BagFrames:
 
     def _publish_acknowledged(self, time_ns: int) -> None:
         """Publish a frame's /clock once its messages are acknowledged (or their readers stall)."""
-        stalled = self._acks.wait_now(self._publishers, DATA_ACK_TIMEOUT_NS)
+        stalled = []
+        if self._unacknowledged:  # else the last wait covered all: no look at every writer
+            self._unacknowledged = False
+            stalled = self._acks.wait_now(self._publishers, DATA_ACK_TIMEOUT_NS)
         if stalled:
             self._server.get_logger().warning(
                 f'frame at {self._server.clock_ns(time_ns)} ns goes out with its data not '

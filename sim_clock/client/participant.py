@@ -25,18 +25,13 @@ it names the next time one of the node's ``use_sim_time`` timers is due, so the 
 wait for it are exactly those its timers fire at (and, without such timers, one a period).
 """
 
-import contextlib
-import signal
-import threading
 import time
+from typing import Dict
 from typing import List
 from typing import Optional
 
-from rclpy import signals
 from rclpy.clock import ClockType
-from rclpy.event_handler import EventHandler
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.executors import TimeoutException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
@@ -47,6 +42,11 @@ from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
 from sim_clock.client.rounds import RoundDelivery
+from sim_clock.client.spinning import next_timer_ns
+from sim_clock.client.spinning import own_waitables
+from sim_clock.client.spinning import run_ready_callbacks
+from sim_clock.client.spinning import signals_noted
+from sim_clock.compat import call_timer
 from sim_clock.compat import detach_time_source
 from sim_clock.compat import executor_tasks
 from sim_clock.compat import LeanWait
@@ -65,43 +65,12 @@ CLOCK_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST, depth=1000,
     reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
-
 #: Deterministic: the longest the executor goes unspun while frames keep the helper busy, so
 #: that the QoS event handlers of the node's publishers and subscriptions are served (its
 #: timers, services and clients wake the helper's own waits).
 SERVE_NS = 100_000_000
-#: Deterministic: the most looks of the executor that run the timers due at one time.
+#: Deterministic: the most passes over the timers due at one time.
 MAX_TIMER_LOOKS = 1000
-
-
-def next_timer_ns(executor) -> int:
-    """
-    Return the ROS time at which the next ``use_sim_time`` timer of ``executor``'s nodes is due.
-
-    0 when no node has one running.
-    """
-    times = []
-    for node in executor.get_nodes():
-        for timer in node.timers:
-            clock = timer.clock
-            if clock.clock_type is not ClockType.ROS_TIME or not clock.ros_time_is_active:
-                continue
-            remaining = timer.time_until_next_call()
-            if remaining is not None and not timer.is_canceled():
-                times.append(clock.now().nanoseconds + max(remaining, 0))
-    return min(times, default=0)
-
-
-def run_ready_callbacks(executor) -> None:
-    """Run every callback of ``executor`` ready now (timers due, messages), until none is."""
-    while True:
-        try:
-            handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0)
-        except TimeoutException:
-            return
-        handler()
-        if handler.exception() is not None:
-            raise handler.exception()
 
 
 class Participant:
@@ -116,11 +85,15 @@ class Participant:
         messages between participants are delivered by round, in a fixed order, so that a
         stack of participants runs the same way every time and never sees a message of its
         future; every frame waits for it (``period`` is ignored).
+    :param next_frame: deterministic, with what participants publish during a frame delivered
+        at the next frame instead of in rounds within it (doc/frames.md): one round a frame,
+        a frame's delay per hop; every participant of a stack takes the same rule.
     """
 
     def __init__(self, node: Node, executor=None, *, name: Optional[str] = None,
                  period: float = 0.0, server: str = DEFAULT_SERVER,
-                 timeout: float = DEFAULT_TIMEOUT, deterministic: bool = False):
+                 timeout: float = DEFAULT_TIMEOUT, deterministic: bool = False,
+                 next_frame: bool = False):
         self.node = node
         self.executor = executor or SingleThreadedExecutor(context=node.context)
         if executor is None:
@@ -132,28 +105,35 @@ class Participant:
         # that came before each is taken, instead of following them as they arrive.
         self._time_source = detach_time_source(node)
         self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
-        self._clock_sub = node.create_subscription(
+        # Next frame: each frame starts with the server's Round that says what was published
+        # during the one before (it goes out after the frame's data and /clock).
+        self._clock_sub = None if next_frame else node.create_subscription(
             ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)
-        own = [self._done, self._clock_sub]
+        own = [entity for entity in (self._done, self._clock_sub) if entity is not None]
         #: Deterministic: the rounds started by the server, not taken yet; the frame's time and
         #: round under way; the node's messages held and delivered by round.
         self._round_msgs: List[Round] = []
         self._time_ns = self._round = None
+        #: Next frame: what the frames finished carried (by time), what this one said in its
+        #: last done (answered again as it was).
+        self._next_frame = next_frame
+        self._carried: List[Round] = []
+        self._said: Dict[str, int] = {}
         self._timeout_ns = seconds_to_ns(timeout, 'timeout')
         self._delivery = None
         self._spun_ns = 0
         self._lean = LeanWait(node.context)
         rounds = self._rounds_sub = None
-        if deterministic:
+        if deterministic or next_frame:
             period = 0.0
             rounds = self._rounds_sub = node.create_subscription(
-                Round, f'{server.rstrip("/")}/rounds', self._round_msgs.append, DONE_QOS)
+                Round, f'{server.rstrip("/")}/rounds', self._on_round, DONE_QOS)
             own.append(rounds)
-            self._delivery = RoundDelivery(node, own)
+            self._delivery = RoundDelivery(node, own, hold=not next_frame)
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._closed = False
         self._client.join(self.name, seconds_to_ns(period, 'period'),
-                          node.get_fully_qualified_name())
+                          node.get_fully_qualified_name(), next_frame)
         if rounds is not None:
             # A round started before the server's writer matched this reader would be lost.
             deadline = time.monotonic_ns() + self._timeout_ns
@@ -212,7 +192,7 @@ class Participant:
         callbacks only when they may have set something off there (:meth:`_set_off`).
         """
         self._take_ready()
-        if not self._clocks and not self._round_msgs:
+        if not self._clocks and not self._round_msgs and not self._carried:
             self._wait(timeout_sec)
         if time.monotonic_ns() - self._spun_ns > SERVE_NS:
             self._spin_executor(0)  # its event handlers, at least this often
@@ -228,28 +208,74 @@ class Participant:
                     f'participant {self.name!r}: what it published in the last round of '
                     f'{self._time_ns} ns goes out now, at {time_ns} ns (that frame was stopped)')
                 delivery.release()
-            self._time_ns, self._round = time_ns, 0
-            self._round_msgs.clear()
-            timers = next_timer_ns(self.executor)
-            if self._time_source is not None:
-                self._time_source.clock_callback(msg)
-            delivered = delivery.deliver()
-            if timers and timers <= time_ns:
-                self._run_due_timers(time_ns)
-            if (delivered or timers) and self._set_off():
-                run_ready_callbacks(self.executor)  # what the callbacks set off
-            delivery.adopt()
-            self._publish_done(time_ns)
+            self._frame(time_ns, msg, None)
+        carried, self._carried[:] = list(self._carried), []
+        for msg in carried:
+            time_ns = join_ns(msg.time)
+            if time_ns == self._time_ns:
+                self._publish_done(time_ns, self._said)  # published again: answered again
+                continue
+            self._frame(time_ns, ClockMsg(clock=msg.time), self._carried_counts(msg, timeout_sec))
+            delivery.release()  # went out as published: only the counts start again
         while self._round_msgs:
             msg = self._round_msgs.pop(0)
             if join_ns(msg.time) == self._time_ns and msg.round == self._round + 1:
+                if self._next_frame:  # rounds of participants of the other rule: not its own
+                    self._round = msg.round
+                    self._publish_done(self._time_ns, {})
+                    continue
                 self._take_round(msg, timeout_sec)
+
+    def _frame(self, time_ns: int, clock: ClockMsg, limits: Optional[Dict[str, int]]) -> None:
+        """Round 0 of a new time: the clock, what waits (``limits``: so many), timers; done."""
+        delivery = self._delivery
+        self._time_ns, self._round = time_ns, 0
+        self._round_msgs.clear()
+        timers = next_timer_ns(self.executor)
+        if self._time_source is not None:
+            self._time_source.clock_callback(clock)
+        delivered = delivery.deliver(limits)
+        if timers and timers <= time_ns:
+            self._run_due_timers(time_ns)
+        if (delivered or timers) and self._set_off():
+            run_ready_callbacks(self.executor)  # what the callbacks set off
+        delivery.adopt()
+        self._publish_done(time_ns)
+
+    def _carried_counts(self, carried: Round, timeout_sec: float) -> Dict[str, int]:
+        """
+        Next frame: wait until what was published during the frame before has arrived.
+
+        The server says it, by topic, as the frame goes out (a ``Round`` with ``next_frame``);
+        each subscription waits until it holds that many of its topic's messages. Those are
+        the first that arrived: one writer sends a topic's messages in order, and what it
+        publishes during this frame comes after them. Returns the counts, for the delivery.
+        """
+        delivery, deadline = self._delivery, time.monotonic_ns() + self._timeout_ns
+        time_ns, counts = join_ns(carried.time), dict(zip(carried.topics, carried.counts))
+        while True:
+            delivery.take()
+            missing = delivery.missing(counts)
+            if not missing:
+                return counts
+            if time.monotonic_ns() > deadline:
+                self.node.get_logger().error(
+                    f'participant {self.name!r}: at {time_ns} ns not all messages arrived on '
+                    f'{", ".join(missing)} (best effort, or a history too short?); delivering '
+                    'what came')
+                return counts
+            self._wait(timeout_sec)
 
     def _take_ready(self) -> None:
         """Take what has arrived on /clock, the rounds and the node's subscriptions."""
-        self._clocks.extend(item[0] for item in take_ready(self._clock_sub))
-        self._round_msgs.extend(item[0] for item in take_ready(self._rounds_sub))
+        if self._clock_sub is not None:
+            self._clocks.extend(item[0] for item in take_ready(self._clock_sub))
+        for (msg, *_) in take_ready(self._rounds_sub):
+            self._on_round(msg)
         self._delivery.take()
+
+    def _on_round(self, msg: Round) -> None:
+        (self._carried if msg.next_frame else self._round_msgs).append(msg)
 
     def _wait(self, timeout_sec: Optional[float]) -> None:
         """
@@ -260,7 +286,7 @@ class Participant:
         waitables of its own (an action's) or the context is shutting down.
         """
         nodes = self.executor.get_nodes()
-        if self.node.context.ok() and not _own_waitables(nodes):
+        if self.node.context.ok() and not own_waitables(nodes):
             timeout_ns = -1 if timeout_sec is None else max(int(timeout_sec * 1e9), 0)
             if not self._lean.wait(nodes, timeout_ns):
                 self._take_ready()
@@ -275,17 +301,19 @@ class Participant:
 
     def _run_due_timers(self, time_ns: int) -> None:
         """
-        Run the node's timers due at ``time_ns``, one look of the executor each.
+        Run the node's ``use_sim_time`` timers due at ``time_ns``, in the executor's order.
 
-        rclpy runs a timer only through its executor; a look that finds one due runs it (and
-        one that finds a message first hands it to its inbox). ``run_ready_callbacks`` would
-        also pay a last look that finds nothing.
+        Each is called directly (:func:`~sim_clock.compat.call_timer`); one that cannot be (a
+        coroutine) runs through a look of the executor, which runs what it finds ready.
         """
         for _ in range(MAX_TIMER_LOOKS):
-            timers = next_timer_ns(self.executor)
-            if not timers or timers > time_ns:
+            due = [timer for node in self.executor.get_nodes() for timer in node.timers
+                   if _due(timer)]
+            if not due:
                 return
-            self._spin_executor(0)
+            for timer in due:
+                if not call_timer(self.executor, timer):
+                    self._spin_executor(0)
 
     def _set_off(self) -> bool:
         """
@@ -299,7 +327,7 @@ class Participant:
         if executor_tasks(self.executor):
             return True
         nodes = self.executor.get_nodes()
-        if _own_waitables(nodes) or any(True for node in nodes for _ in node.guards):
+        if own_waitables(nodes) or any(True for node in nodes for _ in node.guards):
             return True
         timers = next_timer_ns(self.executor)
         return bool(timers) and timers <= self._time_ns
@@ -328,14 +356,19 @@ class Participant:
         delivery.adopt()
         self._publish_done(self._time_ns)
 
-    def _publish_done(self, time_ns: int) -> None:
+    def _publish_done(self, time_ns: int, counts: Optional[Dict[str, int]] = None) -> None:
         msg = Done(name=self.name)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
-        if self._delivery is None:
+        delivery = self._delivery
+        if delivery is None:
             msg.next.sec, msg.next.nanosec = split_ns(next_timer_ns(self.executor))
         else:
-            counts = self._delivery.counts
-            msg.rounds, msg.round = True, self._round
+            if counts is None:
+                counts = delivery.counts
+                if self._next_frame:  # every topic it publishes on: a reader waits for each
+                    counts = {**dict.fromkeys(sorted(delivery.topics), 0), **counts}
+                    self._said = counts
+            msg.rounds, msg.round, msg.next_frame = True, self._round, self._next_frame
             msg.topics, msg.counts = list(counts), list(counts.values())
         self._done.publish(msg)
 
@@ -349,7 +382,7 @@ class Participant:
         any more is dropped by the server with a warning.) Further signals while it leaves are
         ignored: under ``ros2 launch`` a terminal's Ctrl-C comes twice.
         """
-        with _signals_noted() as received:
+        with signals_noted() as received:
             while self.node.context.ok() and not received:
                 self.spin_once()
             if received:
@@ -369,34 +402,13 @@ class Participant:
             self._client.close()
 
 
-def _own_waitables(nodes) -> bool:
-    """Whether ``nodes`` have waitables besides the QoS event handlers every node has."""
-    return any(not isinstance(waitable, EventHandler)
-               for node in nodes for waitable in node.waitables)
-
-
-@contextlib.contextmanager
-def _signals_noted():
-    """
-    Note SIGINT and SIGTERM in the list yielded, in place of rclpy's handlers, then restore.
-
-    Only in the main thread, the one Python runs signal handlers in; elsewhere rclpy's
-    handlers stay and the list stays empty.
-    """
-    received = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-    options = signals.get_current_signal_handlers_options()
-    signals.uninstall_signal_handlers()
-    previous = {number: signal.signal(number, lambda signum, frame: received.append(signum))
-                for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        signals.install_signal_handlers(options)
+def _due(timer) -> bool:
+    """Whether ``timer`` runs on ROS time and is due now."""
+    clock = timer.clock
+    if clock.clock_type is not ClockType.ROS_TIME or not clock.ros_time_is_active:
+        return False
+    remaining = timer.time_until_next_call()
+    return remaining is not None and remaining <= 0 and not timer.is_canceled()
 
 
 def spin(node: Node, executor=None, **options) -> None:

@@ -27,6 +27,7 @@ from typing import Callable
 from typing import Dict
 from typing import Iterable
 from typing import List
+from typing import Optional
 
 from rclpy.serialization import serialize_message
 from sim_clock.compat import take_ready
@@ -54,10 +55,14 @@ class _Inbox:
         """Take what waits in the subscription's queue, without a wait set."""
         self.items.extend(take_ready(self.subscription))
 
-    def deliver(self) -> int:
-        """Call the subscription's callback with each message waiting, in a fixed order."""
-        items = sorted(self.items, key=_key)
-        self.items.clear()
+    def deliver(self, limit: Optional[int] = None) -> int:
+        """
+        Call the subscription's callback with each message waiting, in a fixed order.
+
+        ``limit``: only the first so many that arrived (the rest wait for a later delivery).
+        """
+        items = sorted(self.items[:limit], key=_key)
+        del self.items[:len(items)]
         for item in items:
             self.callback(*item)
         return len(items)
@@ -73,17 +78,21 @@ class RoundDelivery:
     The subscriptions and publishers of ``node``, taken over by round.
 
     ``own``: the helper's own entities (its /clock and rounds subscriptions, its done
-    publisher), left alone.
+    publisher), left alone. ``hold``: False, what the node publishes goes out at once, only
+    counted (next frame: the readers take it at the next frame, by the counts).
     """
 
-    def __init__(self, node, own: Iterable):
+    def __init__(self, node, own: Iterable, hold: bool = True):
         self._node = node
+        self._hold = hold
         self._own = {id(entity) for entity in own}
         self._inboxes: Dict[int, _Inbox] = {}
         self._publishers: Dict[int, Callable] = {}
         #: What the node published in the round under way: (publish, msg), in order.
         self._held: List[tuple] = []
         self._counts: Counter = Counter()
+        #: The topics of the publishers taken over.
+        self.topics = set()
         self.adopt()
 
     def adopt(self) -> None:
@@ -98,9 +107,13 @@ class RoundDelivery:
                     or publisher.topic_name in ROS_TOPICS):
                 continue
             self._publishers[key] = publish = publisher.publish
+            self.topics.add(publisher.topic_name)
 
             def hold(msg, publish=publish, topic=publisher.topic_name):
-                self._held.append((publish, msg))
+                if self._hold:
+                    self._held.append((publish, msg))
+                else:
+                    publish(msg)
                 self._counts[topic] += 1
             publisher.publish = hold
 
@@ -126,7 +139,12 @@ class RoundDelivery:
         return sorted({inbox.topic for inbox in self._inboxes.values()
                        if len(inbox.items) < counts.get(inbox.topic, 0)})
 
-    def deliver(self) -> int:
-        """Deliver every inbox, topic by topic in name order; return the messages delivered."""
+    def deliver(self, limits: Optional[Dict[str, int]] = None) -> int:
+        """
+        Deliver every inbox, topic by topic in name order; return the messages delivered.
+
+        ``limits``: for the topics it names, only the first so many messages of each inbox.
+        """
+        limits = limits or {}
         inboxes = sorted(self._inboxes.values(), key=lambda inbox: inbox.topic)
-        return sum(inbox.deliver() for inbox in inboxes)
+        return sum(inbox.deliver(limits.get(inbox.topic)) for inbox in inboxes)

@@ -46,7 +46,7 @@ from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
 from sim_clock.client.domains import DOMAINS
-from sim_clock.client.participant import run_ready_callbacks
+from sim_clock.client.spinning import run_ready_callbacks
 
 
 def parameter_arguments(parameters: dict) -> list:

@@ -71,6 +71,8 @@ class Participant:
     counted_since_ns: int = 0
     #: Whether it takes part in the rounds of a frame (it said so with its last done).
     in_rounds: bool = False
+    #: Whether it takes what was published during a frame at the next one (it joined so).
+    next_frame: bool = False
 
     def due(self, time_ns: int) -> bool:
         """Whether a frame at ``time_ns`` is due for this participant."""
@@ -108,6 +110,10 @@ class Rounds:
     previous: Dict[str, Set[str]] = field(default_factory=dict)
     #: After MAX_ROUNDS: the participants and topics that still published (else empty).
     runaway: Tuple[Tuple[str, ...], Tuple[str, ...]] = ((), ())
+    #: What next_frame participants published during the frame, by topic (0: a topic they
+    #: publish on, nothing this frame), and who publishes on each.
+    carried: Dict[str, int] = field(default_factory=dict)
+    carriers: Dict[str, Set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,8 +125,14 @@ class Barrier:
     participants: Dict[str, Participant] = field(default_factory=dict)
     rounds: Rounds = field(default_factory=Rounds)
 
-    def join(self, name: str, period_ns: int, node: str = '') -> Participant:
-        """Add a participant (or change a joined one's period); it counts from the next frame."""
+    def join(self, name: str, period_ns: int, node: str = '',
+             next_frame: bool = False) -> Participant:
+        """
+        Add a participant (or change a joined one's period); it counts from the next frame.
+
+        ``next_frame``: it takes what participants published during a frame at the next one
+        (:meth:`take_carried` says what, as each frame goes out).
+        """
         check_user_id(name)
         if not name:
             raise Refused('a participant needs a name (any printable text)')
@@ -135,6 +147,7 @@ class Barrier:
             participant = self.participants[name] = Participant(name, period_ns, node)
         else:
             participant.period_ns, participant.node = period_ns, node
+        participant.next_frame = next_frame
         return participant
 
     def leave(self, name: str) -> bool:
@@ -179,19 +192,22 @@ class Barrier:
         return sorted(waiting)
 
     def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0, round_: int = 0,
-             counts: Optional[Dict[str, int]] = None, in_rounds: bool = False) -> bool:
+             counts: Optional[Dict[str, int]] = None, in_rounds: bool = False,
+             next_frame: bool = False) -> bool:
         """
         Note that ``name`` finished ``time_ns``; return whether that releases a wait for it.
 
         ``next_ns``: the next time it needs, if later than ``time_ns`` (else its period rules).
         ``round_``, ``counts``: the round of the frame it finished, and what it published in it
         by topic; ``in_rounds``: it takes part in rounds (deterministic participants). A done
-        for an earlier round releases nothing.
+        for an earlier round releases nothing. ``next_frame``: what it published is delivered
+        at the next frame (:meth:`take_carried`), not in a round of this one.
         """
         participant = self.participants.get(name)
         if participant is None:
             return False
-        participant.in_rounds = in_rounds
+        participant.in_rounds = in_rounds or next_frame
+        in_rounds = participant.in_rounds
         if participant.last_done_ns is None or time_ns >= participant.last_done_ns:
             participant.last_done_ns = time_ns
             # A participant in rounds is due at every frame: its next time means nothing.
@@ -203,6 +219,11 @@ class Barrier:
             return False  # a done of an earlier round, answered again
         participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
         participant.awaited_ns = None
+        if next_frame:
+            for topic, count in (counts or {}).items():
+                rounds.carried[topic] = rounds.carried.get(topic, 0) + count
+                rounds.carriers.setdefault(topic, set()).add(name)
+            return True
         for topic, count in (counts or {}).items():
             if count > 0:
                 rounds.counts[topic] = rounds.counts.get(topic, 0) + count
@@ -236,6 +257,23 @@ class Barrier:
                 participant.awaited_ns = rounds.time_ns
                 participant.awaited_since_ns = participant.counted_since_ns = now_ns
         return rounds.time_ns, rounds.number, counts
+
+    def take_carried(self) -> Optional[Tuple[Dict[str, int], Dict[str, Tuple[str, ...]]]]:
+        """
+        As a frame goes out: what next_frame participants published during the one before.
+
+        (counts by topic, the topics more than one of them publishes on with their names);
+        None when no next_frame participant is joined. Taken once: the time published again
+        carries nothing.
+        """
+        if not any(p.next_frame for p in self.participants.values()):
+            return None
+        rounds = self.rounds
+        carried, rounds.carried = rounds.carried, {}
+        shared = {topic: tuple(sorted(names)) for topic, names in rounds.carriers.items()
+                  if len(names) > 1}
+        rounds.carriers = {}
+        return carried, shared
 
     def take_runaway(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
         """Return and forget the participants and topics of a frame stopped at MAX_ROUNDS."""

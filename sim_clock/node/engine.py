@@ -339,9 +339,7 @@ class FrameEngine:
         """Publish new frames: data, /clock and views; note them for participants; then settle."""
         if not frames:
             return
-        server = self._server
-        holds = self.barrier_applies()
-        gated = False
+        server, holds, gated = self._server, self.barrier_applies(), False
         if holds:
             last = server.clock_ns(frames[-1])
             before = server.clock_ns(frames[0] - frames.step)
@@ -351,6 +349,7 @@ class FrameEngine:
         self.sink.publish_frames(frames)
         server.published()
         if holds:
+            server.participants.frame_out(last)  # after its data and /clock
             now = time.monotonic_ns()
             self._barrier.published(last, now)
             if gated:
@@ -368,6 +367,7 @@ class FrameEngine:
         """Publish the current time again (not a new frame), for nodes that start late."""
         self.sink.publish_time(self._timeline.time_ns)
         self._server.published()
+        self._server.participants.frame_out()  # what was said with it, again
 
     def tick(self) -> None:
         """Free run and real time: publish the frames due now; else republish when due."""

@@ -23,6 +23,7 @@ whose node leaves the graph, after the server has seen it there, is dropped with
 
 from dataclasses import dataclass
 import time
+from typing import Optional
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
@@ -73,6 +74,9 @@ class Participants:
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         self._rounds = server.create_publisher(Round, '~/rounds', DONE_QOS)
+        #: The last Round that said what next_frame participants published (said again with
+        #: its time).
+        self._carried = None
         server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
         server.add_change_listener(self._on_change)
 
@@ -81,11 +85,12 @@ class Participants:
         """Whether any participant is joined."""
         return bool(self.barrier.participants)
 
-    def join(self, name: str, node: str, period_ns: int) -> JoinOutcome:
+    def join(self, name: str, node: str, period_ns: int,
+             next_frame: bool = False) -> JoinOutcome:
         """Add a participant; it takes part from the next frame."""
         server = self._server
         try:
-            self.barrier.join(name, period_ns, node)
+            self.barrier.join(name, period_ns, node, next_frame)
         except Refused as refused:
             return JoinOutcome(success=False, message=refused.reason,
                                frame=server.timeline.frame, clock_ns=server.clock_now())
@@ -114,7 +119,8 @@ class Participants:
     # -- the wire ------------------------------------------------------------------------------
 
     def _on_join(self, request, response):
-        return fill(response, self.join(request.name, request.node, request.period_ns))
+        return fill(response, self.join(request.name, request.node, request.period_ns,
+                                        request.next_frame))
 
     def _on_leave(self, request, response):
         return fill(response, self.leave(request.name))
@@ -127,7 +133,8 @@ class Participants:
             return
         barrier, now = self.barrier, time.monotonic_ns()
         counts = dict(zip(msg.topics, msg.counts))
-        if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds):
+        if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds,
+                        msg.next_frame):
             self._released()
 
     def _released(self) -> None:
@@ -142,12 +149,41 @@ class Participants:
         self._server.engine.wake()
         self._server.barrier_cleared()
 
-    def _publish_round(self, time_ns: int, number: int, counts: dict) -> None:
-        """Start the frame's next round: its participants release and take what was published."""
-        msg = Round(round=number)
+    def frame_out(self, time_ns: Optional[int] = None) -> None:
+        """
+        Say what next_frame participants published during the frame before ``time_ns``.
+
+        On ~/rounds, after the frame's data and /clock: it starts the frame for each of them.
+        None: the time went out again; so does what was said with it.
+        """
+        if time_ns is None:
+            carried, now = self._carried, self._server.clock_now()
+            if carried is not None and join_ns(carried.time) == now:
+                self._rounds.publish(carried)
+            elif any(p.next_frame for p in self.barrier.participants.values()):
+                self._carried = self._publish_round(now, 0, {}, next_frame=True)  # none before
+            return
+        carried = self.barrier.take_carried()
+        if carried is None:
+            self._carried = None
+            return
+        counts, shared = carried
+        self._carried = self._publish_round(time_ns, 0, counts, next_frame=True)
+        if shared:
+            self._server.get_logger().warning(
+                'next_frame participants share topics (' + '; '.join(
+                    f'{topic}: {", ".join(names)}' for topic, names in shared.items())
+                + '): which of their messages a reader delivers at the next frame depends on '
+                'arrival (doc/frames.md); give each topic one writer', once=True)
+
+    def _publish_round(self, time_ns: int, number: int, counts: dict,
+                       next_frame: bool = False) -> Round:
+        """Start the frame's next round, or say what next_frame participants published in it."""
+        msg = Round(round=number, next_frame=next_frame)
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         msg.topics, msg.counts = list(counts), list(counts.values())
         self._rounds.publish(msg)
+        return msg
 
     def _on_change(self, change) -> None:
         if change.reset:

@@ -251,3 +251,40 @@ def test_a_participant_in_rounds_is_due_at_every_frame_whatever_its_next():
     barrier = _rounds_barrier('a')
     assert barrier.done('a', 10, 1, next_ns=1_000_000_000, in_rounds=True)
     assert barrier.published(20, now_ns=2) == ['a']
+
+
+def _next_frame_barrier(*names):
+    barrier = Barrier()
+    for name in names:
+        barrier.join(name, 0, next_frame=True)
+    barrier.published(10, now_ns=0)
+    return barrier
+
+
+def test_next_frame_dones_start_no_round_and_carry_their_counts_to_the_next_frame():
+    """What next_frame participants published is said once, as the next frame goes out."""
+    barrier = _next_frame_barrier('a', 'b')
+    assert barrier.done('a', 10, 1, counts={'/x': 2, '/y': 0}, next_frame=True)
+    assert barrier.done('b', 10, 2, counts={'/z': 1}, next_frame=True)
+    assert barrier.clear and barrier.next_round(3) is None  # no round within the frame
+    assert barrier.take_carried() == ({'/x': 2, '/y': 0, '/z': 1}, {})
+    assert barrier.take_carried() == ({}, {})  # the time again: said already
+    assert barrier.published(20, now_ns=4) == ['a', 'b']  # due at every frame
+    assert not barrier.clear
+
+
+def test_next_frame_writers_of_one_topic_are_named():
+    """Two next_frame participants on one topic: its messages cannot be told apart by frame."""
+    barrier = _next_frame_barrier('a', 'b')
+    barrier.done('a', 10, 1, counts={'/x': 1}, next_frame=True)
+    barrier.done('b', 10, 2, counts={'/x': 0, '/y': 1}, next_frame=True)
+    assert barrier.take_carried() == ({'/x': 1, '/y': 1}, {'/x': ('a', 'b')})
+
+
+def test_nothing_is_carried_without_next_frame_participants_or_after_a_reset():
+    """Participants in rounds carry nothing; a reset forgets what the frame out had."""
+    assert _rounds_barrier('a').take_carried() is None
+    barrier = _next_frame_barrier('a')
+    barrier.done('a', 10, 1, counts={'/x': 1}, next_frame=True)
+    barrier.reset()
+    assert barrier.take_carried() == ({}, {})

@@ -22,7 +22,8 @@ The stack of ``examples/stack_node.py``: perception (20 ms timer, takes the bag'
 in C against rcl (src/stack_relay.c), sends each /stage2 message on /relay unchanged. Recorded
 twice: the same messages, bytes, stamps and order on every topic, /relay carrying what /stage2
 did; and no node processed a message at a clock earlier than its publication (or, for the
-bag's data, its stamp).
+bag's data, its stamp). The same stack again with next_frame participants (without the relay):
+identical recordings, and every message between participants taken one frame after it went out.
 """
 
 import os
@@ -48,10 +49,16 @@ READERS = {'/stage1': 3, '/stage2': 3, '/ping': 2, '/pong': 2, '/result': 1, '/r
 NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
-def start_stack(domain_id, tmp_path, roles, deterministic=True) -> dict:
-    """Start each role's node in a process of its own; return them once all have joined."""
-    mode = 'deterministic' if deterministic else 'participant'
-    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path), args=(role, '--mode', mode))
+def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None) -> dict:
+    """
+    Start each role's node in a process of its own; return them once all have joined.
+
+    ``readers``: each node prints ``matched`` once its writers have matched that many readers.
+    """
+    matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items())
+               ) if readers else ()
+    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
+                                args=(role, '--mode', mode, *matched))
              for role in roles}
     for node in nodes.values():
         node.expect('joined')
@@ -63,8 +70,9 @@ class RelayProcess(ChildProcess):
 
     def __init__(self, domain_id: int, cwd: str):
         self.process = subprocess.Popen(
-            [executable('stack_relay')], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
-            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            [executable('stack_relay'), '--readers', '1'],  # the recorder on /relay
+            env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=cwd, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
 
@@ -76,22 +84,35 @@ def processed(node: ChildProcess) -> list:
     return [(topic, int(clock), int(sent), data.strip()) for _, topic, clock, sent, data in lines]
 
 
-def record_run(start_server, client, domain_id, tmp_path, bag, run: int):
-    """Replay the bag in lockstep with the stack; return (recording, what each node processed)."""
+def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
+               mode: str = 'deterministic'):
+    """
+    Replay the bag in lockstep with the stack; return (recording, what each node processed).
+
+    In rounds (``deterministic``) the C relay takes part too.
+    """
+    relay = mode == 'deterministic'
+    topics = TOPICS if relay else TOPICS[:-1]
+    readers = READERS if relay else {
+        topic: count - (topic == '/stage2') for topic, count in READERS.items() if topic in topics}
     output = str(tmp_path / f'recording{run}')
     player = start_server({'sync': True, 'time_step': 0.01}, argv=[bag, '--start-at-zero'],
                           executable=executable('bag_player'))
     client.status_when_ready()
-    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'))
-    nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
-    nodes['relay'].expect('joined')
+    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'), mode,
+                        readers)
+    if relay:
+        nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
+        nodes['relay'].expect('joined')
     recorder = start_server(executable=executable('recorder'), argv=[
-        output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *TOPICS])
-    client.spin_until(lambda: all(f'recording {topic}' in recorder.log() for topic in TOPICS)
+        output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *topics])
+    client.spin_until(lambda: all(f'recording {topic}' in recorder.log() for topic in topics)
                       and 'first /clock received' in recorder.log(), 'the recorder')
-    client.spin_until(lambda: all(client.node.count_subscribers(topic) >= readers
-                                  for topic, readers in READERS.items()),
+    client.spin_until(lambda: all(client.node.count_subscribers(topic) >= count
+                                  for topic, count in readers.items()),
                       'the recorder on every topic')
+    for node in nodes.values():  # each writer matched its readers: nothing sent is lost
+        node.expect('matched')
     try:
         for _ in range(STEPS):
             response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
@@ -101,9 +122,11 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int):
         for node in nodes.values():
             node.stop()
         player.stop()
-    # The relay left the clock and ended cleanly on SIGINT.
-    assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
-    assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
+    if relay:  # it left the clock and ended cleanly on SIGINT
+        assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
+        assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
+    for role, node in nodes.items():
+        assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
     return read_recording(output), {role: processed(node) for role, node in nodes.items()}
 
 
@@ -149,6 +172,30 @@ def test_a_stack_of_participants_records_the_same_bag_twice_and_stays_causal(
     assert [data for _, _, _, data in seen['relay']] == [
         data for topic, _, _, data in seen['control'] if topic == '/stage2']
     assert all(clock == sent for _, clock, sent, _ in seen['relay'])
+
+
+def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
+        start_server, client, domain_id, tmp_path, bag):
+    """The same stack, next_frame participants: identical recordings, each hop a frame later."""
+    path, chatter = bag
+    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, 'next_frame')
+            for run in (1, 2)]
+    (first, seen), (second, _) = runs
+    assert set(first) == set(TOPICS[:-1]), first.keys()
+    for topic in TOPICS[:-1]:
+        assert first[topic], topic
+        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    for role, messages in seen.items():
+        assert messages, role
+        for topic, clock, sent, data in messages:
+            if topic == '/chatter':  # the bag's data: at the frame of its stamp
+                assert clock >= chatter[data] - START_NS, (role, topic, data, clock)
+            else:  # what a participant published: exactly one frame later
+                assert clock == sent + 10 * MS, (role, topic, data, clock, sent)
+    # planning answers /stage1 a frame after perception published it; control takes the
+    # answer a frame after that.
+    stage2 = [data for topic, _, _, data in seen['control'] if topic == '/stage2']
+    assert stage2 and all(data.startswith('planning@') for data in stage2)
 
 
 def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
