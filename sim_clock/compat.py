@@ -112,13 +112,19 @@ class LeanWait:
     def __init__(self, context):
         self._context = context
 
-    def wait(self, nodes, timeout_ns: int) -> bool:
-        """Wait up to ``timeout_ns`` (-1: no limit) for an entity; True: one not a subscription."""
+    def wait(self, nodes, timeout_ns: int, subscriptions=None) -> bool:
+        """
+        Wait up to ``timeout_ns`` (-1: no limit) for an entity; True: one not a subscription.
+
+        ``subscriptions``: these instead of the nodes' own.
+        """
         kinds = (('subscriptions', 'add_subscription'), ('timers', 'add_timer'),
                  ('clients', 'add_client'), ('services', 'add_service'),
                  ('guards', 'add_guard_condition'))
         entities = {kind: [entity for node in nodes for entity in getattr(node, kind)]
                     for kind, _ in kinds}
+        if subscriptions is not None:
+            entities['subscriptions'] = list(subscriptions)
         handles = []
         try:
             for kind, _ in kinds:

@@ -42,6 +42,14 @@ def pytest_configure(config):
     os.environ['ROS_DOMAIN_ID'] = str(DOMAINS.take())
 
 
+@pytest.fixture(autouse=True)
+def no_child_left():
+    """Kill the child processes a test started and did not stop (it failed on the way)."""
+    yield
+    from harness import kill_children
+    kill_children()
+
+
 @pytest.fixture
 def domain_id() -> int:
     """Return a DDS domain id that no other test of this run uses at the same time."""

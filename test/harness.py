@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from typing import Callable
+import weakref
 
 from ament_index_python.packages import get_package_prefix
 from rcl_interfaces.msg import Parameter as ParameterMsg
@@ -291,6 +292,22 @@ class ChildDidNotEnd(AssertionError):
     """A child that was to end by itself had not after the timeout; it was killed."""
 
 
+#: Every child started, until it is gone: a test that failed before stopping its children has
+#: them killed when it ends (conftest.py), rather than left running beside later tests.
+LIVE_CHILDREN = weakref.WeakSet()
+
+
+def kill_children() -> int:
+    """Kill every child still running; return how many."""
+    killed = 0
+    for child in list(LIVE_CHILDREN):
+        if child.process.poll() is None:
+            child.process.kill()
+            child.process.wait()
+            killed += 1
+    return killed
+
+
 class ChildProcess:
     """
     A Python script in a process of its own on a DDS domain, talking through stdin and stdout.
@@ -311,6 +328,7 @@ class ChildProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
+        LIVE_CHILDREN.add(self)
 
     @property
     def pid(self) -> int:

@@ -123,12 +123,15 @@ class Participant:
         self._delivery = None
         self._spun_ns = 0
         self._lean = LeanWait(node.context)
+        #: What the helper waits on between rounds and frames: the server's topics.
+        self._server_subs = []
         rounds = self._rounds_sub = None
         if deterministic or next_frame:
             period = 0.0
             rounds = self._rounds_sub = node.create_subscription(
                 Round, f'{server.rstrip("/")}/rounds', self._on_round, DONE_QOS)
             own.append(rounds)
+            self._server_subs = [sub for sub in (self._clock_sub, rounds) if sub is not None]
             self._delivery = RoundDelivery(node, own, hold=not next_frame)
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._closed = False
@@ -264,7 +267,7 @@ class Participant:
                     f'{", ".join(missing)} (best effort, or a history too short?); delivering '
                     'what came')
                 return counts
-            self._wait(timeout_sec)
+            self._wait(timeout_sec, data=True)
 
     def _take_ready(self) -> None:
         """Take what has arrived on /clock, the rounds and the node's subscriptions."""
@@ -277,18 +280,21 @@ class Participant:
     def _on_round(self, msg: Round) -> None:
         (self._carried if msg.next_frame else self._round_msgs).append(msg)
 
-    def _wait(self, timeout_sec: Optional[float]) -> None:
+    def _wait(self, timeout_sec: Optional[float], data: bool = False) -> None:
         """
-        Wait for a message, a timer, a request; take the messages, let the executor run the rest.
+        Wait for the server, a timer, a request (``data``: a message too); run what is not one.
 
         On a wait set without the nodes' waitables (:class:`~sim_clock.compat.LeanWait`), at
         less than half the cost of the executor's; through the executor where a node has
-        waitables of its own (an action's) or the context is shutting down.
+        waitables of its own (an action's) or the context is shutting down. Waiting for the
+        server, the node's messages do not wake it: they are taken when it comes, and every
+        message of a round or frame was sent before the server heard the last done of it.
         """
         nodes = self.executor.get_nodes()
         if self.node.context.ok() and not own_waitables(nodes):
             timeout_ns = -1 if timeout_sec is None else max(int(timeout_sec * 1e9), 0)
-            if not self._lean.wait(nodes, timeout_ns):
+            subscriptions = None if data else self._server_subs
+            if not self._lean.wait(nodes, timeout_ns, subscriptions):
                 self._take_ready()
                 return
             timeout_sec = 0
@@ -350,7 +356,7 @@ class Participant:
                     f'all messages arrived on {", ".join(missing)} (best effort, or a history '
                     'too short?); delivering what came')
                 break
-            self._wait(timeout_sec)
+            self._wait(timeout_sec, data=True)
         if delivery.deliver() and self._set_off():
             run_ready_callbacks(self.executor)  # what the callbacks set off
         delivery.adopt()

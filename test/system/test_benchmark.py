@@ -86,13 +86,19 @@ def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
 
 @pytest.mark.slow
 def test_stack_benchmark_prints_its_figures_and_the_bare_barrier(tmp_path):
-    """One run of the deterministic stack: identical to itself, no inversion; the bare rate."""
+    """One run of the stack in rounds and one at the next frame: no inversion; the bare rate."""
     stack = os.path.join(ROOT, 'benchmarks', 'stack.py')
     result = subprocess.run([sys.executable, stack, '--runs', '1'], capture_output=True,
                             text=True, timeout=300, cwd=str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r'deterministic: 1 of 1 recordings identical to the first .*runs with an '
                      r'inversion: 0 .*frames/s median \d+', result.stdout), result.stdout
+    result = subprocess.run([sys.executable, stack, '--runs', '1', '--mode', 'next_frame',
+                             '--no-record'], capture_output=True, text=True, timeout=300,
+                            cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'next_frame, without the recorder: frames/s median \d+ .*runs with an '
+                     r'inversion: 0', result.stdout), result.stdout
     result = subprocess.run([sys.executable, stack, '--bare', '--runs', '1'],
                             capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr

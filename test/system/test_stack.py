@@ -33,6 +33,7 @@ from bags import START_NS
 from bags import write_test_bag
 from harness import ChildProcess
 from harness import executable
+from harness import LIVE_CHILDREN
 from harness import NS
 from harness import ROOT
 from harness import TIMEOUT
@@ -75,6 +76,7 @@ class RelayProcess(ChildProcess):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
+        LIVE_CHILDREN.add(self)
 
 
 def processed(node: ChildProcess) -> list:
