@@ -88,6 +88,9 @@ try:
     rclpy.spin(node)
 except (KeyboardInterrupt, ExternalShutdownException):
     pass
+except RuntimeError:  # Ctrl-C shut the context down while the executor made its wait set
+    if rclpy.ok():
+        raise
 """
 
 
@@ -120,7 +123,8 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True) -> dict:
     outputs = {role: os.path.join(workdir, f'{role}.txt') for role in ROLES}
     for role in ROLES:
         processes.append(subprocess.Popen(
-            [sys.executable, STACK_NODE, role, '--mode', mode], env=env,
+            [sys.executable, STACK_NODE, role, '--mode', mode, '--readers',
+             *(f'{topic}={count - (not record)}' for topic, count in READERS.items())], env=env,
             stdout=open(outputs[role], 'w'), stderr=subprocess.STDOUT))
     recorder = None
     if record:
@@ -159,7 +163,8 @@ def _ready(client, node, mode: str, log_path: str, outputs: dict, record: bool) 
     while time.monotonic() < deadline:
         status = client._call(GetStatus, 'get_status', GetStatus.Request())
         joined = mode == 'plain' or len(status.participants) == len(ROLES)
-        started = all('joined' in open(path).read() for path in outputs.values())
+        # Joined, and every writer matched its readers: a message sent before is lost.
+        started = all('matched' in open(path).read() for path in outputs.values())
         with open(log_path) as log:
             text = log.read()
         recording = not record or 'first /clock received' in text and all(

@@ -118,8 +118,9 @@ def test_steps_and_clock_across_a_link(two_hosts, domain_id, tmp_path):
     assert 'sync_mode_cmd from' in server.log() and "'far'" in server.log()
 
 
-#: Waits until the stack has joined and the recorder stamps and listens on every topic, then
-#: steps 20 calls of 10 frames; prints 'stepped'.
+#: Waits until the stack has joined and the recorder stamps and listens on every topic; prints
+#: 'ready'; once a line comes on stdin (every writer has matched its readers), steps 20 calls of
+#: 10 frames; prints 'stepped'.
 STACK_DRIVER = """
 import ast, os, sys
 from harness import TestClient
@@ -132,6 +133,8 @@ client.spin_until(lambda: 'first /clock received' in open(recorder_log).read(), 
                   timeout=90)
 client.spin_until(lambda: all(client.node.count_subscribers(topic) >= count
                               for topic, count in readers.items()), 'the readers', timeout=90)
+print('ready', flush=True)
+sys.stdin.readline()
 for _ in range(20):
     response = client.call(Step, 'step', Step.Request(steps=10), timeout=90)
     assert response.success, response.message
@@ -162,7 +165,8 @@ def test_a_stack_with_a_participant_across_a_link_records_the_same_bag_twice(
             domain_id, str(tmp_path), {'sync': True, 'time_step': 0.01}, executable='ip',
             argv=['netns', 'exec', near, executable('bag_player'), bag, '--start-at-zero',
                   '--no-progress'], env=near_env)
-        nodes = [ChildProcess(domain_id, NODE, str(tmp_path), args=(role,),
+        matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items()))
+        nodes = [ChildProcess(domain_id, NODE, str(tmp_path), args=(role, *matched),
                               env=far_env if role == 'planning' else near_env,
                               prefix=('ip', 'netns', 'exec', far if role == 'planning' else near))
                  for role in ('perception', 'planning', 'control')]
@@ -174,6 +178,10 @@ def test_a_stack_with_a_participant_across_a_link_records_the_same_bag_twice(
                               args=(recorder.log_path, repr(readers)), env=near_env,
                               prefix=('ip', 'netns', 'exec', near))
         try:
+            driver.expect('ready', timeout=300)
+            for node in nodes:  # each writer matched its readers, across the link too
+                node.expect('matched', timeout=90)
+            driver.send('go')
             assert driver.expect('stepped', timeout=300) == '', driver.output()
             assert recorder.process.wait(60) == 0, recorder.log()
         finally:
