@@ -302,20 +302,21 @@ class SimClockClient:
             raise SimClockRefused(self.server, f'set_sync {on}', response.message)
         return response.message
 
-    def join(self, name: str, period_ns: int = 0, node: str = '',
-             next_frame: bool = False) -> int:
+    def join(self, name: str, period_ns: int = 0, node: str = '', next_frame: bool = False,
+             topics=()) -> int:
         """
         Join as a participant: frames due for ``name`` wait until it says done (``~/done``).
 
         :param period_ns: simulated time between its frames; 0: every frame.
         :param node: its node's full name, so that it is dropped when that node goes.
         :param next_frame: it takes what participants published during a frame at the next
-            one (doc/frames.md).
+            one (doc/frames.md); ``topics``: then, those it publishes on.
         :return: the frame counter now; the next frame published is its first.
         """
         response = self._call(Join, 'join', Join.Request(name=name, node=node,
                                                          period_ns=period_ns,
-                                                         next_frame=next_frame))
+                                                         next_frame=next_frame,
+                                                         topics=list(topics)))
         if not response.success:
             raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
         return response.frame

@@ -114,8 +114,8 @@ class Participant:
         #: round under way; the node's messages held and delivered by round.
         self._round_msgs: List[Round] = []
         self._time_ns = self._round = None
-        #: Next frame: what the frames finished carried (by time), what this one said in its
-        #: last done (answered again as it was).
+        #: Next frame: the server's Rounds that start frames, not taken yet; what this one said
+        #: in its last done (answered again as it was).
         self._next_frame = next_frame
         self._carried: List[Round] = []
         self._said: Dict[str, int] = {}
@@ -136,7 +136,8 @@ class Participant:
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._closed = False
         self._client.join(self.name, seconds_to_ns(period, 'period'),
-                          node.get_fully_qualified_name(), next_frame)
+                          node.get_fully_qualified_name(), next_frame,
+                          sorted(self._delivery.topics) if next_frame else ())
         if rounds is not None:
             # A round started before the server's writer matched this reader would be lost.
             deadline = time.monotonic_ns() + self._timeout_ns

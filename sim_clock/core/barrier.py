@@ -32,6 +32,7 @@ round of the participants it was due for (:meth:`Barrier.next_round`), at most
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Dict
+from typing import Iterable
 from typing import List
 from typing import Optional
 from typing import Set
@@ -71,8 +72,11 @@ class Participant:
     counted_since_ns: int = 0
     #: Whether it takes part in the rounds of a frame (it said so with its last done).
     in_rounds: bool = False
-    #: Whether it takes what was published during a frame at the next one (it joined so).
+    #: Whether it takes what was published during a frame at the next one (it joined so),
+    #: the topics it said it publishes on, and the last time whose counts it carried.
     next_frame: bool = False
+    topics: Set[str] = field(default_factory=set)
+    carried_ns: Optional[int] = None
 
     def due(self, time_ns: int) -> bool:
         """Whether a frame at ``time_ns`` is due for this participant."""
@@ -110,10 +114,8 @@ class Rounds:
     previous: Dict[str, Set[str]] = field(default_factory=dict)
     #: After MAX_ROUNDS: the participants and topics that still published (else empty).
     runaway: Tuple[Tuple[str, ...], Tuple[str, ...]] = ((), ())
-    #: What next_frame participants published during the frame, by topic (0: a topic they
-    #: publish on, nothing this frame), and who publishes on each.
+    #: What next_frame participants published while they took the frame, by topic.
     carried: Dict[str, int] = field(default_factory=dict)
-    carriers: Dict[str, Set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,13 +127,14 @@ class Barrier:
     participants: Dict[str, Participant] = field(default_factory=dict)
     rounds: Rounds = field(default_factory=Rounds)
 
-    def join(self, name: str, period_ns: int, node: str = '',
-             next_frame: bool = False) -> Participant:
+    def join(self, name: str, period_ns: int, node: str = '', next_frame: bool = False,
+             topics: Iterable[str] = ()) -> Participant:
         """
         Add a participant (or change a joined one's period); it counts from the next frame.
 
         ``next_frame``: it takes what participants published during a frame at the next one
-        (:meth:`take_carried` says what, as each frame goes out).
+        (:meth:`take_carried` says what, as each frame goes out); ``topics``: those it
+        publishes on (its dones may add more).
         """
         check_user_id(name)
         if not name:
@@ -147,7 +150,7 @@ class Barrier:
             participant = self.participants[name] = Participant(name, period_ns, node)
         else:
             participant.period_ns, participant.node = period_ns, node
-        participant.next_frame = next_frame
+        participant.next_frame, participant.topics = next_frame, set(topics)
         return participant
 
     def leave(self, name: str) -> bool:
@@ -208,21 +211,25 @@ class Barrier:
             return False
         participant.in_rounds = in_rounds or next_frame
         in_rounds = participant.in_rounds
+        rounds = self.rounds
+        if next_frame and time_ns != participant.carried_ns:
+            # What it published while it took this time goes to the next frame, awaited or not
+            # (the time published again before a step), once.
+            participant.carried_ns = time_ns
+            participant.topics.update(counts or {})
+            for topic, count in (counts or {}).items():
+                rounds.carried[topic] = rounds.carried.get(topic, 0) + count
         if participant.last_done_ns is None or time_ns >= participant.last_done_ns:
             participant.last_done_ns = time_ns
             # A participant in rounds is due at every frame: its next time means nothing.
             participant.next_ns = next_ns if next_ns > time_ns and not in_rounds else None
         if participant.awaited_ns is None or time_ns < participant.awaited_ns:
             return False
-        rounds = self.rounds
         if time_ns == rounds.time_ns and round_ != rounds.number:
             return False  # a done of an earlier round, answered again
         participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
         participant.awaited_ns = None
         if next_frame:
-            for topic, count in (counts or {}).items():
-                rounds.carried[topic] = rounds.carried.get(topic, 0) + count
-                rounds.carriers.setdefault(topic, set()).add(name)
             return True
         for topic, count in (counts or {}).items():
             if count > 0:
@@ -262,18 +269,27 @@ class Barrier:
         """
         As a frame goes out: what next_frame participants published during the one before.
 
-        (counts by topic, the topics more than one of them publishes on with their names);
-        None when no next_frame participant is joined. Taken once: the time published again
-        carries nothing.
+        (counts by topic, every topic they publish on included, 0: none; the topics more than
+        one of them publishes on, with their names); None when no next_frame participant is
+        joined. Taken once: the time published again carries none.
         """
         if not any(p.next_frame for p in self.participants.values()):
             return None
+        writers: Dict[str, List[str]] = {}
+        for participant in self.participants.values():
+            if participant.next_frame:
+                for topic in participant.topics:
+                    writers.setdefault(topic, []).append(participant.name)
         rounds = self.rounds
         carried, rounds.carried = rounds.carried, {}
-        shared = {topic: tuple(sorted(names)) for topic, names in rounds.carriers.items()
+        shared = {topic: tuple(sorted(names)) for topic, names in writers.items()
                   if len(names) > 1}
-        rounds.carriers = {}
-        return carried, shared
+        return {**self.next_frame_topics(), **carried}, shared
+
+    def next_frame_topics(self) -> Dict[str, int]:
+        """Return every topic next_frame participants publish on, each with a count of 0."""
+        return dict.fromkeys(sorted({topic for p in self.participants.values() if p.next_frame
+                                     for topic in p.topics}), 0)
 
     def take_runaway(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
         """Return and forget the participants and topics of a frame stopped at MAX_ROUNDS."""
@@ -303,4 +319,4 @@ class Barrier:
         self.rounds = Rounds()
         for participant in self.participants.values():
             participant.last_due_ns = participant.awaited_ns = participant.last_done_ns = None
-            participant.next_ns = None
+            participant.next_ns = participant.carried_ns = None

@@ -85,12 +85,12 @@ class Participants:
         """Whether any participant is joined."""
         return bool(self.barrier.participants)
 
-    def join(self, name: str, node: str, period_ns: int,
-             next_frame: bool = False) -> JoinOutcome:
+    def join(self, name: str, node: str, period_ns: int, next_frame: bool = False,
+             topics=()) -> JoinOutcome:
         """Add a participant; it takes part from the next frame."""
         server = self._server
         try:
-            self.barrier.join(name, period_ns, node, next_frame)
+            self.barrier.join(name, period_ns, node, next_frame, topics)
         except Refused as refused:
             return JoinOutcome(success=False, message=refused.reason,
                                frame=server.timeline.frame, clock_ns=server.clock_now())
@@ -120,7 +120,7 @@ class Participants:
 
     def _on_join(self, request, response):
         return fill(response, self.join(request.name, request.node, request.period_ns,
-                                        request.next_frame))
+                                        request.next_frame, request.topics))
 
     def _on_leave(self, request, response):
         return fill(response, self.leave(request.name))
@@ -161,7 +161,10 @@ class Participants:
             if carried is not None and join_ns(carried.time) == now:
                 self._rounds.publish(carried)
             elif any(p.next_frame for p in self.barrier.participants.values()):
-                self._carried = self._publish_round(now, 0, {}, next_frame=True)  # none before
+                # Nothing was said for this time (it went out before they joined): nothing
+                # published before it, on every topic they publish on.
+                self._carried = self._publish_round(
+                    now, 0, self.barrier.next_frame_topics(), next_frame=True)
             return
         carried = self.barrier.take_carried()
         if carried is None:

@@ -253,10 +253,10 @@ def test_a_participant_in_rounds_is_due_at_every_frame_whatever_its_next():
     assert barrier.published(20, now_ns=2) == ['a']
 
 
-def _next_frame_barrier(*names):
+def _next_frame_barrier(*names, topics=()):
     barrier = Barrier()
     for name in names:
-        barrier.join(name, 0, next_frame=True)
+        barrier.join(name, 0, next_frame=True, topics=topics)
     barrier.published(10, now_ns=0)
     return barrier
 
@@ -268,9 +268,18 @@ def test_next_frame_dones_start_no_round_and_carry_their_counts_to_the_next_fram
     assert barrier.done('b', 10, 2, counts={'/z': 1}, next_frame=True)
     assert barrier.clear and barrier.next_round(3) is None  # no round within the frame
     assert barrier.take_carried() == ({'/x': 2, '/y': 0, '/z': 1}, {})
-    assert barrier.take_carried() == ({}, {})  # the time again: said already
+    assert barrier.take_carried() == ({'/x': 0, '/y': 0, '/z': 0}, {})  # the time again
     assert barrier.published(20, now_ns=4) == ['a', 'b']  # due at every frame
     assert not barrier.clear
+
+
+def test_next_frame_topics_said_at_join_are_named_before_any_done():
+    """Every Round names the topics joined with; a done answered again is counted once."""
+    barrier = _next_frame_barrier('a', topics=['/x'])
+    assert barrier.take_carried() == ({'/x': 0}, {})
+    barrier.done('a', 5, 1, counts={'/x': 1}, next_frame=True)  # a time before, not awaited
+    barrier.done('a', 5, 2, counts={'/x': 1}, next_frame=True)  # the same, answered again
+    assert barrier.take_carried() == ({'/x': 1}, {})
 
 
 def test_next_frame_writers_of_one_topic_are_named():
@@ -287,4 +296,11 @@ def test_nothing_is_carried_without_next_frame_participants_or_after_a_reset():
     barrier = _next_frame_barrier('a')
     barrier.done('a', 10, 1, counts={'/x': 1}, next_frame=True)
     barrier.reset()
-    assert barrier.take_carried() == ({}, {})
+    assert barrier.take_carried() == ({'/x': 0}, {})
+
+
+def test_next_frame_topics_are_every_topic_said_with_a_count_of_0():
+    """What a time published again before any frame says: nothing published, on every topic."""
+    barrier = _next_frame_barrier('a', 'b', topics=['/y', '/x'])
+    assert barrier.next_frame_topics() == {'/x': 0, '/y': 0}
+    assert _rounds_barrier('a').next_frame_topics() == {}
