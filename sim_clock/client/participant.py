@@ -255,19 +255,24 @@ class Participant:
         the first that arrived: one writer sends a topic's messages in order, and what it
         publishes during this frame comes after them. Returns the counts, for the delivery.
         """
+        counts = dict(zip(carried.topics, carried.counts))
+        self._await_counts(counts, f'at {join_ns(carried.time)} ns', timeout_sec)
+        return counts
+
+    def _await_counts(self, counts: Dict[str, int], where: str, timeout_sec: float) -> None:
+        """Wait until each subscription holds ``counts`` of its topic; say what did not come."""
         delivery, deadline = self._delivery, time.monotonic_ns() + self._timeout_ns
-        time_ns, counts = join_ns(carried.time), dict(zip(carried.topics, carried.counts))
         while True:
             delivery.take()
             missing = delivery.missing(counts)
             if not missing:
-                return counts
+                return
             if time.monotonic_ns() > deadline:
                 self.node.get_logger().error(
-                    f'participant {self.name!r}: at {time_ns} ns not all messages arrived on '
+                    f'participant {self.name!r}: {where}: not all messages arrived on '
                     f'{", ".join(missing)} (best effort, or a history too short?); delivering '
                     'what came')
-                return counts
+                return
             self._wait(timeout_sec, data=True)
 
     def _take_ready(self) -> None:
@@ -344,20 +349,8 @@ class Participant:
         delivery = self._delivery
         self._round = msg.round
         delivery.release()
-        expected = dict(zip(msg.topics, msg.counts))
-        deadline = time.monotonic_ns() + self._timeout_ns
-        while True:
-            delivery.take()
-            missing = delivery.missing(expected)
-            if not missing:
-                break
-            if time.monotonic_ns() > deadline:
-                self.node.get_logger().error(
-                    f'participant {self.name!r}: round {msg.round} of {self._time_ns} ns: not '
-                    f'all messages arrived on {", ".join(missing)} (best effort, or a history '
-                    'too short?); delivering what came')
-                break
-            self._wait(timeout_sec, data=True)
+        self._await_counts(dict(zip(msg.topics, msg.counts)),
+                           f'round {msg.round} of {self._time_ns} ns', timeout_sec)
         if delivery.deliver() and self._set_off():
             run_ready_callbacks(self.executor)  # what the callbacks set off
         delivery.adopt()
