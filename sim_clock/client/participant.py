@@ -30,7 +30,6 @@ from typing import Dict
 from typing import List
 from typing import Optional
 
-from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
@@ -42,6 +41,7 @@ from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
 from sim_clock.client.rounds import RoundDelivery
+from sim_clock.client.spinning import due_timers
 from sim_clock.client.spinning import next_timer_ns
 from sim_clock.client.spinning import own_waitables
 from sim_clock.client.spinning import run_ready_callbacks
@@ -235,13 +235,11 @@ class Participant:
         delivery = self._delivery
         self._time_ns, self._round = time_ns, 0
         self._round_msgs.clear()
-        timers = next_timer_ns(self.executor)
         if self._time_source is not None:
             self._time_source.clock_callback(clock)
         delivered = delivery.deliver(limits)
-        if timers and timers <= time_ns:
-            self._run_due_timers(time_ns)
-        if (delivered or timers) and self._set_off():
+        ran = self._run_due_timers()
+        if (delivered or ran) and self._set_off():
             run_ready_callbacks(self.executor)  # what the callbacks set off
         delivery.adopt()
         self._publish_done(time_ns)
@@ -311,21 +309,23 @@ class Participant:
         self.executor.spin_once(timeout_sec=timeout_sec)
         self._take_ready()
 
-    def _run_due_timers(self, time_ns: int) -> None:
+    def _run_due_timers(self) -> bool:
         """
-        Run the node's ``use_sim_time`` timers due at ``time_ns``, in the executor's order.
+        Run the node's ``use_sim_time`` timers due now, in the executor's order: did any run.
 
         Each is called directly (:func:`~sim_clock.compat.call_timer`); one that cannot be (a
         coroutine) runs through a look of the executor, which runs what it finds ready.
         """
+        ran = False
         for _ in range(MAX_TIMER_LOOKS):
-            due = [timer for node in self.executor.get_nodes() for timer in node.timers
-                   if _due(timer)]
+            due = due_timers(self.executor)
             if not due:
-                return
+                break
+            ran = True
             for timer in due:
                 if not call_timer(self.executor, timer):
                     self._spin_executor(0)
+        return ran
 
     def _set_off(self) -> bool:
         """
@@ -341,8 +341,7 @@ class Participant:
         nodes = self.executor.get_nodes()
         if own_waitables(nodes) or any(True for node in nodes for _ in node.guards):
             return True
-        timers = next_timer_ns(self.executor)
-        return bool(timers) and timers <= self._time_ns
+        return bool(due_timers(self.executor))
 
     def _take_round(self, msg: Round, timeout_sec: float) -> None:
         """Release the last round's messages, wait for everyone's, deliver them; then done."""
@@ -400,15 +399,6 @@ class Participant:
                 self._client.leave(self.name)
         finally:
             self._client.close()
-
-
-def _due(timer) -> bool:
-    """Whether ``timer`` runs on ROS time and is due now."""
-    clock = timer.clock
-    if clock.clock_type is not ClockType.ROS_TIME or not clock.ros_time_is_active:
-        return False
-    remaining = timer.time_until_next_call()
-    return remaining is not None and remaining <= 0 and not timer.is_canceled()
 
 
 def spin(node: Node, executor=None, **options) -> None:

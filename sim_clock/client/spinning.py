@@ -24,13 +24,8 @@ from rclpy.event_handler import EventHandler
 from rclpy.executors import TimeoutException
 
 
-def next_timer_ns(executor) -> int:
-    """
-    Return the ROS time at which the next ``use_sim_time`` timer of ``executor``'s nodes is due.
-
-    0 when no node has one running.
-    """
-    times = []
+def sim_timers(executor):
+    """Yield each running ``use_sim_time`` timer of ``executor``'s nodes and its ns to go."""
     for node in executor.get_nodes():
         for timer in node.timers:
             clock = timer.clock
@@ -38,8 +33,22 @@ def next_timer_ns(executor) -> int:
                 continue
             remaining = timer.time_until_next_call()
             if remaining is not None and not timer.is_canceled():
-                times.append(clock.now().nanoseconds + max(remaining, 0))
-    return min(times, default=0)
+                yield timer, remaining
+
+
+def next_timer_ns(executor) -> int:
+    """
+    Return the ROS time at which the next ``use_sim_time`` timer of ``executor``'s nodes is due.
+
+    0 when no node has one running.
+    """
+    return min((timer.clock.now().nanoseconds + max(remaining, 0)
+                for timer, remaining in sim_timers(executor)), default=0)
+
+
+def due_timers(executor) -> list:
+    """Return the ``use_sim_time`` timers of ``executor``'s nodes due now, in node order."""
+    return [timer for timer, remaining in sim_timers(executor) if remaining <= 0]
 
 
 def run_ready_callbacks(executor) -> None:

@@ -275,21 +275,24 @@ class Barrier:
         """
         if not any(p.next_frame for p in self.participants.values()):
             return None
-        writers: Dict[str, List[str]] = {}
-        for participant in self.participants.values():
-            if participant.next_frame:
-                for topic in participant.topics:
-                    writers.setdefault(topic, []).append(participant.name)
+        writers = self._next_frame_writers()
         rounds = self.rounds
         carried, rounds.carried = rounds.carried, {}
-        shared = {topic: tuple(sorted(names)) for topic, names in writers.items()
-                  if len(names) > 1}
-        return {**self.next_frame_topics(), **carried}, shared
+        shared = {topic: tuple(names) for topic, names in writers.items() if len(names) > 1}
+        return {**dict.fromkeys(writers, 0), **carried}, shared
 
     def next_frame_topics(self) -> Dict[str, int]:
         """Return every topic next_frame participants publish on, each with a count of 0."""
-        return dict.fromkeys(sorted({topic for p in self.participants.values() if p.next_frame
-                                     for topic in p.topics}), 0)
+        return dict.fromkeys(self._next_frame_writers(), 0)
+
+    def _next_frame_writers(self) -> Dict[str, List[str]]:
+        """Return the next_frame participants that publish on each topic, by topic name."""
+        writers: Dict[str, List[str]] = {}
+        for participant in sorted(self.participants.values(), key=lambda p: p.name):
+            if participant.next_frame:
+                for topic in participant.topics:
+                    writers.setdefault(topic, []).append(participant.name)
+        return dict(sorted(writers.items()))
 
     def take_runaway(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
         """Return and forget the participants and topics of a frame stopped at MAX_ROUNDS."""
