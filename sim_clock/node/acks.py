@@ -26,11 +26,15 @@ would otherwise stall every step for its whole lease (doc/design.md, "Acknowledg
 import time
 from typing import Dict
 from typing import List
+from typing import Set
+from typing import Tuple
 
 from rclpy.duration import Duration
 
 #: The longest the executor is held by one wait for acknowledgements, in ns.
 SLICE_NS = 2_000_000
+#: Waits for readers shorter than this in all are left out of a step's answer, in ns.
+REPORTED_WAIT_NS = 100_000_000
 
 
 class Acknowledgements:
@@ -44,6 +48,21 @@ class Acknowledgements:
     def __init__(self):
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
+        #: topic -> ns that waits for its readers (``wait_now``) took since ``take_waits``
+        self._waited: Dict[str, int] = {}
+        #: the topics ``wait_now`` found stalled since ``take_waits``
+        self._stalled_now: Set[str] = set()
+
+    def take_waits(self) -> Tuple[Dict[str, int], List[str]]:
+        """
+        Return what ``wait_now`` waited for since the last call, and forget it.
+
+        ``({topic: ns waited for its readers}, [topics whose readers stalled])``: what held a
+        step's frames back (flow control, a bag frame's data), for the step's answer.
+        """
+        waited, stalled = self._waited, sorted(self._stalled_now)
+        self._waited, self._stalled_now = {}, set()
+        return waited, stalled
 
     def wait_now(self, publishers, timeout_ns: int) -> List[str]:
         """
@@ -52,11 +71,20 @@ class Acknowledgements:
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
         A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
         """
-        deadline = time.monotonic_ns() + timeout_ns
+        now = time.monotonic_ns()
+        deadline = now + timeout_ns
         pending, skipped = self.begin(publishers)
-        while pending and time.monotonic_ns() < deadline:
-            pending = self.wait_slice(pending, deadline)
-        return self.finish(pending, skipped)
+        waited = self._waited
+        while pending and now < deadline:
+            still = self.wait_slice(pending, deadline)
+            after = time.monotonic_ns()
+            for publisher in pending:  # each slice counts for every topic it waited for
+                topic = publisher.topic_name
+                waited[topic] = waited.get(topic, 0) + after - now
+            pending, now = still, after
+        stalled = self.finish(pending, skipped)
+        self._stalled_now.update(stalled)
+        return stalled
 
     def begin(self, publishers):
         """Return the publishers to wait for, and the topics skipped as stalled."""
@@ -84,3 +112,24 @@ class Acknowledgements:
         for publisher in pending:
             self._stalled[publisher.topic_name] = publisher.get_subscription_count()
         return sorted(skipped + [publisher.topic_name for publisher in pending])
+
+
+def describe_waits(waited: Dict[str, int], stalled: List[str]) -> str:
+    """
+    Say what held a step's frames back for their readers, or '' if nothing did for long.
+
+    ``waited`` (topic -> ns) and ``stalled`` as :meth:`Acknowledgements.take_waits` returns
+    them: flow control's waits and a bag frame's wait for its data, appended to the answer.
+    """
+    parts = []
+    total = sum(waited.values())
+    if total >= REPORTED_WAIT_NS:
+        slowest = sorted(waited.items(), key=lambda item: (-item[1], item[0]))
+        parts.append(
+            f'; paced by its readers: waited {total / 1e9:.3f} s for the acknowledgements of '
+            + ', '.join(f'{topic} ({ns / 1e9:.3f} s)' for topic, ns in slowest
+                        if ns >= REPORTED_WAIT_NS // 10))
+    if stalled:
+        parts.append(f'; readers of {", ".join(stalled)} stalled (no acknowledgement in time): '
+                     'they may have lost samples')
+    return ''.join(parts)

@@ -52,6 +52,7 @@ from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.node.acks import describe_waits
 from sim_clock.node.outcomes import StepOutcome
 
 #: The shortest wait the engine's timer is armed for, in ns (a turn of the executor).
@@ -130,6 +131,7 @@ class FrameEngine:
 
     def _quick_step(self, request: StepRequest) -> StepOutcome:
         """Take a step whose frames nothing waits for: all of them in one call; answer it."""
+        self._acks.take_waits()  # what held earlier frames back is not this step's
         try:
             self._publish(self._take_all(request))
         except Refused as refused:
@@ -148,11 +150,13 @@ class FrameEngine:
 
     def _done(self) -> StepOutcome:
         return self._outcome(
-            True, f'frame {self._timeline.frame}, time {self._server.clock_now()} ns')
+            True, f'frame {self._timeline.frame}, time {self._server.clock_now()} ns'
+            + describe_waits(*self._acks.take_waits()))
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         timeline, barrier = self._timeline, self._barrier
+        self._acks.take_waits()  # what held earlier frames back is not this step's
         try:
             if request.progress is None and not self.barrier_applies():
                 # Nothing waits between its frames (their answer may wait for acknowledgements).

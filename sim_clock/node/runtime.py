@@ -73,6 +73,8 @@ PROFILES_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_P
 PROFILE_FILES = {
     major: os.path.join(os.path.dirname(os.path.abspath(__file__)), f'fastdds{major}_profile.xml')
     for major in PROFILES_VARIABLES}
+#: How the line of :func:`answer_late_clients` starts where a profiles file was given.
+GIVEN_PROFILES = 'Fast DDS profiles as set'
 #: The ROS distributions on Fast DDS 2; later ones are on Fast DDS 3.
 FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
 
@@ -106,7 +108,10 @@ def answer_late_clients(environ=os.environ) -> Optional[str]:
         return None
     given = [name for name in PROFILES_VARIABLES.values() if environ.get(name)]
     if given:
-        return f'Fast DDS profiles as set: {given[0]}={environ[given[0]]}'
+        return (f'{GIVEN_PROFILES}: {given[0]}={environ[given[0]]}, not the one of sim_clock: '
+                'steps held for readers (flow control, ack_timeout) wait up to one '
+                'heartbeat period of that file per 500 frames (3 s by default in Fast DDS, '
+                '1 ms in ours; doc/modes-and-services.md, "No loss within steps")')
     major = fast_dds_major(environ)
     environ[PROFILES_VARIABLES[major]] = PROFILE_FILES[major]
     return (f'Fast DDS profile {PROFILE_FILES[major]}: answers wait up to 2 s for a new '
@@ -157,7 +162,10 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
             return 1
         for line in (transports, profile):
             if line is not None:
-                node.get_logger().debug(line)
+                # Someone else's profile changes how steps are paced: said where people look.
+                log = (node.get_logger().info if line.startswith(GIVEN_PROFILES)
+                       else node.get_logger().debug)
+                log(line)
         executor = executor_factory()
         executor.add_node(node)
         spin_once = getattr(node, 'spin_once', None) or (

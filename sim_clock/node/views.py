@@ -17,10 +17,10 @@ Clock views on the node: each view of ``core/views.py`` published on ``/<view>/c
 
 The views come from a YAML file named by the read-only parameter ``clock_views_file``
 (``config/clock_views.yaml`` is an example). :class:`ClockViews` wraps the server's frame sink:
-after each frame's own publishing, every view publishes the frame's time as it sees it; idle
-republishing too. Stepped view frames are flow-controlled like /clock (a view's reader that
-keeps every frame gets them all, and a full history never blocks a publish). A reset starts
-every view's drift again (a change listener).
+after each window of frames' own publishing, every view publishes those frames' times as it
+sees them; idle republishing too. Stepped view frames are flow-controlled like /clock (a
+view's reader that keeps every frame gets them all, and a full history never blocks a
+publish). A reset starts every view's drift again (a change listener).
 """
 
 from typing import List
@@ -34,6 +34,7 @@ from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
+from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import held
 from sim_clock.node.publishing import publisher_destroyed
@@ -120,8 +121,12 @@ class _ViewSink:
         self._views = views
 
     def publish_frames(self, frames: range) -> None:
-        self._sink.publish_frames(frames)
-        self._views.publish(frames)
+        # A window at a time, the views' just after its /clock: each frame's times go out
+        # together, and flow control waits for the readers of all views at once.
+        for start in range(0, len(frames), MAX_WINDOW):
+            window = frames[start:start + MAX_WINDOW]
+            self._sink.publish_frames(window)
+            self._views.publish(window)
 
     def publish_time(self, time_ns: int) -> None:
         self._sink.publish_time(time_ns)

@@ -19,6 +19,7 @@ import importlib.metadata
 import pytest
 from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.runtime import fast_dds_major
+from sim_clock.node.runtime import GIVEN_PROFILES
 from sim_clock.node.runtime import PROFILE_FILES
 
 
@@ -32,9 +33,12 @@ from sim_clock.node.runtime import PROFILE_FILES
 ])
 def test_our_fast_dds_profile_unless_one_is_given(environ, variable, expected):
     """Our profile, spelled for the Fast DDS here, only where no profiles file was given."""
+    given = any(name.endswith('PROFILES_FILE') for name in environ)
     line = answer_late_clients(environ)
     assert environ.get(variable) == expected
     assert (line is None) == ('RMW_IMPLEMENTATION' in environ)
+    if given:  # logged at INFO: a step held for readers then waits per heartbeat of that file
+        assert line.startswith(GIVEN_PROFILES) and 'heartbeat period' in line, line
 
 
 def _rclpy_distribution() -> str:
