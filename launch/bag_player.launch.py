@@ -55,6 +55,8 @@ PARAMETER_ARGUMENTS = {
                   "time is the bag's, so only 0 is accepted.",
     'output_gates': "Frames that wait for a message on a topic: 'TOPIC[@PERIOD_S][:TIMEOUT_S]' "
                     "entries separated by spaces or commas, e.g. '/cmd@0.05 /odom:2'; '' none.",
+    'expected_participants': 'Nodes no frame goes out without, until each said on ~/ready that '
+                             "its endpoints matched, e.g. '/perception /planning'; '' none.",
 }
 #: The player's own parameter and its default (the others are in config/sim_clock.yaml).
 PLAYER_DEFAULTS = {'loop': False}

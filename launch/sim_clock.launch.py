@@ -52,6 +52,8 @@ PARAMETER_ARGUMENTS = {
                       'frames); 0 every frame.',
     'output_gates': "Frames that wait for a message on a topic: 'TOPIC[@PERIOD_S][:TIMEOUT_S]' "
                     "entries separated by spaces or commas, e.g. '/cmd@0.05 /odom:2'; '' none.",
+    'expected_participants': 'Nodes no frame goes out without, until each said on ~/ready that '
+                             "its endpoints matched, e.g. '/perception /planning'; '' none.",
 }
 
 

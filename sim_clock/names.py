@@ -60,16 +60,26 @@ def _profiles() -> dict:
         'RESET_QOS': QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=1,
             reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        #: ~/ready, written by each expected node: reliable and transient local, depth 1, so
+        #: that a server that starts later gets each node's last report.
+        'READY_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=1,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        #: ~/ready, read by the server: as READY_QOS, deep enough for a stack's reports at once.
+        'READY_READER_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=1000,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
     }
 
 
 def __getattr__(name: str):
     """
-    Return ``CLOCK_QOS``, ``SERVICE_QOS``, ``DONE_QOS`` or ``RESET_QOS``, made on first use.
+    Return a QoS profile of ours (``CLOCK_QOS``, ``READY_QOS``, ...), made on first use.
 
     Lazily, so that the names alone load no rclpy: the bag read-ahead process imports them.
     """
-    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS', 'RESET_QOS'):
+    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS', 'RESET_QOS', 'READY_QOS',
+                'READY_READER_QOS'):
         globals().update(_profiles())
         return globals()[name]
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

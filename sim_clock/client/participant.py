@@ -40,6 +40,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
+from sim_clock.client.ready import ReadyReports
 from sim_clock.client.rounds import RoundDelivery
 from sim_clock.client.spinning import due_timers
 from sim_clock.client.spinning import next_timer_ns
@@ -109,7 +110,11 @@ class Participant:
         # during the one before (it goes out after the frame's data and /clock).
         self._clock_sub = None if next_frame else node.create_subscription(
             ClockMsg, CLOCK_TOPIC, self._clocks.append, CLOCK_QOS)
-        own = [entity for entity in (self._done, self._clock_sub) if entity is not None]
+        #: What its writers and readers matched, said on ~/ready for expected_participants
+        #: (once it has joined).
+        self._ready = ReadyReports(node, server)
+        own = [entity for entity in (self._done, self._clock_sub, self._ready.publisher)
+               if entity is not None]
         #: Deterministic: the rounds started by the server, not taken yet; the frame's time and
         #: round under way; the node's messages held and delivered by round.
         self._round_msgs: List[Round] = []
@@ -138,6 +143,7 @@ class Participant:
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name(), next_frame,
                           sorted(self._delivery.topics) if next_frame else ())
+        self._ready.look()  # joined: it says what its endpoints matched
         if rounds is not None:
             # A round started before the server's writer matched this reader would be lost.
             deadline = time.monotonic_ns() + self._timeout_ns
@@ -166,6 +172,7 @@ class Participant:
                 f'participant {self.name!r}: its node was taken out of the participant '
                 'executor (by rclpy.spin_once(node), or add_node of another executor); spin '
                 'the node only through the participant (spin_once, spin)')
+        self._ready.look()
         if self._delivery is not None:
             self._spin_rounds(timeout_sec)
             return

@@ -33,6 +33,8 @@ from sim_clock.core.gates import check_periods
 from sim_clock.core.gates import Gates
 from sim_clock.core.gates import parse_gates
 from sim_clock.core.pacing import Pacing
+from sim_clock.core.roster import parse_expected
+from sim_clock.core.roster import Roster
 from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
 from sim_clock.core.rules import MAX_CLOCK_RATE
@@ -68,6 +70,8 @@ class Core:
     rate_cap: ClockRateCap = field(default_factory=ClockRateCap)
     #: The frames that wait for messages on topics (output_gates).
     gates: Gates = field(default_factory=Gates)
+    #: The nodes no frame goes out without (expected_participants).
+    roster: Roster = field(default_factory=Roster)
 
     def holding(self) -> bool:
         """Whether participants or output gates hold the next frame: someone is awaited."""
@@ -166,6 +170,14 @@ SETTINGS = (
         "default participant_timeout. Simulation mode only. '' : none.",
         parse_gates, constraints='periods: multiples of time_step; timeouts > 0',
         dynamic=True),
+    Setting(
+        'expected_participants', '',
+        'Nodes no frame goes out without (simulation mode): a list of full node names, with '
+        "or without the leading slash (['/perception', 'planning']), or one text separated by "
+        'commas or spaces. Each must say on ~/ready that its writers and readers matched '
+        'those of the others named; until then a step waits (past participant_timeout it '
+        "stops and names what each lacks) and free run waits. '' : none.",
+        parse_expected, constraints='node names, each at most once', dynamic=True),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -239,6 +251,8 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
         timeline.set_start_ns(parsed['start_time'])
     if 'max_clock_rate' in parsed:
         core.rate_cap.set_max_rate(parsed['max_clock_rate'])
+    if 'expected_participants' in parsed:
+        core.roster.configure(parsed['expected_participants'])
 
 
 def initial(values: Mapping[str, object], **timeline_options) -> Core:
@@ -251,9 +265,11 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
         **timeline_options)
     gates = Gates(default_timeout_ns=parsed['participant_timeout'])
     gates.configure(parsed['output_gates'])
+    roster = Roster()
+    roster.configure(parsed['expected_participants'])
     return Core(timeline, Pacing(parsed['publish_rate']),
                 Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'],
-                ClockRateCap(parsed['max_clock_rate']), gates)
+                ClockRateCap(parsed['max_clock_rate']), gates, roster)
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:

@@ -57,6 +57,8 @@ from sim_clock.node.outcomes import StepOutcome
 
 #: The shortest wait the engine's timer is armed for, in ns (a turn of the executor).
 TURN_NS = 1_000
+#: How often a step waiting for expected participants looks at their matches again, in ns.
+EXPECTED_LOOK_NS = 50_000_000
 
 
 class Until:
@@ -114,6 +116,10 @@ class FrameEngine:
         self._timer = server.create_timer(1.0, self._on_timer, clock=server.steady_clock)
         self._timer.cancel()
         self._armed = False
+        #: Free run: since when it has waited for expected participants (steady ns), and
+        #: whether that was said.
+        self._expected_since = None
+        self._expected_said = False
         server.add_change_listener(self._on_change)
 
     # -- steps -----------------------------------------------------------------------------------
@@ -121,7 +127,8 @@ class FrameEngine:
     def step(self, request: StepRequest) -> None:
         """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
         if (self._running is None and not self._steps and request.progress is None
-                and not self._core.ack_timeout_ns and not self.barrier_applies()):
+                and not self._core.ack_timeout_ns and not self.barrier_applies()
+                and not self._expected_hold()):
             # Nothing to wait for, before it or after it: answered within this call.
             request.reply(self._quick_step(request))
             return
@@ -157,6 +164,20 @@ class FrameEngine:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         timeline, barrier = self._timeline, self._barrier
         self._acks.take_waits()  # what held earlier frames back is not this step's
+        if self._expected_hold():
+            try:
+                self._stepped(lambda: timeline.check_step(
+                    request.user_id, request.steps, request.target_frame, request.epoch))
+            except Refused as refused:
+                return self._refused(refused)
+            missing = await self._expected_ready()
+            if missing:
+                return self._outcome(
+                    False, f'frame {timeline.frame} waits for expected participants that are '
+                    f'not ready after participant_timeout '
+                    f'({barrier.timeout_ns / 1e9:g} s): {"; ".join(missing)}; 0 of '
+                    f'{request.steps} frames done',
+                    late=[line.split(':', 1)[0] for line in missing])
         try:
             if request.progress is None and not self.barrier_applies():
                 # Nothing waits between its frames (their answer may wait for acknowledgements).
@@ -249,6 +270,23 @@ class FrameEngine:
             await Until(min(deadlines) if deadlines else None)
         self._settle()
         return [], []
+
+    def _expected_hold(self) -> bool:
+        """Whether frames wait for expected participants that are not ready yet."""
+        return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
+                and not self._server.expected.look())
+
+    async def _expected_ready(self) -> List[str]:
+        """Wait until every expected node is ready; return what each lacks past the timeout."""
+        expected = self._server.expected
+        deadline = time.monotonic_ns() + self._barrier.timeout_ns
+        while not expected.look():
+            now = time.monotonic_ns()
+            if now >= deadline:
+                return expected.describe_missing()
+            # Woken by a report; matches come without one, so looked at again meanwhile.
+            await Until(min(deadline, now + EXPECTED_LOOK_NS))
+        return []
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
@@ -379,7 +417,10 @@ class FrameEngine:
         if timeline.release_lapsed_holder():
             server.dispatch()
         self._settle()
-        if self.barrier_applies() and timeline.free_running:
+        if timeline.free_running and self._expected_hold():
+            self._free_run_waits_for_expected()
+            frames = range(0)
+        elif self.barrier_applies() and timeline.free_running:
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
             frames = self._barrier_frames()
         elif server.full_speed:
@@ -387,6 +428,7 @@ class FrameEngine:
         else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
             frames = timeline.poll(self.sink.limit(FRAMES_PER_TICK))
         if frames:
+            self._expected_since, self._expected_said = None, False
             self._publish(frames)
             if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
                 server.get_logger().error(
@@ -394,6 +436,18 @@ class FrameEngine:
                     throttle_duration_sec=10.0)
         elif self._core.pacing.republish_due(time.monotonic_ns(), server.tick_period_ns):
             self.republish()
+
+    def _free_run_waits_for_expected(self) -> None:
+        """Free run holds for expected participants: said once past participant_timeout."""
+        now = time.monotonic_ns()
+        if self._expected_since is None:
+            self._expected_since = now
+        elif now - self._expected_since > self._barrier.timeout_ns and not self._expected_said:
+            self._expected_said = True
+            self._server.get_logger().warning(
+                'free run waits for expected participants that are not ready after '
+                f'participant_timeout ({self._barrier.timeout_ns / 1e9:g} s): '
+                + '; '.join(self._server.expected.describe_missing()))
 
     def _barrier_frames(self) -> range:
         """Free run with participants or gates: the frames due, up to the next one that waits."""

@@ -87,3 +87,5 @@ class ServerStatus:
     output_gates_satisfied: List[TimeMsg] = field(default_factory=list)
     output_gates_slowest: List[float] = field(default_factory=list)
     output_gates_waiting: List[str] = field(default_factory=list)
+    expected_participants: List[str] = field(default_factory=list)
+    expected_missing: List[str] = field(default_factory=list)

@@ -104,8 +104,11 @@ class Participants:
 
     def leave(self, name: str, why: str = 'left') -> LeaveOutcome:
         """Remove a participant: no frame waits for it any more."""
+        participant = self.barrier.participants.get(name)
         if not self.barrier.leave(name):
             return LeaveOutcome(success=False, message=f'no participant named {name!r}')
+        # An expected node that leaves must say it is ready again before frames go on.
+        self._server.expected.forget(name, participant.node)
         self._joined_at.pop(name, None)
         # One call per severity: rclpy refuses a second severity from the same line (it raised
         # in the server when a participant was dropped after another had left).

@@ -58,6 +58,7 @@ from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
 from sim_clock.node.publishing import FrameSink
 from sim_clock.node.rate_cap import CappedSink
+from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.resets import log_change
 from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import spin_until_stopped
@@ -106,6 +107,10 @@ class ClockServer(Node):
         #: Every frame of every mode goes through it.
         self.engine = FrameEngine(self, sink, self._core, self.acks)
         self._control = ControlServices(self)
+        #: The nodes no frame goes out without (expected_participants) and their ~/ready.
+        self.expected = ExpectedParticipants(
+            self, self._core.roster, self._data_publishers, self._expected_ready,
+            self.steady_clock)
         self.participants = Participants(self, self._core.barrier)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = OutputGates(self, self._core.gates)
@@ -223,7 +228,9 @@ class ClockServer(Node):
             output_gates=[gate.spec.text for gate in gates],
             output_gates_satisfied=[time_msg(gate.last_satisfied_ns or 0) for gate in gates],
             output_gates_slowest=[gate.slowest_ns / NS_PER_SEC for gate in gates],
-            output_gates_waiting=self._core.gates.waiting_for)
+            output_gates_waiting=self._core.gates.waiting_for,
+            expected_participants=list(self._core.roster.expected),
+            expected_missing=self.expected.describe_missing())
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
@@ -243,10 +250,23 @@ class ClockServer(Node):
         if self._timeline.free_running:
             self.engine.tick()
 
+    def _data_publishers(self) -> list:
+        """Return the sink's writers of the stack's data: not /clock, not the views."""
+        clock_topics = set(self.views.topics)
+        return [publisher for publisher in self.engine.sink.publishers()
+                if publisher.topic_name not in clock_topics]
+
+    def _expected_ready(self) -> None:
+        """Every expected node is ready: a waiting step goes on, and so does free run."""
+        self.engine.wake()
+        self.barrier_cleared()
+
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
         if 'output_gates' in parsed:
             self.output_gates.refresh()
+        if 'expected_participants' in parsed:
+            self.expected.look()
 
     def dispatch(self) -> None:
         """Announce, publish and mirror the changes the timeline recorded since the last call."""
