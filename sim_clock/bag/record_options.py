@@ -29,6 +29,8 @@ from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 
 #: The type of /clock and of clock views: never recorded by --all.
 CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'
+#: The storage formats the recorder writes (rosbag2's names), the first the default.
+STORAGES = ('mcap', 'sqlite3')
 
 
 def is_recorded_by_all(topic: str, type_name: str, server: str) -> bool:
@@ -68,9 +70,10 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     """
     parser = argparse.ArgumentParser(
         prog='recorder',
-        description='Record topics raw into an MCAP bag stamped with simulated time (/clock).',
+        description='Record topics raw into a bag (MCAP or sqlite3) stamped with simulated '
+                    'time (/clock).',
         epilog='examples: recorder out /scan /odom;  recorder out -t /scan -t /odom --until 2;'
-               '  recorder out --all')
+               '  recorder out --all -s sqlite3')
     parser.add_argument('output', help='bag directory to create (must not exist)')
     parser.add_argument('positional_topics', nargs='*', default=[], metavar='TOPIC',
                         help='topics to record (as with -t)')
@@ -84,6 +87,8 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
                              '(default: %(default)s)')
     parser.add_argument('--until', type=float, metavar='SEC',
                         help='stop once /clock reaches this simulated time, in seconds')
+    parser.add_argument('-s', '--storage', choices=STORAGES, default=STORAGES[0],
+                        help='storage format of the bag (default: %(default)s)')
     options = parser.parse_intermixed_args(argv)
     given = options.positional_topics + options.topics
     if options.all and given:

@@ -159,6 +159,9 @@ BAD_ARGUMENTS = {
     'until_not_a_number': (['/a', '--until', 'soon'], 2, "invalid float value: 'soon'"),
     'until_infinite': (['/a', '--until', 'inf'], 2, '--until'),
     'unknown_option': (['/a', '--bogus'], 2, 'unrecognized arguments: --bogus'),
+    'unknown_storage': (['/a', '-s', 'rosbag'], 2,
+                        "argument -s/--storage: invalid choice: 'rosbag' (choose from 'mcap', "
+                        "'sqlite3')"),
 }
 
 
