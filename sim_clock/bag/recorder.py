@@ -19,9 +19,10 @@ Each message is written with the ``/clock`` published last before it (what
 ``ros2 bag record --use-sim-time`` means to do), never with wall time, and each frame's messages
 in an order that depends on the messages alone (:mod:`.frame_order`), into files whose names do
 not depend on the run (:mod:`.bag_file`): two runs of a deterministic stack give the same bytes.
-Messages that come before any ``/clock`` are counted and left out. Topics are subscribed once a
-publisher shows their type, with a QoS that matches every publisher (reliable and transient
-local only if all are). At the end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a
+Messages that come before any ``/clock`` are counted and left out. A topic given with its type,
+or whose type the graph shows (a subscriber), is subscribed at once; any other once a publisher
+shows its type. The QoS matches every publisher (reliable and transient local only if all
+are). At the end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a
 summary printed: messages per topic and the simulated time span.
 """
 
@@ -69,6 +70,11 @@ from sim_clock.node.runtime import spin_until_stopped
 DISCOVERY_PERIOD = 0.2
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
+#: A topic subscribed before its publishers are known: reliable and volatile, what rclpy's
+#: default publisher offers; adapted once they appear, while nothing has arrived.
+EARLY_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
+                       reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.VOLATILE)
 
 
 def subscription_qos(profiles: List[QoSProfile]) -> QoSProfile:
@@ -90,8 +96,11 @@ class RecordedTopic:
     qos: QoSProfile
     #: The type hash the publishers announce, else the typestore's.
     rihs01: str = ''
-    #: The publishers' profiles as the bag stores them, sorted.
+    #: The publishers' profiles as the bag stores them, sorted (empty: none seen yet).
     offered: Tuple = ()
+    #: Subscribed before a publisher was seen: its QoS is adapted to the first ones.
+    early: bool = False
+    received: int = 0
     subscription: object = None
     #: Added to the bag with its first message written, so that ids follow the write order.
     connection: object = None
@@ -111,10 +120,12 @@ class Recorder(Node):
     """
 
     def __init__(self, writer, topics: List[str], until_ns: Optional[int] = None,
-                 *, all_topics: bool = False, server: str = DEFAULT_SERVER, **kwargs):
+                 *, types: Optional[Dict[str, str]] = None, all_topics: bool = False,
+                 server: str = DEFAULT_SERVER, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self._writer = writer
         self._waiting = list(dict.fromkeys(topics))
+        self._types = dict(types or {})
         #: --all: every topic that appears is recorded but these (None: only those asked for).
         self._all_server = server if all_topics else None
         self._seen = set()
@@ -127,6 +138,15 @@ class Recorder(Node):
         self.clock_ns: Optional[int] = None
         #: The source timestamp of the /clock that reached --until (None: not reached).
         self._end_source: Optional[int] = None
+        for topic in list(self._waiting):
+            if topic in self._types:
+                self._subscribe(topic, self._types[topic], [])
+                if topic in self._waiting:
+                    self.get_logger().info(
+                        f'{topic}: the hash of {self._types[topic]} is unknown here: '
+                        'subscribing once a publisher announces it')
+        # /clock after the topics given with their types: their readers are announced to DDS
+        # first, so the log line of the first /clock, which callers wait for, comes after.
         self._clock_sub = self.create_subscription(
             ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
         self._timer = self.create_timer(
@@ -135,7 +155,7 @@ class Recorder(Node):
             self.get_logger().info(
                 f'recording every topic but {CLOCK_TOPIC}, clock views and those of {server} '
                 f'(stamped with {CLOCK_TOPIC})')
-        else:
+        elif self._waiting:
             self.get_logger().info(
                 f'waiting for publishers of {", ".join(self._waiting)} '
                 f'(stamped with {CLOCK_TOPIC})')
@@ -147,7 +167,7 @@ class Recorder(Node):
 
     @property
     def waiting(self) -> List[str]:
-        """Return the topics asked for whose publishers have not been seen."""
+        """Return the topics asked for that were never subscribed (no type known)."""
         return list(self._waiting)
 
     def _on_clock(self, msg, info) -> None:
@@ -233,40 +253,51 @@ class Recorder(Node):
                 self._seen.add(topic)
                 if all(is_recorded_by_all(topic, name, self._all_server) for name in type_names):
                     self._waiting.append(topic)
+        graph = None
         for topic in list(self._waiting):
             infos = self.get_publishers_info_by_topic(topic)
-            if not infos:
+            if infos:
+                type_names = sorted({info.topic_type for info in infos})
+                if len(type_names) != 1:
+                    self._skip(topic, ' and '.join(type_names), 'several types on one topic')
+                else:
+                    self._subscribe(topic, type_names[0], infos)
                 continue
-            type_names = sorted({info.topic_type for info in infos})
-            if len(type_names) != 1:
-                self._skip(topic, ' and '.join(type_names), 'several types on one topic')
-            else:
-                self._subscribe(topic, type_names[0], infos)
+            if graph is None:
+                graph = dict(self.get_topic_names_and_types())
+            if len(graph.get(topic, ())) == 1:  # a subscriber says its type
+                self._subscribe(topic, graph[topic][0], [])
+        for topic, entry in self._topics.items():
+            if entry.early:
+                self._adapt(topic, entry)
 
     def _subscribe(self, topic: str, type_name: str, infos) -> None:
-        """Subscribe to ``topic`` as its publishers (``infos``) offer."""
+        """Subscribe to ``topic``; without ``infos`` (publishers), before any is seen."""
         try:
             message_class = get_message(type_name)
         except LookupError as error:
             self._skip(topic, type_name, str(error))
             return
         msgdef = message_definition(self._typestore, type_name)
-        entry = RecordedTopic(type_name, message_class,
-                              subscription_qos([info.qos_profile for info in infos]))
+        entry = RecordedTopic(type_name, message_class, EARLY_QOS, early=not infos)
         self._note_publishers(entry, infos)
         if not entry.rihs01:
-            self._skip(topic, type_name, 'its type hash is unknown')
-            return
+            if infos:
+                self._skip(topic, type_name, 'its type hash is unknown')
+            return  # no publisher yet: wait for one to announce the hash
         if not msgdef:
             self.get_logger().warning(
                 f'no message definition found for {type_name}: {topic} is recorded, '
                 'but tools that decode it need the type installed')
+        if infos:
+            entry.qos = subscription_qos([info.qos_profile for info in infos])
         self._topics[topic] = entry
         self.summary.add_topic(topic, type_name)
         self._waiting.remove(topic)  # first: a stop may end create_subscription
         entry.subscription = self.create_subscription(
-            message_class, topic, self._writer_callback(topic), entry.qos, raw=True)
-        self.get_logger().info(f'recording {topic} ({type_name})')
+            message_class, topic, self._writer_callback(topic, entry), entry.qos, raw=True)
+        self.get_logger().info(f'recording {topic} ({type_name})' + (
+            '' if infos else ', subscribed before any publisher'))
 
     def _note_publishers(self, entry: RecordedTopic, infos) -> None:
         """Take the type hash and offered profiles from the publishers seen, if any."""
@@ -280,16 +311,56 @@ class Recorder(Node):
             entry.offered = tuple(sorted((offered_qos(info.qos_profile) for info in infos),
                                          key=qos_key))
 
+    def _adapt(self, topic: str, entry: RecordedTopic) -> None:
+        """
+        Match the first publishers of a topic subscribed before them.
+
+        While nothing has arrived, the subscription is made again with their QoS (best
+        effort, transient local); after, a best-effort publisher cannot reach it: said once.
+        """
+        infos = self.get_publishers_info_by_topic(topic)
+        if not infos:
+            return
+        entry.early = False
+        others = sorted({info.topic_type for info in infos} - {entry.type_name})
+        if others:
+            self.get_logger().warning(
+                f'{topic}: recorded as {entry.type_name}, but a publisher offers '
+                f'{" and ".join(others)}, which DDS does not deliver to it: give the type it '
+                'publishes, or the topic without a type')
+        infos = [info for info in infos if info.topic_type == entry.type_name]
+        if not infos:
+            return
+        self._note_publishers(entry, infos)
+        wanted = subscription_qos([info.qos_profile for info in infos])
+        if (wanted.reliability, wanted.durability) == (
+                entry.qos.reliability, entry.qos.durability):
+            return
+        if entry.received == 0:
+            self.destroy_subscription(entry.subscription)
+            entry.qos = wanted
+            entry.subscription = self.create_subscription(
+                entry.message_class, topic, self._writer_callback(topic, entry), wanted,
+                raw=True)
+            offer = ', '.join(policy.name.lower().replace('_', ' ')
+                              for policy in (wanted.reliability, wanted.durability))
+            self.get_logger().info(f'{topic}: subscribed again as its publishers offer ({offer})')
+        elif wanted.reliability != entry.qos.reliability:
+            self.get_logger().warning(
+                f'{topic}: a best-effort publisher appeared after messages came on the reliable '
+                'subscription made before it; its messages are not recorded')
+
     def _skip(self, topic: str, type_name: str, reason: str) -> None:
         self._waiting.remove(topic)
         if type_name not in self._skipped_types:
             self._skipped_types.add(type_name)
             self.get_logger().warning(f'not recording {topic}: type {type_name}: {reason}')
 
-    def _writer_callback(self, topic: str):
+    def _writer_callback(self, topic: str, entry: RecordedTopic):
         order = self._order
 
         def callback(data: bytes, info) -> None:
+            entry.received += 1
             order.message(info['source_timestamp'], topic, data)
         return callback
 
@@ -311,7 +382,7 @@ def main(args=None) -> int:
     recorders = []
 
     def make_node() -> Recorder:
-        recorders.append(Recorder(writer, options.topics, options.until_ns,
+        recorders.append(Recorder(writer, options.topics, options.until_ns, types=options.types,
                                   all_topics=options.all, server=options.server))
         return recorders[0]
     try:
