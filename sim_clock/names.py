@@ -25,6 +25,9 @@ NODE_NAME = 'sim_clock'
 DEFAULT_SERVER = '/' + NODE_NAME
 #: The recorder's node name.
 RECORDER_NODE_NAME = 'sim_clock_recorder'
+#: The key of the recorder's bag metadata (``custom_data``) holding the step between successive
+#: /clock times, in ns, where it never changed: what ``simclock diff`` counts frames by.
+TIME_STEP_KEY = 'sim_clock.time_step_ns'
 CLOCK_TOPIC = '/clock'
 DIAGNOSTICS_TOPIC = '/diagnostics'
 #: Every reset is announced on this topic, under the server's name (``sim_clock/msg/Reset``).

@@ -28,6 +28,7 @@ from rosbags.rosbag2 import StoragePlugin
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
+from sim_clock.names import TIME_STEP_KEY
 
 MS = 1_000_000
 #: The bags' first timestamp: 1000 s and a few ns, so that time is checked to the nanosecond.
@@ -149,3 +150,42 @@ def batch_stream(times, sizes=(3,)):
             batch, left = left[:size], left[size:]
             yield batch, [0] * len(batch), [str(t) for t in batch]
     return open_batches
+
+
+def recording() -> list:
+    """Return (topic, stamp, text) of a recording: frames 1 to 5, /a twice and /b once each."""
+    messages = []
+    for frame in range(1, 6):
+        stamp = frame * 10 * MS
+        messages += [('/a', stamp, f'a{frame}.0'), ('/a', stamp, f'a{frame}.1'),
+                     ('/b', stamp, f'b{frame}')]
+    return messages
+
+
+def cdr(text: str) -> bytes:
+    """Return a std_msgs/String holding ``text``, serialized."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string = store.types['std_msgs/msg/String']
+    return bytes(store.serialize_cdr(string(data=text), 'std_msgs/msg/String'))
+
+
+def write_recording(path, messages, storage: str = 'mcap', time_step_ns=10 * MS) -> str:
+    """
+    Write a recording as the recorder does; return the path.
+
+    ``messages``: (topic, stamp, text or bytes) of std_msgs/String, written in this order; the
+    /clock step goes into the metadata unless None.
+    """
+    store = get_typestore(Stores.ROS2_JAZZY)
+    path = str(path)
+    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+        if time_step_ns is not None:
+            writer.set_custom_data(TIME_STEP_KEY, str(time_step_ns))
+        connections = {}
+        for topic, stamp, data in messages:
+            if topic not in connections:
+                connections[topic] = writer.add_connection(topic, 'std_msgs/msg/String',
+                                                           typestore=store)
+            writer.write(connections[topic], stamp,
+                         cdr(data) if isinstance(data, str) else data)
+    return path

@@ -16,6 +16,8 @@
 
 import argparse
 from typing import List
+from typing import Optional
+from typing import Tuple
 
 from rclpy.exceptions import InvalidNodeNameException
 from rclpy.exceptions import InvalidTopicNameException
@@ -23,12 +25,15 @@ from rclpy.expand_topic_name import expand_topic_name
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import seconds_to_ns
+from sim_clock.message_types import get_message
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 
 #: The type of /clock and of clock views: never recorded by --all.
 CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'
+#: The storage formats the recorder writes (rosbag2's names), the first the default.
+STORAGES = ('mcap', 'sqlite3')
 
 
 def is_recorded_by_all(topic: str, type_name: str, server: str) -> bool:
@@ -58,24 +63,50 @@ def _topic_name(text: str) -> str:
     return name
 
 
+def _topic_and_type(text: str) -> Tuple[str, Optional[str]]:
+    """
+    Return (full topic name, type or None) of ``TOPIC`` or ``TOPIC:TYPE``, or raise ValueError.
+
+    A type given is checked here, before anything is created: it must load (its Python class
+    and type support installed), since the recorder subscribes with it at once.
+    """
+    name, colon, type_name = text.partition(':')
+    name = _topic_name(name)
+    if not colon:
+        return name, None
+    try:
+        message_class = get_message(type_name)
+    except LookupError as error:
+        raise ValueError(
+            f'{text!r}: {error}; give TOPIC:TYPE with an installed message type, such as '
+            '/chatter:std_msgs/msg/String, or the topic alone') from None
+    module = message_class.__module__.split('.')[0]
+    return name, f'{module}/msg/{message_class.__name__}'
+
+
 def parse_arguments(argv: List[str]) -> argparse.Namespace:
     """
     Parse the command line (without ROS arguments) as ``ros2 bag record`` users expect.
 
     Topics accumulate: positional ones, ``-t a b`` and ``-t a -t b`` add up; ``--all`` records
-    every topic but the clocks and the server's own. Bad arguments end the program with a
-    usage error (exit code 2) before anything is created.
+    every topic but the clocks and the server's own. A topic may carry its type
+    (``/scan:sensor_msgs/msg/LaserScan``): ``options.types`` maps such topics to their types.
+    Bad arguments end the program with a usage error (exit code 2) before anything is created.
     """
     parser = argparse.ArgumentParser(
         prog='recorder',
-        description='Record topics raw into an MCAP bag stamped with simulated time (/clock).',
+        description='Record topics raw into a bag (MCAP or sqlite3) stamped with simulated '
+                    'time (/clock).',
         epilog='examples: recorder out /scan /odom;  recorder out -t /scan -t /odom --until 2;'
-               '  recorder out --all')
+               '  recorder out -t /chatter:std_msgs/msg/String;  recorder out --all -s sqlite3')
     parser.add_argument('output', help='bag directory to create (must not exist)')
-    parser.add_argument('positional_topics', nargs='*', default=[], metavar='TOPIC',
+    parser.add_argument('positional_topics', nargs='*', default=[], metavar='TOPIC[:TYPE]',
                         help='topics to record (as with -t)')
     parser.add_argument('-t', '--topics', nargs='+', action='extend', default=[],
-                        metavar='TOPIC', help='topics to record; may be given several times')
+                        metavar='TOPIC[:TYPE]',
+                        help='topics to record; may be given several times; with its type '
+                             '(/chatter:std_msgs/msg/String) a topic is subscribed at once, '
+                             'before any publisher appears')
     parser.add_argument('-a', '--all', action='store_true',
                         help='record every topic, also those that appear later, but /clock, '
                              "clock views and the server's own (under --server)")
@@ -84,16 +115,24 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
                              '(default: %(default)s)')
     parser.add_argument('--until', type=float, metavar='SEC',
                         help='stop once /clock reaches this simulated time, in seconds')
+    parser.add_argument('-s', '--storage', choices=STORAGES, default=STORAGES[0],
+                        help='storage format of the bag (default: %(default)s)')
     options = parser.parse_intermixed_args(argv)
     given = options.positional_topics + options.topics
     if options.all and given:
         parser.error(f'give topics or --all, not both (topics given: {" ".join(given)})')
     if not options.all and not given:
         parser.error('no topic to record: name topics (TOPIC ..., -t TOPIC ...) or give --all')
+    options.types = {}
     try:
-        options.topics = list(dict.fromkeys(_topic_name(topic) for topic in given))
+        named = [_topic_and_type(topic) for topic in given]
     except ValueError as error:
         parser.error(str(error))
+    for name, type_name in named:
+        if type_name and options.types.setdefault(name, type_name) != type_name:
+            parser.error(f'{name} is given two types, {options.types[name]} and {type_name}; '
+                         'give one')
+    options.topics = list(dict.fromkeys(name for name, _ in named))
     options.until_ns = None
     if options.until is not None:
         try:

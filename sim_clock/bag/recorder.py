@@ -13,17 +13,19 @@
 # limitations under the License.
 
 """
-Recording in simulated time: chosen topics, raw, into an MCAP bag stamped with ``/clock``.
+Recording in simulated time: chosen topics, raw, into a bag (MCAP or sqlite3) stamped with /clock.
 
 Each message is written with the ``/clock`` published last before it (what
-``ros2 bag record --use-sim-time`` means to do), never with wall time. Messages that come before
-any ``/clock`` are counted and left out. Topics are subscribed once a publisher shows their type,
-with a QoS that matches every publisher (reliable and transient local only if all are). At the
-end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a summary printed:
-messages per topic and the simulated time span.
+``ros2 bag record --use-sim-time`` means to do), never with wall time, and each frame's messages
+in an order that depends on the messages alone (:mod:`.frame_order`), into files whose names do
+not depend on the run (:mod:`.bag_file`): two runs of a deterministic stack give the same bytes.
+Messages that come before any ``/clock`` are counted and left out. A topic given with its type,
+or whose type the graph shows (a subscriber), is subscribed at once; any other once a publisher
+shows its type. The QoS matches every publisher (reliable and transient local only if all
+are). At the end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a
+summary printed: messages per topic and the simulated time span.
 """
 
-from bisect import bisect_right
 from dataclasses import dataclass
 import os
 import sys
@@ -32,8 +34,6 @@ from typing import List
 from typing import Optional
 from typing import Tuple
 
-from ament_index_python.packages import get_package_share_directory
-from ament_index_python.packages import PackageNotFoundError
 import rclpy
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
@@ -44,25 +44,23 @@ from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
-from rosbags.interfaces import Qos
-from rosbags.interfaces import QosDurability
-from rosbags.interfaces import QosHistory
-from rosbags.interfaces import QosLiveliness
-from rosbags.interfaces import QosReliability
-from rosbags.interfaces import QosTime
-from rosbags.rosbag2 import StoragePlugin
-from rosbags.rosbag2 import Writer
 from rosbags.rosbag2 import WriterError
-from rosbags.typesys import get_types_from_msg
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
-from rosbags.typesys import TypesysError
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sim_clock.bag.reader import get_message
+from sim_clock.bag.bag_file import close_bag
+from sim_clock.bag.bag_file import create_bag
+from sim_clock.bag.bag_file import message_definition
+from sim_clock.bag.bag_file import offered_qos
+from sim_clock.bag.bag_file import qos_key
+from sim_clock.bag.bag_file import typestore_hash
+from sim_clock.bag.frame_order import FrameOrder
 from sim_clock.bag.record_options import is_recorded_by_all
 from sim_clock.bag.record_options import parse_arguments
-from sim_clock.core.units import format_seconds
+from sim_clock.bag.recording_summary import RecordingSummary
+from sim_clock.compat import take_ready
 from sim_clock.core.units import join_ns
+from sim_clock.message_types import get_message
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
@@ -72,40 +70,11 @@ from sim_clock.node.runtime import spin_until_stopped
 DISCOVERY_PERIOD = 0.2
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
-#: /clock source timestamps kept to stamp late messages by (10000 to 20000 frames).
-CLOCK_HISTORY = 10_000
-_ZERO = QosTime(0, 0)
-
-
-def message_definition(typestore, type_name: str) -> str:
-    """
-    Return the ``.msg`` text of a type for the bag, or '' if unknown.
-
-    rosbags knows the standard Jazzy types; others are read from the package's installed
-    ``share/<package>/msg/<Name>.msg`` (nested types of other packages must be known too).
-    """
-    if type_name not in typestore.types:
-        package, _, name = type_name.split('/')
-        try:
-            path = os.path.join(get_package_share_directory(package), 'msg', name + '.msg')
-            with open(path) as definition:
-                typestore.register(get_types_from_msg(definition.read(), type_name))
-        except (PackageNotFoundError, OSError, TypesysError, ValueError):
-            return ''
-    try:
-        return typestore.generate_msgdef(type_name, ros_version=2)[0]
-    except (KeyError, TypesysError):
-        return ''
-
-
-def offered_qos(profile: QoSProfile) -> Qos:
-    """Return an rclpy profile as rosbags stores it in the bag's metadata."""
-    return Qos(
-        history=QosHistory(int(profile.history)), depth=profile.depth,
-        reliability=QosReliability(int(profile.reliability)),
-        durability=QosDurability(int(profile.durability)),
-        deadline=_ZERO, lifespan=_ZERO, liveliness=QosLiveliness(int(profile.liveliness)),
-        liveliness_lease_duration=_ZERO, avoid_ros_namespace_conventions=False)
+#: A topic subscribed before its publishers are known: reliable and volatile, what rclpy's
+#: default publisher offers; adapted once they appear, while nothing has arrived.
+EARLY_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
+                       reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.VOLATILE)
 
 
 def subscription_qos(profiles: List[QoSProfile]) -> QoSProfile:
@@ -119,77 +88,22 @@ def subscription_qos(profiles: List[QoSProfile]) -> QoSProfile:
 
 
 @dataclass
-class TopicCount:
-    """Messages recorded on one topic, with the first and last timestamps."""
+class RecordedTopic:
+    """A topic subscribed to: its type, what its publishers offer, its bag connection."""
 
     type_name: str
-    count: int = 0
-    first_ns: Optional[int] = None
-    last_ns: Optional[int] = None
-
-
-class RecordingSummary:
-    """What a recording holds: messages per topic, the time span, and what was left out."""
-
-    def __init__(self):
-        self.topics: Dict[str, TopicCount] = {}
-        self.before_clock = 0
-        self.after_end = 0
-        self.time_jumps_back = 0
-        self._last_clock_ns: Optional[int] = None
-
-    def clock(self, time_ns: int) -> None:
-        """Note a /clock value; count the times it went back (a reset, seek or loop)."""
-        if self._last_clock_ns is not None and time_ns < self._last_clock_ns:
-            self.time_jumps_back += 1
-        self._last_clock_ns = time_ns
-
-    def add_topic(self, topic: str, type_name: str) -> None:
-        """Note that a topic is recorded (it is listed even if no message comes)."""
-        self.topics.setdefault(topic, TopicCount(type_name))
-
-    def message(self, topic: str, time_ns: int) -> None:
-        """Note a message written at ``time_ns``."""
-        entry = self.topics[topic]
-        entry.count += 1
-        if entry.first_ns is None or time_ns < entry.first_ns:
-            entry.first_ns = time_ns
-        if entry.last_ns is None or time_ns > entry.last_ns:
-            entry.last_ns = time_ns
-
-    @property
-    def total(self) -> int:
-        """Return the messages recorded, all topics."""
-        return sum(entry.count for entry in self.topics.values())
-
-    def span(self) -> Optional[Tuple[int, int]]:
-        """Return (first, last) simulated time of the messages recorded, or None."""
-        firsts = [e.first_ns for e in self.topics.values() if e.first_ns is not None]
-        lasts = [e.last_ns for e in self.topics.values() if e.last_ns is not None]
-        return (min(firsts), max(lasts)) if firsts else None
-
-    def lines(self, path: str) -> List[str]:
-        """Return the summary as text lines."""
-        lines = [f'recorded {self.total} messages into {path}']
-        span = self.span()
-        if span:
-            lines.append(
-                f'simulated time span: {format_seconds(span[0])} s to {format_seconds(span[1])} s '
-                f'({format_seconds(span[1] - span[0])} s)')
-        width = max((len(name) for name in self.topics), default=0)
-        for name in sorted(self.topics):
-            entry = self.topics[name]
-            lines.append(f'  {name:<{width}}  {entry.count:>9}  {entry.type_name}')
-        if self.before_clock:
-            lines.append(f'{self.before_clock} messages came before any /clock and were not '
-                         'recorded')
-        if self.after_end:
-            lines.append(f'{self.after_end} messages were published at or after --until and '
-                         'were not recorded')
-        if self.time_jumps_back:
-            lines.append(f'simulated time went back {self.time_jumps_back} times (resets): '
-                         'the bag holds several passes')
-        return lines
+    message_class: object
+    qos: QoSProfile
+    #: The type hash the publishers announce, else the typestore's.
+    rihs01: str = ''
+    #: The publishers' profiles as the bag stores them, sorted (empty: none seen yet).
+    offered: Tuple = ()
+    #: Subscribed before a publisher was seen: its QoS is adapted to the first ones.
+    early: bool = False
+    received: int = 0
+    subscription: object = None
+    #: Added to the bag with its first message written, so that ids follow the write order.
+    connection: object = None
 
 
 class Recorder(Node):
@@ -199,42 +113,49 @@ class Recorder(Node):
     A message gets the /clock that was published last before it: the one with the latest
     source timestamp (the publisher's wall clock, carried by DDS) at or before the message's.
     Order of arrival would not do: a recorder that falls behind takes the messages of each
-    subscription in turn, and would give data a /clock older than the one it came after. A
-    message waits until a /clock published after it arrives (or the recording ends). Source
-    timestamps of publishers on other hosts are only as close as the hosts' clocks.
+    subscription in turn, and would give data a /clock older than the one it came after.
+    Frames are written once the frame after them has ended and the queues were emptied, each
+    sorted by topic (:mod:`.frame_order`). Source timestamps of publishers on other hosts are
+    only as close as the hosts' clocks.
     """
 
-    def __init__(self, writer: Writer, topics: List[str], until_ns: Optional[int] = None,
-                 *, all_topics: bool = False, server: str = DEFAULT_SERVER, **kwargs):
+    def __init__(self, writer, topics: List[str], until_ns: Optional[int] = None,
+                 *, types: Optional[Dict[str, str]] = None, all_topics: bool = False,
+                 server: str = DEFAULT_SERVER, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self._writer = writer
         self._waiting = list(dict.fromkeys(topics))
+        self._types = dict(types or {})
         #: --all: every topic that appears is recorded but these (None: only those asked for).
         self._all_server = server if all_topics else None
         self._seen = set()
         self._until_ns = until_ns
         self._typestore = get_typestore(Stores.ROS2_JAZZY)
         self._skipped_types = set()
+        self._topics: Dict[str, RecordedTopic] = {}
+        self._order = FrameOrder()
         self.summary = RecordingSummary()
         self.clock_ns: Optional[int] = None
-        # Source timestamps and times of the /clock messages received, oldest first (the last
-        # CLOCK_HISTORY to CLOCK_HISTORY * 2), and the messages waiting for a later /clock.
-        self._clock_sources: List[int] = []
-        self._clock_times: List[int] = []
-        self._pending = []
-        self._clock_trimmed = False
         #: The source timestamp of the /clock that reached --until (None: not reached).
         self._end_source: Optional[int] = None
-        #: Callbacks run so far: lets the caller drain what is queued before closing.
-        self.callbacks = 0
-        self.create_subscription(ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        for topic in list(self._waiting):
+            if topic in self._types:
+                self._subscribe(topic, self._types[topic], [])
+                if topic in self._waiting:
+                    self.get_logger().info(
+                        f'{topic}: the hash of {self._types[topic]} is unknown here: '
+                        'subscribing once a publisher announces it')
+        # /clock after the topics given with their types: their readers are announced to DDS
+        # first, so the log line of the first /clock, which callers wait for, comes after.
+        self._clock_sub = self.create_subscription(
+            ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         if all_topics:
             self.get_logger().info(
                 f'recording every topic but {CLOCK_TOPIC}, clock views and those of {server} '
                 f'(stamped with {CLOCK_TOPIC})')
-        else:
+        elif self._waiting:
             self.get_logger().info(
                 f'waiting for publishers of {", ".join(self._waiting)} '
                 f'(stamped with {CLOCK_TOPIC})')
@@ -246,11 +167,10 @@ class Recorder(Node):
 
     @property
     def waiting(self) -> List[str]:
-        """Return the topics asked for whose publishers have not been seen."""
+        """Return the topics asked for that were never subscribed (no type known)."""
         return list(self._waiting)
 
     def _on_clock(self, msg, info) -> None:
-        self.callbacks += 1
         if self._end_source is not None:
             return  # ended at --until: what comes after is not recorded
         if self.clock_ns is None:
@@ -260,60 +180,70 @@ class Recorder(Node):
                 f'first {CLOCK_TOPIC} received ({join_ns(msg.clock)} ns): stamping from here on')
         self.clock_ns = join_ns(msg.clock)
         self.summary.clock(self.clock_ns)
-        self._clock_sources.append(info['source_timestamp'])
-        self._clock_times.append(self.clock_ns)
-        if len(self._clock_times) > 2 * CLOCK_HISTORY:
-            del self._clock_sources[:CLOCK_HISTORY]
-            del self._clock_times[:CLOCK_HISTORY]
-            self._clock_trimmed = True
-        if self._pending:
-            self._write_pending(info['source_timestamp'])
+        self._order.clock(info['source_timestamp'], self.clock_ns)
         if self._until_ns is not None and self.clock_ns >= self._until_ns:
             # The end: what was published before this /clock is recorded (stamped before
             # --until), what comes after it is not, however soon it arrives. So a lockstep
             # stack records the same messages run after run, whatever it publishes at the end.
             self._end_source = info['source_timestamp']
 
-    def _write_pending(self, before: Optional[int]) -> None:
-        """Write the waiting messages published before ``before`` (None: all of them)."""
-        waiting = []
-        for entry in self._pending:
-            if before is None or entry[0] < before:
-                self._write_stamped(*entry)
-            else:
-                waiting.append(entry)
-        self._pending = waiting
-
-    def _write_stamped(self, source: int, topic: str, connection, data: bytes) -> None:
-        index = bisect_right(self._clock_sources, source)
-        if index == 0 and not self._clock_trimmed:
-            self.summary.before_clock += 1
-            return
-        # Older than the history kept: the oldest time kept.
-        stamp = self._clock_times[max(index - 1, 0)]
-        self._writer.write(connection, stamp, data)
-        self.summary.message(topic, stamp)
-
     def spin_once(self, executor) -> None:
         """One round of the spin loop (see ``sim_clock.node.runtime.spin_until_stopped``)."""
         executor.spin_once(timeout_sec=0.1)
+        if self._order.ready():
+            # The executor takes one message of each ready subscription in turn, so /clock,
+            # one message a frame, runs ahead of topics with more. Before frames are written,
+            # every queue is emptied: /clock first, then the data published before it.
+            self._take_waiting(self._clock_sub)
+            for entry in self._topics.values():
+                self._take_waiting(entry.subscription)
+            self._write(self._order.take())
+
+    def _take_waiting(self, subscription) -> None:
+        """Run the callback of each message waiting for ``subscription``, without the executor."""
+        for item in take_ready(subscription):
+            subscription.callback(*item)
 
     def finish(self, executor) -> None:
         """
-        End the recording: take what is queued still, then write what waits for a /clock.
+        End the recording: take what is queued still, write what is held, close the topics.
 
-        The queue is drained only while the context is up (not after Ctrl-C or SIGTERM). At
-        --until, only what was published before the /clock that reached it is written.
+        The queues are emptied only while the context is up (not after Ctrl-C or SIGTERM). At
+        --until, only what was published before the /clock that reached it is written. Topics
+        without a message are added to the bag last, by name.
         """
-        if executor is not None and executor.context.ok():
-            for _ in range(100):
-                before = self.callbacks
-                executor.spin_once(timeout_sec=0.0)
-                if self.callbacks == before:
-                    break
-        self._write_pending(self._end_source)
-        self.summary.after_end += len(self._pending)
-        self._pending = []
+        if self.context.ok():
+            for entry in self._topics.values():
+                self._take_waiting(entry.subscription)
+        self._write(self._order.take(final=True, before=self._end_source))
+        self.summary.after_end += self._order.discard()
+        self.summary.before_clock = self._order.before_clock
+        self.summary.late = self._order.late
+        self.summary.early = self._order.early
+        for topic in sorted(self._topics):
+            self._connection(topic)
+
+    @property
+    def time_step_ns(self) -> Optional[int]:
+        """Return the step between successive /clock times, if it never changed."""
+        return self._order.time_step_ns
+
+    def _write(self, messages) -> None:
+        for message in messages:
+            self._writer.write(self._connection(message.topic), message.stamp_ns, message.data)
+            self.summary.message(message.topic, message.stamp_ns)
+
+    def _connection(self, topic: str):
+        """Return the bag connection of a subscribed topic, added to the bag on first use."""
+        entry = self._topics[topic]
+        if entry.connection is None:
+            if self.context.ok():
+                self._note_publishers(entry, self.get_publishers_info_by_topic(topic))
+            msgdef = message_definition(self._typestore, entry.type_name)
+            entry.connection = self._writer.add_connection(
+                topic, entry.type_name, msgdef=msgdef, rihs01=entry.rihs01,
+                offered_qos_profiles=list(entry.offered))
+        return entry.connection
 
     def _discover(self) -> None:
         if self._all_server is not None:
@@ -323,48 +253,102 @@ class Recorder(Node):
                 self._seen.add(topic)
                 if all(is_recorded_by_all(topic, name, self._all_server) for name in type_names):
                     self._waiting.append(topic)
+        graph = None
         for topic in list(self._waiting):
             infos = self.get_publishers_info_by_topic(topic)
-            if not infos:
+            if infos:
+                type_names = sorted({info.topic_type for info in infos})
+                if len(type_names) != 1:
+                    self._skip(topic, ' and '.join(type_names), 'several types on one topic')
+                else:
+                    self._subscribe(topic, type_names[0], infos)
                 continue
-            type_names = sorted({info.topic_type for info in infos})
-            if len(type_names) != 1:
-                self._skip(topic, ' and '.join(type_names), 'several types on one topic')
-                continue
-            type_name = type_names[0]
-            try:
-                message_class = get_message(type_name)
-            except LookupError as error:
-                self._skip(topic, type_name, str(error))
-                continue
-            hashes = {bytes(info.topic_type_hash.value) for info in infos
-                      if info.topic_type_hash.version == 1}
-            rihs01 = (f'RIHS01_{hashes.pop().hex()}' if len(hashes) == 1
-                      else self._typestore_hash(type_name))
-            if not rihs01:
-                self._skip(topic, type_name, 'its type hash is unknown')
-                continue
-            msgdef = message_definition(self._typestore, type_name)
-            if not msgdef:
-                self.get_logger().warning(
-                    f'no message definition found for {type_name}: {topic} is recorded, '
-                    'but tools that decode it need the type installed')
-            profiles = [info.qos_profile for info in infos]
-            connection = self._writer.add_connection(
-                topic, type_name, msgdef=msgdef, rihs01=rihs01,
-                offered_qos_profiles=[offered_qos(p) for p in profiles])
-            self.summary.add_topic(topic, type_name)
-            self._waiting.remove(topic)  # first: a stop may end create_subscription
-            self.create_subscription(
-                message_class, topic, self._writer_callback(topic, connection),
-                subscription_qos(profiles), raw=True)
-            self.get_logger().info(f'recording {topic} ({type_name})')
+            if graph is None:
+                graph = dict(self.get_topic_names_and_types())
+            if len(graph.get(topic, ())) == 1:  # a subscriber says its type
+                self._subscribe(topic, graph[topic][0], [])
+        for topic, entry in self._topics.items():
+            if entry.early:
+                self._adapt(topic, entry)
 
-    def _typestore_hash(self, type_name: str) -> str:
+    def _subscribe(self, topic: str, type_name: str, infos) -> None:
+        """Subscribe to ``topic``; without ``infos`` (publishers), before any is seen."""
         try:
-            return self._typestore.hash_rihs01(type_name)
-        except (KeyError, TypesysError):
-            return ''
+            message_class = get_message(type_name)
+        except LookupError as error:
+            self._skip(topic, type_name, str(error))
+            return
+        msgdef = message_definition(self._typestore, type_name)
+        entry = RecordedTopic(type_name, message_class, EARLY_QOS, early=not infos)
+        self._note_publishers(entry, infos)
+        if not entry.rihs01:
+            if infos:
+                self._skip(topic, type_name, 'its type hash is unknown')
+            return  # no publisher yet: wait for one to announce the hash
+        if not msgdef:
+            self.get_logger().warning(
+                f'no message definition found for {type_name}: {topic} is recorded, '
+                'but tools that decode it need the type installed')
+        if infos:
+            entry.qos = subscription_qos([info.qos_profile for info in infos])
+        self._topics[topic] = entry
+        self.summary.add_topic(topic, type_name)
+        self._waiting.remove(topic)  # first: a stop may end create_subscription
+        entry.subscription = self.create_subscription(
+            message_class, topic, self._writer_callback(topic, entry), entry.qos, raw=True)
+        self.get_logger().info(f'recording {topic} ({type_name})' + (
+            '' if infos else ', subscribed before any publisher'))
+
+    def _note_publishers(self, entry: RecordedTopic, infos) -> None:
+        """Take the type hash and offered profiles from the publishers seen, if any."""
+        hashes = {bytes(info.topic_type_hash.value) for info in infos
+                  if info.topic_type_hash.version == 1}
+        if len(hashes) == 1:
+            entry.rihs01 = f'RIHS01_{hashes.pop().hex()}'
+        elif not entry.rihs01:
+            entry.rihs01 = typestore_hash(self._typestore, entry.type_name)
+        if infos:
+            entry.offered = tuple(sorted((offered_qos(info.qos_profile) for info in infos),
+                                         key=qos_key))
+
+    def _adapt(self, topic: str, entry: RecordedTopic) -> None:
+        """
+        Match the first publishers of a topic subscribed before them.
+
+        While nothing has arrived, the subscription is made again with their QoS (best
+        effort, transient local); after, a best-effort publisher cannot reach it: said once.
+        """
+        infos = self.get_publishers_info_by_topic(topic)
+        if not infos:
+            return
+        entry.early = False
+        others = sorted({info.topic_type for info in infos} - {entry.type_name})
+        if others:
+            self.get_logger().warning(
+                f'{topic}: recorded as {entry.type_name}, but a publisher offers '
+                f'{" and ".join(others)}, which DDS does not deliver to it: give the type it '
+                'publishes, or the topic without a type')
+        infos = [info for info in infos if info.topic_type == entry.type_name]
+        if not infos:
+            return
+        self._note_publishers(entry, infos)
+        wanted = subscription_qos([info.qos_profile for info in infos])
+        if (wanted.reliability, wanted.durability) == (
+                entry.qos.reliability, entry.qos.durability):
+            return
+        if entry.received == 0:
+            self.destroy_subscription(entry.subscription)
+            entry.qos = wanted
+            entry.subscription = self.create_subscription(
+                entry.message_class, topic, self._writer_callback(topic, entry), wanted,
+                raw=True)
+            offer = ', '.join(policy.name.lower().replace('_', ' ')
+                              for policy in (wanted.reliability, wanted.durability))
+            self.get_logger().info(f'{topic}: subscribed again as its publishers offer ({offer})')
+        elif wanted.reliability != entry.qos.reliability:
+            self.get_logger().warning(
+                f'{topic}: a best-effort publisher appeared after messages came on the reliable '
+                'subscription made before it; its messages are not recorded')
 
     def _skip(self, topic: str, type_name: str, reason: str) -> None:
         self._waiting.remove(topic)
@@ -372,17 +356,12 @@ class Recorder(Node):
             self._skipped_types.add(type_name)
             self.get_logger().warning(f'not recording {topic}: type {type_name}: {reason}')
 
-    def _writer_callback(self, topic: str, connection):
-        sources = self._clock_sources
+    def _writer_callback(self, topic: str, entry: RecordedTopic):
+        order = self._order
 
         def callback(data: bytes, info) -> None:
-            self.callbacks += 1
-            source = info['source_timestamp']
-            if sources and sources[-1] > source:
-                # A /clock published after this message is in: its stamp is known.
-                self._write_stamped(source, topic, connection, data)
-            else:
-                self._pending.append((source, topic, connection, data))
+            entry.received += 1
+            order.message(info['source_timestamp'], topic, data)
         return callback
 
 
@@ -390,14 +369,12 @@ def main(args=None) -> int:
     """Record until Ctrl-C, SIGTERM or --until; print the summary; return the exit code."""
     argv = sys.argv if args is None else args
     options = parse_arguments(remove_ros_args(argv)[1:])
-    until_ns = options.until_ns
     if os.path.exists(options.output):
         rclpy.logging.get_logger(NODE_NAME).fatal(
             f'{options.output!r} exists already; give a new directory')
         return 1
-    writer = Writer(options.output, version=9, storage_plugin=StoragePlugin.MCAP)
     try:
-        writer.open()
+        writer = create_bag(options.output, options.storage)
     except (WriterError, OSError) as error:
         rclpy.logging.get_logger(NODE_NAME).fatal(
             f'cannot create {options.output!r}: {error}')
@@ -405,14 +382,15 @@ def main(args=None) -> int:
     recorders = []
 
     def make_node() -> Recorder:
-        recorders.append(Recorder(writer, options.topics, until_ns, all_topics=options.all,
-                                  server=options.server))
+        recorders.append(Recorder(writer, options.topics, options.until_ns, types=options.types,
+                                  all_topics=options.all, server=options.server))
         return recorders[0]
     try:
         return spin_until_stopped(make_node, argv, logger_name=NODE_NAME,
                                   executor_factory=SingleThreadedExecutor)
     finally:
-        writer.close()
+        close_bag(writer, options.output,
+                  recorders[0].time_step_ns if recorders else None)
         for recorder in recorders:
             for line in recorder.summary.lines(options.output):
                 print(line, flush=True)

@@ -16,7 +16,9 @@
 The ``simclock`` command line: ``ros2 run sim_clock simclock <command>`` or ``ros2 simclock``.
 
 Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage, 3 no answer
-(the server is not running on this ROS_DOMAIN_ID, or did not answer in time).
+(the server is not running on this ROS_DOMAIN_ID, or did not answer in time). ``diff`` needs no
+server: 0 the same recordings, 1 different (the first difference is printed), 2 a bag that
+cannot be read.
 """
 
 import argparse
@@ -30,6 +32,9 @@ from sim_clock.names import DEFAULT_SERVER
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+#: ``diff``: the recordings differ; one cannot be read.
+EXIT_DIFFERENT = 1
+EXIT_UNREADABLE = 2
 EXIT_NO_ANSWER = 3
 #: Seconds to wait for the server's service and for its answer, unless --timeout says.
 DEFAULT_TIMEOUT = 5.0
@@ -93,6 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = command('mode', 'switch mode (resets time)')
     mode.add_argument('mode', choices=('real_time', 'simulation'),
                       help='real_time: the wall clock; simulation: frames of time_step')
+    diff = command('diff', 'compare two recordings, no server needed: exit 0 if the same, 1 if '
+                           'not (naming the first message that differs), 2 if one is unreadable')
+    diff.add_argument('bag_a', metavar='BAG_A',
+                      help='a rosbag2 directory, or a .mcap or .db3 file')
+    diff.add_argument('bag_b', metavar='BAG_B', help='the bag to compare it with')
 
 
 #: Service names in the server's reasons -> the simclock command that does the same, in the
@@ -265,8 +275,24 @@ def follow_resets(client, count: int, out=sys.stdout) -> int:
     return 0
 
 
+def diff_bags(bag_a: str, bag_b: str, out=sys.stdout) -> int:
+    """Print whether two recordings are the same, or their first difference; exit code."""
+    from sim_clock.client.bag_diff import BagDiffError
+    from sim_clock.client.bag_diff import compare
+    try:
+        result = compare(bag_a, bag_b)
+    except BagDiffError as error:
+        print(f'cannot compare: {error}', file=sys.stderr)
+        return EXIT_UNREADABLE
+    out.write('\n'.join(result.lines()) + '\n')
+    out.flush()
+    return 0 if result.same else EXIT_DIFFERENT
+
+
 def run(args) -> int:
     """Carry out a parsed command; print the result or the reason; return the exit code."""
+    if args.command == 'diff':
+        return diff_bags(args.bag_a, args.bag_b)
     import rclpy
     from sim_clock.client.api import SimClockClient
     from sim_clock.client.api import SimClockRefused

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 
+from harness import ChildProcess
 from harness import executable
 from harness import TIMEOUT
 import pytest
@@ -159,6 +160,17 @@ BAD_ARGUMENTS = {
     'until_not_a_number': (['/a', '--until', 'soon'], 2, "invalid float value: 'soon'"),
     'until_infinite': (['/a', '--until', 'inf'], 2, '--until'),
     'unknown_option': (['/a', '--bogus'], 2, 'unrecognized arguments: --bogus'),
+    'type_not_installed': (['/a:no_pkg/msg/Nope'], 2,
+                           "'/a:no_pkg/msg/Nope': message type 'no_pkg/msg/Nope' is not "
+                           'importable'),
+    'type_not_a_type_name': (['-t', '/a:String'], 2,
+                             "'String' is not a message type name (package/msg/Name); give "
+                             'TOPIC:TYPE with an installed message type'),
+    'two_types': (['/a:std_msgs/msg/String', '-t', '/a:std_msgs/msg/Int32'], 2,
+                  '/a is given two types, std_msgs/msg/String and std_msgs/msg/Int32'),
+    'unknown_storage': (['/a', '-s', 'rosbag'], 2,
+                        "argument -s/--storage: invalid choice: 'rosbag' (choose from 'mcap', "
+                        "'sqlite3')"),
 }
 
 
@@ -189,3 +201,136 @@ def test_an_existing_output_is_refused_and_left_alone(domain_id, tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert 'exists already; give a new directory' in result.stdout + result.stderr
     assert list(output.iterdir()) == []
+
+
+#: A node that appears after the recorder: a participant publishing its clock on /late from the
+#: first frame (a 10 ms simulated-time timer); ``matched`` once its writer has a reader.
+LATE_PUBLISHER = """
+import time
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client.participant import Participant
+from std_msgs.msg import String
+
+rclpy.init()
+node = rclpy.create_node(
+    'late_publisher', parameter_overrides=[Parameter('use_sim_time', value=True)])
+publisher = node.create_publisher(String, '/late', 10)
+node.create_timer(
+    0.01, lambda: publisher.publish(String(data=str(node.get_clock().now().nanoseconds))))
+participant = Participant(node)
+deadline = time.monotonic() + 15
+while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+    participant.executor.spin_once(timeout_sec=0.05)
+print('matched' if publisher.get_subscription_count() else 'no reader', flush=True)
+participant.spin()
+"""
+
+
+def _read_strings(path: str) -> list:
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_typestore
+    from rosbags.typesys import Stores
+    store = get_typestore(Stores.ROS2_JAZZY)
+    with Reader(path) as bag:
+        return [(stamp, store.deserialize_cdr(data, 'std_msgs/msg/String').data)
+                for _, stamp, data in bag.messages()]
+
+
+def test_a_topic_given_with_its_type_is_subscribed_at_once_and_misses_no_frame(
+        start_server, client, domain_id, tmp_path):
+    """
+    A topic given with its type: subscribed before any publisher, no frame of a later one lost.
+
+    ``-t /late:std_msgs/msg/String``: a node that appears later and publishes from the first
+    frame on has every message recorded. The node is stepped as soon as its writer has a
+    reader, which the recorder's subscription gives it at discovery: no wait for the recorder
+    to see the publisher first.
+    """
+    from sim_clock.srv import Step
+    start_server({'sync': True, 'time_step': 0.01})
+    client.status_when_ready()
+    output, recorder = _start_recorder(
+        start_server, tmp_path, 'typed', ['-t', '/late:std_msgs/msg/String', '--until', '0.2'])
+    client.spin_until(lambda: 'first /clock received' in recorder.log()
+                      and client.node.count_subscribers('/late') == 1, 'its subscription')
+    assert client.node.count_publishers('/late') == 0
+    assert ('recording /late (std_msgs/msg/String), subscribed before any publisher'
+            in recorder.log())
+    publisher = ChildProcess(domain_id, LATE_PUBLISHER, str(tmp_path))
+    try:
+        publisher.expect('matched')
+        for _ in range(2):
+            response = client.call(Step, 'step', Step.Request(steps=10))
+            assert response.success, response.message
+        assert recorder.process.wait(TIMEOUT) == 0, recorder.log()
+    finally:
+        publisher.stop()
+    # Each frame's message, stamped with its frame; the one of 0.2 s came after the end.
+    assert _read_strings(output) == [(t, str(t)) for t in range(10 * MS, 200 * MS, 10 * MS)]
+    assert 'no publisher seen' not in recorder.log()
+
+
+def test_a_topic_whose_type_a_subscriber_shows_is_subscribed_before_its_publisher(
+        start_server, client, tmp_path):
+    """No type given, no publisher, but a subscriber of /known: its type is known, subscribed."""
+    from std_msgs.msg import String
+    start_server()
+    client.node.create_subscription(String, '/known', lambda msg: None, 10)
+    output, recorder = _start_recorder(start_server, tmp_path, 'known', ['/known'])
+    client.spin_until(lambda: 'recording /known (std_msgs/msg/String), subscribed before any '
+                              'publisher' in recorder.log(), 'the recorder to subscribe')
+    assert client.node.count_publishers('/known') == 0
+    assert client.node.count_subscribers('/known') == 2
+    assert recorder.stop() == 0, recorder.log()
+    assert _recorded_topics(output) == {'/known'}
+
+
+def test_an_early_subscription_follows_a_best_effort_publisher(start_server, client, tmp_path):
+    """
+    An early subscription made again best effort for a best-effort publisher: it is recorded.
+
+    Subscribed reliable before any publisher; the first one is best effort: subscribed again
+    (nothing had come), and what it publishes is recorded, its offer in the bag.
+    """
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    from rosbags.interfaces import QosReliability
+    from rosbags.rosbag2 import Reader
+    from sim_clock.srv import Step
+    from std_msgs.msg import String
+    start_server({'sync': True, 'time_step': 0.01})
+    client.status_when_ready()
+    output, recorder = _start_recorder(start_server, tmp_path, 'best_effort',
+                                       ['-t', '/sensor:std_msgs/msg/String'])
+    client.spin_until(lambda: 'first /clock received' in recorder.log()
+                      and 'subscribed before any publisher' in recorder.log(), 'the recorder')
+    publisher = client.node.create_publisher(
+        String, '/sensor', QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+    client.spin_until(lambda: '/sensor: subscribed again as its publishers offer (best effort, '
+                              'volatile)' in recorder.log(), 'the recorder to follow the offer')
+    client.spin_until(lambda: publisher.get_subscription_count() == 1, 'the new subscription')
+    publisher.publish(String(data='seen'))
+    response = client.call(Step, 'step', Step.Request(steps=2))
+    assert response.success, response.message
+    client.spin_until(lambda: 20 * MS in client.times(), '/clock at 0.02 s')
+    assert recorder.stop() == 0, recorder.log()
+    assert _read_strings(output) == [(0, 'seen')]
+    with Reader(output) as bag:
+        [connection] = bag.connections
+    assert [qos.reliability for qos in connection.ext.offered_qos_profiles] == [
+        QosReliability.BEST_EFFORT]
+
+
+def test_a_publisher_of_another_type_than_given_is_named(start_server, client, tmp_path):
+    """``-t /mismatch:std_msgs/msg/Int32`` and a String publisher: a warning says what to do."""
+    from std_msgs.msg import String
+    start_server()
+    output, recorder = _start_recorder(start_server, tmp_path, 'mismatch',
+                                       ['-t', '/mismatch:std_msgs/msg/Int32'])
+    client.spin_until(lambda: 'subscribed before any publisher' in recorder.log(), 'the recorder')
+    client.node.create_publisher(String, '/mismatch', 10)
+    client.spin_until(
+        lambda: '/mismatch: recorded as std_msgs/msg/Int32, but a publisher offers '
+                'std_msgs/msg/String' in recorder.log(), 'the warning')
+    assert recorder.stop() == 0, recorder.log()
