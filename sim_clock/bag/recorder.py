@@ -66,6 +66,7 @@ from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 from sim_clock.node.runtime import spin_until_stopped
+from sim_clock.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
 DISCOVERY_PERIOD = 0.2
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
@@ -151,6 +152,10 @@ class Recorder(Node):
             ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # Named in the server's expected_participants, the recorder holds the first frame
+        # until its readers have matched the stack's writers: it says so on ~/ready.
+        self._ready = ReadyReports(self, server)
+        self._ready.look()
         if all_topics:
             self.get_logger().info(
                 f'recording every topic but {CLOCK_TOPIC}, clock views and those of {server} '
@@ -190,6 +195,7 @@ class Recorder(Node):
     def spin_once(self, executor) -> None:
         """One round of the spin loop (see ``sim_clock.node.runtime.spin_until_stopped``)."""
         executor.spin_once(timeout_sec=0.1)
+        self._ready.look()
         if self._order.ready():
             # The executor takes one message of each ready subscription in turn, so /clock,
             # one message a frame, runs ahead of topics with more. Before frames are written,

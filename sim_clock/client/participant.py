@@ -40,7 +40,6 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
-from sim_clock.client.ready import ReadyReports
 from sim_clock.client.rounds import RoundDelivery
 from sim_clock.client.spinning import due_timers
 from sim_clock.client.spinning import next_timer_ns
@@ -60,6 +59,7 @@ from sim_clock.msg import Round
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import DONE_QOS
+from sim_clock.ready import ReadyReports
 
 #: The participant's own /clock subscription: reliable and deep, so it sees every frame.
 CLOCK_QOS = QoSProfile(

@@ -128,6 +128,8 @@ def parse_gates(value) -> Tuple[GateSpec, ...]:
     text of entries separated by commas or spaces (a launch argument), brackets and quotes
     allowed (``"['/cmd@0.05', '/odom']"``).
     """
+    if value is None:  # '[]' on the command line: an array of no type, taken as none
+        return ()
     if isinstance(value, str):
         text = value.strip()
         if text.startswith('[') and text.endswith(']'):  # a list written as text (YAML)

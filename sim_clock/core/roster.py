@@ -57,6 +57,8 @@ def parse_expected(value) -> Tuple[str, ...]:
     spaces (a launch argument), brackets and quotes allowed; each with or without its leading
     slash (``planner``, ``/robot/planner``).
     """
+    if value is None:  # '[]' on the command line: an array of no type, taken as none
+        return ()
     if isinstance(value, str):
         text = value.strip()
         if text.startswith('[') and text.endswith(']'):

@@ -96,7 +96,7 @@ def test_the_value_takes_a_list_a_text_or_nothing():
     assert parse_gates('/cmd@0.05 /odom') == both
     assert parse_gates('/cmd@0.05, /odom') == both
     assert parse_gates("['/cmd@0.05', \"/odom\"]") == both
-    assert parse_gates('') == parse_gates([]) == parse_gates('  ') == ()
+    assert parse_gates('') == parse_gates([]) == parse_gates('  ') == parse_gates(None) == ()
 
 
 @pytest.mark.parametrize('value, says', [

@@ -27,6 +27,7 @@ from sim_clock.core.rules import Refused
 @pytest.mark.parametrize('value, expected', [
     ('', ()),
     ([], ()),
+    (None, ()),
     ('planner', ('/planner',)),
     ("['/perception', 'planning']", ('/perception', '/planning')),
     ('a, /ns/b  c', ('/a', '/ns/b', '/c')),

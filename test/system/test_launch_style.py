@@ -1,0 +1,115 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A stack as one launch file starts it: every process at once, stepped as soon as the server answers.
+
+The bag player names the stack's nodes and the recorder in ``expected_participants``; the
+three nodes of ``examples/stack_node.py`` and the recorder start at the same moment, and the
+test steps as soon as ``~/get_status`` answers, waiting for no join and no match itself (as a
+launch file and a script beside it do). Every run, under each rule, gives the same bag file,
+byte for byte, with the first frame's messages in it and no message processed before it was
+published.
+"""
+
+import hashlib
+import os
+
+from bags import START_NS
+from bags import write_test_bag
+from harness import ChildProcess
+from harness import executable
+from harness import NS
+from harness import ROOT
+import pytest
+from sim_clock.names import RECORDER_NODE_NAME
+from sim_clock.srv import Step
+
+MS = 1_000_000
+RUNS = 20
+STEPS, FRAMES = 20, 10
+ROLES = ('perception', 'planning', 'control')
+TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
+EXPECTED = [f'/{role}' for role in ROLES] + [f'/{RECORDER_NODE_NAME}']
+NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
+
+
+def files_digest(path: str) -> str:
+    """Return one sha256 over every file of a bag directory, names and bytes."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(path)):
+        digest.update(name.encode() + b'\0')
+        with open(os.path.join(path, name), 'rb') as part:
+            digest.update(part.read())
+    return digest.hexdigest()
+
+
+def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
+                 storage: str):
+    """Start everything at once, step at once; return (digest, recording path, processed)."""
+    output = str(tmp_path / f'{mode}-{run}')
+    player = start_server({'sync': True, 'time_step': 0.01,
+                           'expected_participants': EXPECTED},
+                          argv=[bag, '--start-at-zero'], executable=executable('bag_player'))
+    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path), args=(role, '--mode', mode))
+             for role in ROLES}
+    recorder = start_server(executable=executable('recorder'), argv=[
+        output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
+        '-t', *(f'{topic}:std_msgs/msg/String' for topic in TOPICS)])
+    try:
+        client.status_when_ready()
+        for _ in range(STEPS):
+            response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
+            assert response.success, response.message
+        assert recorder.process.wait(60) == 0, recorder.log()
+    finally:
+        for node in nodes.values():
+            node.stop()
+        player.stop()
+    for role, node in nodes.items():
+        assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
+    processed = {role: [line.split(' ', 4) for line in node.output().splitlines()
+                        if line.startswith('got ')] for role, node in nodes.items()}
+    return files_digest(output), output, processed
+
+
+@pytest.fixture
+def bag(tmp_path):
+    """Write a one-second test bag; return its path and its /chatter stamps by text."""
+    path = str(tmp_path / 'bag')
+    records = write_test_bag(path, 'sqlite3')
+    return path, {r.key: r.time_ns for r in records if r.topic == '/chatter'}
+
+
+@pytest.mark.parametrize('mode, storage', [('deterministic', 'sqlite3'),
+                                           ('next_frame', 'mcap')])
+def test_a_stack_started_at_once_records_the_same_file_every_run(
+        start_server, client, domain_id, tmp_path, bag, mode, storage):
+    """20 runs started as launch starts them: one bag file, the first frame in it, causal."""
+    path, chatter = bag
+    digests = set()
+    for run in range(RUNS):
+        digest, output, processed = launched_run(
+            start_server, client, domain_id, tmp_path, path, mode, run, storage)
+        digests.add(digest)
+        assert len(digests) == 1, f'run {run} recorded another file than run 0: {output}'
+        for role, lines in processed.items():
+            assert lines, role
+            for _, topic, clock, sent, data in lines:
+                clock, sent = int(clock), int(sent)
+                stamp = chatter[data.strip()] - START_NS if topic == '/chatter' else sent
+                assert clock >= stamp, f'{role} took {topic} {data!r} at {clock} ns, before'
+        # The first frame: perception took the bag's first message at its stamp's frame.
+        first = processed['perception'][0]
+        assert first[1] == '/chatter' and first[4].strip() == min(chatter, key=chatter.get)
