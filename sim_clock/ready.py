@@ -27,7 +27,6 @@ from typing import Tuple
 
 from rclpy.node import Node
 from sim_clock.msg import Ready
-from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import READY_QOS
 
@@ -63,7 +62,7 @@ class ReadyReports:
         prefix = server.rstrip('/')
         #: The writer of the reports, which no report counts.
         self.publisher = node.create_publisher(Ready, f'{prefix}/ready', READY_QOS)
-        self._leave_out = {CLOCK_TOPIC, *ROS_TOPICS, *leave_out}
+        self._leave_out = {*ROS_TOPICS, *leave_out}
         self._prefix = prefix + '/'
         self._said = None
         self._looked_ns = 0

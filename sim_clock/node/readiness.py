@@ -16,7 +16,8 @@
 Expected participants on the node: ``~/ready`` feeds the core's :class:`Roster`.
 
 The rules are ``core/roster.py``; this module takes each expected node's reports from the
-wire, adds what the server's own writers of the stack's data (a bag's topics) have matched,
+wire, adds what the server's own writers of each frame (/clock, the clock views, a bag's
+topics) have matched,
 looks again while someone is missing (matches come without a message), and wakes the frame
 engine once every expected node is ready (doc/frames.md, "Expected participants").
 """
@@ -38,8 +39,8 @@ class ExpectedParticipants:
     """
     The ``~/ready`` topic of ``node`` and the looks of its :class:`Roster`.
 
-    ``data_publishers``: the server's own writers of the stack's data (not /clock nor the
-    views); ``ready``: called once every expected node is ready (the engine goes on).
+    ``data_publishers``: the server's own writers of each frame (/clock, the views, a bag's
+    topics); ``ready``: called once every expected node is ready (the engine goes on).
     """
 
     def __init__(self, node, roster: Roster, data_publishers: Callable[[], list],
@@ -53,7 +54,7 @@ class ExpectedParticipants:
         self._timer = node.create_timer(LOOK_PERIOD_S, self._on_timer, clock=steady_clock)
 
     def server_writers(self) -> Dict[str, List[int]]:
-        """Return topic -> the readers matched by each of the server's writers of data."""
+        """Return topic -> the readers matched by each of the server's writers of frames."""
         writers = {}
         for publisher in self._data_publishers():
             writers.setdefault(publisher.topic_name, []).append(

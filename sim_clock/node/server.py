@@ -109,7 +109,7 @@ class ClockServer(Node):
         self._control = ControlServices(self)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(
-            self, self._core.roster, self._data_publishers, self._expected_ready,
+            self, self._core.roster, self._frame_writers, self._expected_ready,
             self.steady_clock)
         self.participants = Participants(self, self._core.barrier)
         #: The subscriptions of the gated topics (output_gates).
@@ -250,16 +250,20 @@ class ClockServer(Node):
         if self._timeline.free_running:
             self.engine.tick()
 
-    def _data_publishers(self) -> list:
-        """Return the sink's writers of the stack's data: not /clock, not the views."""
-        clock_topics = set(self.views.topics)
-        return [publisher for publisher in self.engine.sink.publishers()
-                if publisher.topic_name not in clock_topics]
+    def _frame_writers(self) -> list:
+        """Return the writers of every frame: /clock, the views, a bag's topics."""
+        return self.engine.sink.publishers()
 
     def _expected_ready(self) -> None:
-        """Every expected node is ready: a waiting step goes on, and so does free run."""
+        """
+        Every expected node is ready: the current time again, then a waiting step goes on.
+
+        Their readers of /clock have just matched: the time published again reaches each
+        before the first frame's data (one writer, in order), so a recorder stamps that data
+        and a participant has the time it starts from. Free run goes on at its next tick.
+        """
+        self.engine.republish()
         self.engine.wake()
-        self.barrier_cleared()
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))

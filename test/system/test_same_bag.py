@@ -40,6 +40,7 @@ from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from sim_clock.client.bag_diff import compare
+from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.srv import Step
 
 MS = 1_000_000
@@ -69,15 +70,16 @@ def write_input(path: str) -> None:
 
 def record(start_server, client, inputs: str, output: str, storage: str) -> None:
     """Replay ``inputs`` in lockstep and record it into ``output``."""
-    player = start_server({'sync': True, 'time_step': 0.01}, argv=[inputs, '--start-at-zero'],
-                          executable=executable('bag_player'))
-    client.status_when_ready()
+    # The recorder is expected: no frame goes out before its readers have matched the
+    # player's writers (a reader that matched a transient local writer late got the first
+    # frames after later ones were written, and the file differed).
+    player = start_server({'sync': True, 'time_step': 0.01,
+                           'expected_participants': [f'/{RECORDER_NODE_NAME}']},
+                          argv=[inputs, '--start-at-zero'], executable=executable('bag_player'))
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '-s', storage, '--until', str(END_NS / NS),
         '-t', *(f'{topic}:std_msgs/msg/String' for topic in TOPICS)])
-    client.spin_until(lambda: 'first /clock received' in recorder.log(), 'the recorder')
-    client.spin_until(lambda: all(client.node.count_subscribers(topic) for topic in TOPICS),
-                      'the recorder on every topic')
+    client.status_when_ready()
     try:
         for _ in range(3):
             response = client.call(Step, 'step', Step.Request(steps=FRAMES // 3 + 1))
