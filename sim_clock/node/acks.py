@@ -21,6 +21,7 @@ or until the timeout; the answer names the topics that were not. The wait is cut
 slices between which the executor serves everything else. A topic that timed out is not
 waited for again while its readers stay the same and still have not caught up: a dead reader
 would otherwise stall every step for its whole lease (doc/design.md, "Acknowledged steps").
+Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is waited for.
 """
 
 import time
@@ -44,6 +45,20 @@ class Acknowledgements:
     def __init__(self):
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
+        self._stopped = False
+
+    def stop(self) -> None:
+        """
+        End every wait at once from now on, as if acknowledged: the node is stopping.
+
+        Safe in a signal handler (it only sets a flag). A wait under way ends within a slice.
+        """
+        self._stopped = True
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopped
 
     def wait_now(self, publishers, timeout_ns: int) -> List[str]:
         """
@@ -51,12 +66,27 @@ class Acknowledgements:
 
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
         A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
+        Once the node is stopped, it returns at once with nothing left.
         """
         deadline = time.monotonic_ns() + timeout_ns
         pending, skipped = self.begin(publishers)
         while pending and time.monotonic_ns() < deadline:
+            if self._stopped:
+                return []
             pending = self.wait_slice(pending, deadline)
         return self.finish(pending, skipped)
+
+    def caught_up(self, publisher, timeout_ns: int) -> bool:
+        """
+        Wait until ``publisher``'s readers have all it published, ``timeout_ns`` at most.
+
+        Return whether they have; a stopped node (:meth:`stop`) ends the wait, with True.
+        """
+        deadline = time.monotonic_ns() + timeout_ns
+        pending = [publisher]
+        while pending and not self._stopped and time.monotonic_ns() < deadline:
+            pending = self.wait_slice(pending, deadline)
+        return not pending or self._stopped
 
     def begin(self, publishers):
         """Return the publishers to wait for, and the topics skipped as stalled."""
