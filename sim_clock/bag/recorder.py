@@ -302,8 +302,9 @@ class Recorder(Node):
         """
         End the recording: take what is queued still, then write what waits for a /clock.
 
-        The queue is drained only while the context is up (not after Ctrl-C or SIGTERM). At
-        --until, only what was published before the /clock that reached it is written.
+        The queue is drained only while the context is up (it is after Ctrl-C or SIGTERM too:
+        the runtime shuts it down after this). At --until, only what was published before the
+        /clock that reached it is written.
         """
         if executor is not None and executor.context.ok():
             for _ in range(100):
