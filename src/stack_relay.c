@@ -23,7 +23,8 @@
 // starts. It prints 'joined' once it takes part, and 'got /stage2 <clock> <sender's clock>
 // <data>' for each message it delivers (sender's clock: the ns after '@' in the data, or -1).
 // With --readers N it prints 'matched' once its /relay writer has matched N readers (a message
-// sent before its reader matched is lost). SIGINT or SIGTERM: it leaves and ends.
+// sent before its reader matched is lost). SIGINT or SIGTERM: it leaves and ends, within 2 s
+// whether the server answers the leave or not (under ros2 launch it stops at the same time).
 
 #define _POSIX_C_SOURCE 200809L  // sigaction, clock_gettime, nanosleep
 
@@ -54,7 +55,7 @@
 #define OUTPUT "/relay"
 #define NS_PER_SEC 1000000000LL
 #define TIMEOUT_NS (10 * NS_PER_SEC)  // for the server, and for a round's messages
-#define LEAVE_TIMEOUT_NS (3 * NS_PER_SEC)
+#define LEAVE_TIMEOUT_NS (1 * NS_PER_SEC)  // a courtesy: the server may be gone
 #define WAIT_NS (100 * 1000000LL)     // longest rcl_wait, so that a signal is seen soon
 
 // Serialized messages, in the order they came: the inbox (/stage2) or what is held (/relay).
@@ -271,6 +272,15 @@ static bool call(rcl_client_t * client, const void * request, void * response,
     }
     if (ret != RCL_RET_OK && ret != RCL_RET_CLIENT_TAKE_FAILED) {
       return failed("take a response");
+    }
+    // Once stopped, a server that leaves the graph (it stops too) is not waited for.
+    if (g_stop) {
+      CHECK(rcl_service_server_is_available(&g_node, client, &available), "service");
+      if (!available) {
+        fprintf(stderr, "stack_relay: %s went away (stopped)\n",
+          rcl_client_get_service_name(client));
+        return false;
+      }
     }
   }
   fprintf(stderr, "stack_relay: %s did not answer\n", rcl_client_get_service_name(client));

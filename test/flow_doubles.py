@@ -17,8 +17,13 @@
 from types import SimpleNamespace
 
 from rclpy.qos import QoSProfile
+from sim_clock.node import flow as flow_module
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import FlowControl
+
+#: The stall wait for writers that never acknowledge (``Writer(acked=False)``), in ns: each
+#: wait for them lasts its whole timeout, in real time, so a test cuts WAIT_TIMEOUT_NS to this.
+SHORT_WAIT_NS = 20_000_000
 
 
 class Writer:
@@ -52,12 +57,21 @@ class Logger:
         self.warnings.append(text)
 
 
-def make_flow(*writers, free_running=False, ok=True):
-    """Return a FlowControl over ``writers`` on a node that has only what it uses, armed."""
+def short_waits(monkeypatch) -> None:
+    """Make flow control give stalled readers SHORT_WAIT_NS instead of WAIT_TIMEOUT_NS."""
+    monkeypatch.setattr(flow_module, 'WAIT_TIMEOUT_NS', SHORT_WAIT_NS)
+
+
+def make_flow(*writers, free_running=False, ok=True, acks=None):
+    """
+    Return a FlowControl over ``writers`` on a node that has only what it uses, armed.
+
+    ``acks``: the node's Acknowledgements (None: new ones).
+    """
     logger = Logger()
     node = SimpleNamespace(timeline=SimpleNamespace(free_running=free_running),
                            context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    node.acks = Acknowledgements()
+    node.acks = acks or Acknowledgements()
     flow = FlowControl(node, list(writers))
     flow.start()
     return flow, logger

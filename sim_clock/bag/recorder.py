@@ -214,9 +214,10 @@ class Recorder(Node):
         """
         End the recording: take what is queued still, write what is held, close the topics.
 
-        The queues are emptied only while the context is up (not after Ctrl-C or SIGTERM). At
-        --until, only what was published before the /clock that reached it is written. Topics
-        without a message are added to the bag last, by name.
+        The queues are emptied while the context is up (it is after Ctrl-C or SIGTERM too: the
+        runtime shuts it down after this). At --until, only what was published before the
+        /clock that reached it is written. Topics without a message are added to the bag last,
+        by name.
         """
         if self.context.ok():
             for entry in self._topics.values():

@@ -73,6 +73,11 @@ DEFAULT_TIMEOUT = 10.0
 #: a timeout (up to ``retries`` times), as a lost answer looks the same as a slow one. A step
 #: is, as this client asks it (by target frame and epoch). A reset is not (see reset()).
 REPEATABLE = frozenset(('get_status', 'pause', 'resume', 'set_sync', 'set_parameters', 'step'))
+#: The services whose call ends as soon as the server leaves the graph while it waits for the
+#: answer (its service is no longer ready: it stopped), instead of at the timeout: a leave,
+#: which has nothing left to leave then (under ``ros2 launch`` the server stops at the same
+#: moment as its participants).
+GIVEN_UP_WITH_THE_SERVER = frozenset(('leave',))
 
 _instances = itertools.count()
 
@@ -319,10 +324,18 @@ class SimClockClient:
                                                          topics=list(topics)))
         if not response.success:
             raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
+        # The leave that follows comes in a hurry (Ctrl-C): its client matches meanwhile.
+        self._client_for(Leave, 'leave')
         return response.frame
 
     def leave(self, name: str) -> str:
-        """Stop taking part as ``name``."""
+        """
+        Stop taking part as ``name``.
+
+        A server that goes away while the leave waits for its answer (its service leaves the
+        graph: it stopped) ends the wait at once with :class:`SimClockNoService`, instead of
+        at the timeout: there is nothing left to leave.
+        """
         response = self._call(Leave, 'leave', Leave.Request(name=name))
         if not response.success:
             raise SimClockRefused(self.server, f'the leave of {name!r}', response.message)
@@ -385,17 +398,23 @@ class SimClockClient:
                 if name not in REPEATABLE or attempt >= self.retries:
                     raise
 
+    def _client_for(self, srv_type, name: str):
+        """Return the client of service ``name``, made on first use."""
+        client = self._clients.get(name)
+        if client is None:
+            # As deep as the server's services: an answer is not lost while the caller is busy.
+            client = self._node.create_client(
+                srv_type, f'{self.server}/{name}', qos_profile=SERVICE_QOS)
+            self._clients[name] = client
+        return client
+
     def _call_once(self, srv_type, name: str, request, timeout: float):
         if self._node is None:
             raise SimClockError('this SimClockClient was closed')
         if name not in ('step', 'get_status'):
             self._known = None  # it may move time: the next step asks where time is
         full_name = f'{self.server}/{name}'
-        client = self._clients.get(name)
-        if client is None:
-            # As deep as the server's services: an answer is not lost while the caller is busy.
-            client = self._node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
-            self._clients[name] = client
+        client = self._client_for(srv_type, name)
         deadline = time.monotonic() + timeout
         if not client.service_is_ready():
             try:
@@ -405,12 +424,19 @@ class SimClockClient:
             except SimClockTimeout as timeout_error:
                 raise SimClockNoService(str(timeout_error)) from None
         future = client.call_async(request)
+        given_up = name in GIVEN_UP_WITH_THE_SERVER
+
+        def answered() -> bool:
+            return future.done() or (given_up and not client.service_is_ready())
         try:
-            self._spin_until(future.done, deadline, (
+            self._spin_until(answered, deadline, (
                 f'no answer from {full_name} within {timeout} s'))
         except SimClockTimeout:
             client.remove_pending_request(future)
             raise
+        if not future.done():
+            client.remove_pending_request(future)
+            raise SimClockNoService(f'service {full_name} went away before it answered')
         return future.result()
 
     def _spin_until(self, condition, deadline: float, message: str) -> None:

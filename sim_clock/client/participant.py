@@ -30,8 +30,10 @@ from typing import Dict
 from typing import List
 from typing import Optional
 
+from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.node import NodeNameNonExistentError
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
@@ -72,6 +74,10 @@ CLOCK_QOS = QoSProfile(
 SERVE_NS = 100_000_000
 #: Deterministic: the most passes over the timers due at one time.
 MAX_TIMER_LOOKS = 1000
+#: The longest a participant waits for the answer to its ~/leave, in s. Leaving is a
+#: courtesy: under ``ros2 launch`` the server gets the same Ctrl-C and may be gone already,
+#: and the process must end within 2 s (launch escalates to SIGTERM after 5 s).
+LEAVE_TIMEOUT_S = 1.0
 
 
 class Participant:
@@ -140,6 +146,8 @@ class Participant:
             self._delivery = RoundDelivery(node, own, hold=not next_frame)
         self._client = SimClockClient(node, server=server, timeout=timeout)
         self._closed = False
+        #: The signals :meth:`spin` took (SIGINT, SIGTERM): a wait for messages ends on one.
+        self._signals: List[int] = []
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name(), next_frame,
                           sorted(self._delivery.topics) if next_frame else ())
@@ -201,6 +209,9 @@ class Participant:
         subscriptions directly (a take from an empty queue costs a microsecond), waits through
         the executor only when nothing is there, and runs the executor after a round's
         callbacks only when they may have set something off there (:meth:`_set_off`).
+
+        Once :meth:`spin` took a signal, nothing more is taken: the participant is leaving,
+        and the server may have stopped in the middle of a frame.
         """
         self._take_ready()
         if not self._clocks and not self._round_msgs and not self._carried:
@@ -210,6 +221,8 @@ class Participant:
         delivery = self._delivery
         clocks, self._clocks[:] = list(self._clocks), []
         for msg in clocks:
+            if self._signals:
+                return
             time_ns = join_ns(msg.clock)
             if time_ns == self._time_ns:
                 self._publish_done(time_ns)  # published again: answered again
@@ -222,13 +235,15 @@ class Participant:
             self._frame(time_ns, msg, None)
         carried, self._carried[:] = list(self._carried), []
         for msg in carried:
+            if self._signals:
+                return
             time_ns = join_ns(msg.time)
             if time_ns == self._time_ns:
                 self._publish_done(time_ns, self._said)  # published again: answered again
                 continue
             self._frame(time_ns, ClockMsg(clock=msg.time), self._carried_counts(msg, timeout_sec))
             delivery.release()  # went out as published: only the counts start again
-        while self._round_msgs:
+        while self._round_msgs and not self._signals:
             msg = self._round_msgs.pop(0)
             if join_ns(msg.time) == self._time_ns and msg.round == self._round + 1:
                 if self._next_frame:  # rounds of participants of the other rule: not its own
@@ -270,7 +285,7 @@ class Participant:
         while True:
             delivery.take()
             missing = delivery.missing(counts)
-            if not missing:
+            if not missing or self._signals:  # stopping: nothing more is taken
                 return
             if time.monotonic_ns() > deadline:
                 self.node.get_logger().error(
@@ -386,9 +401,11 @@ class Participant:
         first, then shuts the node's context down as rclpy's handler would have. (rclpy's
         handler shuts the context down at once, and a participant that cannot call ``~/leave``
         any more is dropped by the server with a warning.) Further signals while it leaves are
-        ignored: under ``ros2 launch`` a terminal's Ctrl-C comes twice.
+        ignored: under ``ros2 launch`` a terminal's Ctrl-C comes twice. A signal also ends a
+        wait for the messages of a round or frame at once.
         """
         with signals_noted() as received:
+            self._signals = received
             while self.node.context.ok() and not received:
                 self.spin_once()
             if received:
@@ -397,23 +414,57 @@ class Participant:
             self.node.context.try_shutdown()
 
     def close(self) -> None:
-        """Leave the clock (where the server still answers) and release the client; once."""
+        """
+        Leave the clock, if the server answers within LEAVE_TIMEOUT_S; release the client; once.
+
+        A server whose ~/leave is no longer in the graph is not asked; one that does not
+        answer (it stopped at the same moment, or was killed) is left without. Either is said
+        in the log at info level, never raised: a server drops a participant whose node left
+        the graph anyway.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            if self.node.context.ok():
-                self._client.leave(self.name)
+            if not self.node.context.ok():
+                return
+            if not self._leave_served():
+                self.node.get_logger().info(
+                    f'participant {self.name!r} left without ~/leave: the server '
+                    f'{self._client.server} is gone')
+                return
+            self._client.timeout = min(self._client.timeout, LEAVE_TIMEOUT_S)
+            self._client.leave(self.name)
+        except SimClockError as error:
+            self.node.get_logger().info(
+                f'participant {self.name!r} left without an answer from the server: {error}')
         finally:
             self._client.close()
 
+    def _leave_served(self) -> bool:
+        """Whether the graph this node sees has the server's node, with its ~/leave."""
+        server = self._client.server
+        namespace, _, name = server.rpartition('/')
+        try:
+            services = self.node.get_service_names_and_types_by_node(name, namespace or '/')
+        except NodeNameNonExistentError:
+            return False
+        return any(service == f'{server}/leave' for service, _ in services)
+
 
 def spin(node: Node, executor=None, **options) -> None:
-    """Spin ``node`` as :func:`rclpy.spin` does, taking part in the clock; leave at the end."""
-    participant = Participant(node, executor, **options)
+    """
+    Spin ``node`` as :func:`rclpy.spin` does, taking part in the clock; leave at the end.
+
+    A signal while it joins, before :meth:`Participant.spin` takes them, comes through
+    rclpy's handlers (``KeyboardInterrupt``, a context shut down): it ends quietly too.
+    """
+    participant = None
     try:
+        participant = Participant(node, executor, **options)
         participant.spin()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        participant.close()
+        if participant is not None:
+            participant.close()

@@ -21,6 +21,7 @@ or until the timeout; the answer names the topics that were not. The wait is cut
 slices between which the executor serves everything else. A topic that timed out is not
 waited for again while its readers stay the same and still have not caught up: a dead reader
 would otherwise stall every step for its whole lease (doc/design.md, "Acknowledged steps").
+Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is waited for.
 """
 
 import time
@@ -52,6 +53,7 @@ class Acknowledgements:
         self._waited: Dict[str, int] = {}
         #: the topics ``wait_now`` found stalled since ``take_waits``
         self._stalled_now: Set[str] = set()
+        self._stopped = False
 
     def take_waits(self) -> Tuple[Dict[str, int], List[str]]:
         """
@@ -64,18 +66,34 @@ class Acknowledgements:
         self._waited, self._stalled_now = {}, set()
         return waited, stalled
 
+    def stop(self) -> None:
+        """
+        End every wait at once from now on, as if acknowledged: the node is stopping.
+
+        Safe in a signal handler (it only sets a flag). A wait under way ends within a slice.
+        """
+        self._stopped = True
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopped
+
     def wait_now(self, publishers, timeout_ns: int) -> List[str]:
         """
         Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest.
 
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
         A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
+        Once the node is stopped, it returns at once with nothing left.
         """
         now = time.monotonic_ns()
         deadline = now + timeout_ns
         pending, skipped = self.begin(publishers)
         waited = self._waited
         while pending and now < deadline:
+            if self._stopped:
+                return []
             still = self.wait_slice(pending, deadline)
             after = time.monotonic_ns()
             for publisher in pending:  # each slice counts for every topic it waited for
@@ -85,6 +103,18 @@ class Acknowledgements:
         stalled = self.finish(pending, skipped)
         self._stalled_now.update(stalled)
         return stalled
+
+    def caught_up(self, publisher, timeout_ns: int) -> bool:
+        """
+        Wait until ``publisher``'s readers have all it published, ``timeout_ns`` at most.
+
+        Return whether they have; a stopped node (:meth:`stop`) ends the wait, with True.
+        """
+        deadline = time.monotonic_ns() + timeout_ns
+        pending = [publisher]
+        while pending and not self._stopped and time.monotonic_ns() < deadline:
+            pending = self.wait_slice(pending, deadline)
+        return not pending or self._stopped
 
     def begin(self, publishers):
         """Return the publishers to wait for, and the topics skipped as stalled."""

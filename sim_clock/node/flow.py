@@ -39,13 +39,15 @@ The bag player's run (``sim_clock.bag.flow.paced``) does the same with the refus
 ``sim_clock._replay.play`` raises: it plays on from the refused message once that writer's
 readers have caught up, or else leaves that topic's messages out (played, not published) until
 the next run of frames (:meth:`FlowControl.start`).
+
+A node that stops (Ctrl-C, SIGTERM: ``Acknowledgements.stop``) waits for no reader and
+publishes no further window: the frames left of a step would only delay its end.
 """
 
 from array import array
 from typing import Callable
 from typing import List
 
-from rclpy.duration import Duration
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
@@ -123,7 +125,7 @@ class FlowControl:
         :data:`WAIT_TIMEOUT_NS`, or it is refused again, the rest of ``times`` is dropped on it.
         """
         retried = False
-        while times:
+        while times and not self._acks.stopped:
             window = times[:self.take(which, len(times))]
             try:
                 for sent, time_ns in enumerate(window):
@@ -145,7 +147,7 @@ class FlowControl:
 
     def caught_up(self, which: int) -> bool:
         """Wait until writer ``which``'s readers have everything, at most WAIT_TIMEOUT_NS."""
-        return self._publishers[which].wait_for_all_acked(Duration(nanoseconds=WAIT_TIMEOUT_NS))
+        return self._acks.caught_up(self._publishers[which], WAIT_TIMEOUT_NS)
 
     def topic(self, which: int) -> str:
         """Return the topic of writer ``which``."""

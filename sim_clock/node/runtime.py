@@ -31,6 +31,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos_overriding_options import InvalidQosOverridesError
+from rclpy.signals import SignalHandlerOptions
 from sim_clock.core.rules import Refused
 
 try:
@@ -131,29 +132,46 @@ def make_executor():
     return SingleThreadedExecutor()
 
 
+#: The longest the spin loop waits for an event, in s: a signal is seen between two waits.
+SIGNAL_LATENCY_S = 0.1
+#: The signals that stop the spin loop: Ctrl-C, and what ``ros2 launch`` and kill send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,
                        executor_factory: Callable[[], object] = make_executor) -> int:
     """
     Init rclpy, make the node and spin it until it is done, Ctrl-C or SIGTERM; return 0 or 1.
 
     The node may define ``spin_once(executor)`` (one round of its loop, which may return the
-    executor to spin from then on; default: wait up to 1 s for an event), ``done`` (end the
-    loop) and ``finish(executor)`` (run once the loop ended, whatever ended it, before the
-    node is destroyed). An invalid configuration (a
-    refused parameter) ends it at once with a FATAL line and 1. Once a SIGINT came, further
-    ones are ignored until the process exits.
+    executor to spin from then on, and waits SIGNAL_LATENCY_S at most; default: wait that long
+    for an event), ``done`` (end the loop), ``stop()`` (called from the signal handler: it
+    notes that the process stops, so that a callback waiting for something cuts the wait
+    short) and ``finish(executor)`` (run once the loop ended, whatever ended it, before the
+    node is destroyed). An invalid configuration (a refused parameter) ends it at once with a
+    FATAL line and 1.
+
+    SIGINT and SIGTERM are taken here, not by rclpy: rclpy's handler shuts the context down
+    from a thread of its own, under a callback that may be publishing, which then fails (a
+    FATAL line from the executor). Here the signal ends the loop between two callbacks, and
+    the context is shut down after the node is destroyed (doc/design.md, "Ctrl-C"). Once a
+    signal came, further ones are ignored until the process exits.
     """
-    # rclpy's SIGINT handler (installed by init, chained to this one) shuts the context down,
-    # which ends the loop; this one only takes note, so Python never raises KeyboardInterrupt
-    # at a random point (doc/design.md, "Ctrl-C").
-    interrupted = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    stopped = []
     node = executor = None
+
+    def on_signal(signum, frame):
+        stopped.append(signum)
+        stop = getattr(node, 'stop', None)
+        if stop is not None:
+            stop()
+    # Installed before rclpy.init: a signal while the node is made ends the process quietly too.
+    previous = {number: signal.signal(number, on_signal) for number in STOP_SIGNALS}
     transports = avoid_shared_memory()
     profile = answer_late_clients()
     try:
-        rclpy.init(args=args)
-        if interrupted:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        if stopped:
             return 0
         try:
             node = make_node()
@@ -169,15 +187,11 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
         executor = executor_factory()
         executor.add_node(node)
         spin_once = getattr(node, 'spin_once', None) or (
-            lambda executor: executor.spin_once(timeout_sec=1.0))
-        while rclpy.ok() and not getattr(node, 'done', False):
+            lambda executor: executor.spin_once(timeout_sec=SIGNAL_LATENCY_S))
+        while not stopped and rclpy.ok() and not getattr(node, 'done', False):
             executor = spin_once(executor) or executor
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        # SIGINT or SIGTERM shut the context down while a callback was publishing.
-        if rclpy.ok():
-            raise
+    except ExternalShutdownException:
+        pass  # the context was shut down by other code than this (rclpy.shutdown)
     finally:
         if node is not None:
             finish = getattr(node, 'finish', None)
@@ -185,8 +199,10 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
                 finish(executor)
             node.destroy_node()
         rclpy.try_shutdown()
-        # After a Ctrl-C, SIGINT stays ignored: under `ros2 launch` a terminal's Ctrl-C reaches
-        # the process group and launch forwards another, which would otherwise find Python's
-        # default handler on the way out and end the process with -2 (doc/design.md, "Ctrl-C").
-        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupted else previous)
+        # After a signal, SIGINT and SIGTERM stay ignored: under `ros2 launch` a terminal's
+        # Ctrl-C reaches the process group and launch forwards another (and SIGTERM after
+        # 5 s), which would otherwise find Python's default handlers on the way out and end
+        # the process with -2 or -15 (doc/design.md, "Ctrl-C").
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_IGN if stopped else handler)
     return 0

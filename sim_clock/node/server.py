@@ -61,6 +61,7 @@ from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.resets import log_change
 from sim_clock.node.resets import ResetEvents
+from sim_clock.node.runtime import SIGNAL_LATENCY_S
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
 from sim_clock.node.views import ClockViews
@@ -158,6 +159,15 @@ class ClockServer(Node):
         if interfaces is not None:
             interfaces.close()
         super().destroy_node()
+
+    def stop(self) -> None:
+        """
+        Note that the process stops (Ctrl-C, SIGTERM): a wait for acknowledgements ends now.
+
+        Called from the signal handler (``runtime.spin_until_stopped``), which then ends the
+        spin loop between two callbacks; the node is destroyed after that.
+        """
+        self.acks.stop()
 
     # -- the public methods that services call -------------------------------------------------
 
@@ -331,7 +341,7 @@ class ClockServer(Node):
             executor.spin_once(timeout_sec=WAIT_TICK_S if self._core.holding() else 0)
             self.advance()
         else:
-            executor.spin_once(timeout_sec=1.0)
+            executor.spin_once(timeout_sec=SIGNAL_LATENCY_S)
 
     def _retime(self) -> None:
         """Make the tick timer's period fit the current state."""

@@ -20,6 +20,7 @@ rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the v
 """
 
 from flow_doubles import make_flow as _flow
+from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
 from sim_clock.bag.cursor import Cursor
@@ -88,8 +89,10 @@ def test_a_bag_sample_refused_is_played_again_once_its_readers_caught_up(refuse)
     assert list(topics.flow.budgets) == [MAX_WINDOW - 5, MAX_WINDOW - 4]  # each sent once
 
 
-def test_a_bag_topic_whose_readers_do_not_catch_up_is_left_out_until_the_next_frames():
+def test_a_bag_topic_whose_readers_do_not_catch_up_is_left_out_until_the_next_frames(
+        monkeypatch):
     """Its messages play (time goes on) without being published; /clock is published."""
+    short_waits(monkeypatch)
     topics = Topics(refuse={3}, acked=False)
     times = [0, 10, 10, 20, 30, 40]
     topics.play(times[:5], range(0, 40, 10))

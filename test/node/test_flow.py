@@ -22,10 +22,13 @@ views (``FlowControl.publish``). A bag's run: ``test/bag/test_flow.py``.
 """
 
 from flow_doubles import make_flow as _flow
+from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
+from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.flow import PublisherDestroyed
+from sim_clock.node.flow import WAIT_TIMEOUT_NS
 
 
 @pytest.mark.parametrize('free_running', [False, True], ids=['stepped', 'free-run'])
@@ -40,7 +43,8 @@ def test_a_refused_sample_is_published_again_once_the_readers_caught_up(free_run
     assert 2000 % MAX_WINDOW == 0
 
 
-def test_readers_that_do_not_catch_up_cost_the_rest_of_the_run_on_that_topic():
+def test_readers_that_do_not_catch_up_cost_the_rest_of_the_run_on_that_topic(monkeypatch):
+    short_waits(monkeypatch)
     writer = Writer(refuse={300}, acked=False)
     flow, logger = _flow(writer)
     flow.publish(0, writer.publish, range(2000))
@@ -68,3 +72,28 @@ def test_a_destroyed_publisher_or_a_shut_down_context_still_raises():
     flow, _ = _flow(writer, ok=False)
     with pytest.raises(RuntimeError, match='cannot publish data'):
         flow.publish(0, writer.publish, range(3))
+
+
+def test_a_node_that_stops_ends_the_wait_under_way_and_publishes_no_further_window():
+    """
+    Ctrl-C while a step waits for a reader that acknowledges nothing (``Acknowledgements.stop``).
+
+    The signal comes during the wait: it ends within a slice instead of WAIT_TIMEOUT_NS (5 s),
+    names no reader as stalled, and the step publishes the window it waited for, no more.
+    """
+    acks = Acknowledgements()
+    writer = Writer(acked=False)
+    writer.wait_for_all_acked = lambda timeout: acks.stop() or False
+    flow, logger = _flow(writer, acks=acks)
+    flow.publish(0, writer.publish, range(4 * MAX_WINDOW))
+    assert writer.sent == list(range(MAX_WINDOW))
+    assert logger.warnings == []
+
+
+def test_a_node_that_stops_does_not_wait_for_readers_to_catch_up():
+    """After a refused sample: the wait for its readers ends within a slice once stopped."""
+    acks = Acknowledgements()
+    writer = Writer(acked=False)
+    writer.wait_for_all_acked = lambda timeout: acks.stop() or False
+    assert acks.caught_up(writer, WAIT_TIMEOUT_NS)
+    assert acks.stopped
