@@ -151,7 +151,6 @@ class Participant:
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name(), next_frame,
                           sorted(self._delivery.topics) if next_frame else ())
-        self._ready.look()  # joined: it says what its endpoints matched
         if rounds is not None:
             # A round started before the server's writer matched this reader would be lost.
             deadline = time.monotonic_ns() + self._timeout_ns
@@ -160,6 +159,9 @@ class Participant:
                     raise SimClockError(f'participant {self.name!r}: the server at {server} '
                                         f'did not match its rounds and done topics in {timeout} s')
                 self.executor.spin_once(timeout_sec=0.05)
+        # Joined, and the server's ends of its rounds and done topics matched (which no
+        # report counts): it says what its own endpoints matched.
+        self._ready.look()
 
     def spin_once(self, timeout_sec: float = 0.1) -> None:
         """
