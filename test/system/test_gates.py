@@ -15,15 +15,17 @@
 """
 Output gates through DDS, with a node that knows nothing of sim_clock in a process of its own.
 
-Steps wait for its output at the gated frames, a silent node stops a step naming its topic
-within the gate's timeout, a gate set at run time holds the next gated frame, bad values are
-refused, and free run goes on past a late gate.
+Steps wait for its output at the gated frames, also when a step comes before the node starts;
+a silent node stops a step naming its topic within the gate's timeout, and a gate that no node
+publishes stops it saying so; a gate set at run time holds the next gated frame, bad values
+are refused, and free run goes on past a late gate.
 """
 
 import contextlib
 import time
 
 from harness import ChildProcess
+from harness import SERVICE_QOS
 from harness import stamp_ns
 from sim_clock.srv import Step
 
@@ -120,7 +122,9 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         response = client.step(steps=100)
         elapsed = time.monotonic() - started
         assert not response.success
-        assert '/cmd' in response.message and list(response.late) == ['/cmd']
+        assert 'output on /cmd (no message after its /clock' in response.message
+        assert 'no node publishes' not in response.message
+        assert list(response.late) == ['/cmd']
         assert response.frame == 20, response.message   # 200 ms: the 4th gated frame
         assert 1.0 <= elapsed < 4.0, elapsed
         assert list(client.status().output_gates_waiting) == ['/cmd']
@@ -129,6 +133,54 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         response = client.step(steps=10)
         assert response.success and response.frame == 30, response.message
         assert _published(node) == [50 * MS, 100 * MS, 150 * MS]
+
+
+def test_a_step_asked_before_the_node_starts_holds_the_gated_frame(
+        start_server, client, domain_id, tmp_path):
+    """The frames before the gated one go; it waits for the node's writer, then its output."""
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    step = client.node.create_client(Step, '/sim_clock/step', qos_profile=SERVICE_QOS)
+    client.spin_until(step.service_is_ready, 'the step service')
+    future = step.call_async(Step.Request(steps=10))
+    with _explained(server):
+        client.wait_for_time(40 * MS)
+        status = client.status()
+        assert not future.done() and status.frame == 4
+        assert list(status.output_gates_waiting) == ['/cmd']
+    node = ChildProcess(domain_id, NODE, str(tmp_path), args=(0,))
+    with _explained(server, node):
+        client.spin_until(future.done, 'the step to end', timeout=30.0)
+        response = future.result()
+        assert response.success, response.message
+        assert response.frame == 10
+        assert _published(node) == [50 * MS, 100 * MS]
+
+
+def test_a_gate_nobody_publishes_stops_the_step_saying_so(start_server, client):
+    """No node publishes /nobody: the gated frame is held, then the answer says so."""
+    server = start_server({'sync': True, 'time_step': 0.01,
+                           'output_gates': '/nobody@0.05:1.0'})
+    client.status_when_ready()
+    with _explained(server):
+        started = time.monotonic()
+        response = client.step(steps=100)
+        elapsed = time.monotonic() - started
+        assert not response.success
+        assert 'frame 5 is held: no node publishes /nobody' in response.message, \
+            response.message
+        assert list(response.late) == ['/nobody']
+        assert response.frame == 4, response.message    # the frames before the gated one went
+        assert 1.0 <= elapsed < 4.0, elapsed
+        assert list(client.status().output_gates_waiting) == ['/nobody']
+        # The next step holds it again, for a whole timeout; without the gate it goes.
+        started = time.monotonic()
+        response = client.step(steps=1)
+        assert not response.success and response.frame == 4, response.message
+        assert time.monotonic() - started >= 1.0
+        assert client.set_parameter('output_gates', '').successful
+        response = client.step(steps=10)
+        assert response.success and response.frame == 14, response.message
 
 
 def test_a_gate_set_at_run_time_holds_the_next_gated_frame(start_server, client, domain_id,
@@ -177,15 +229,15 @@ def test_bad_values_are_refused_and_change_nothing(start_server, client):
 
 
 def test_free_run_logs_a_late_gate_and_goes_on(start_server, client):
-    """Free run with a gate nobody publishes: each gated frame waits its timeout, then goes."""
+    """Free run with a gate nobody publishes: each gated frame is held its timeout, then goes."""
     server = start_server({'time_step': 0.01, 'real_time_factor': 0.0,
                            'output_gates': '/nobody@0.05:0.2'})
     client.status_when_ready()
     with _explained(server):
         client.wait_for_clock(lambda t: t >= 150 * MS, 'free run past three gated frames',
                               timeout=10.0)
-        client.spin_until(lambda: 'had no output on /nobody' in server.log(),
-                          'the late gate in the log')
+        client.spin_until(lambda: 'no node publishes /nobody' in server.log(),
+                          'the gate without a writer in the log')
         assert client.call(Step, 'step', Step.Request(steps=1)).success is False  # free run
 
 
