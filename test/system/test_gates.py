@@ -15,10 +15,10 @@
 """
 Output gates through DDS, with a node that knows nothing of sim_clock in a process of its own.
 
-Steps wait for its output at the gated frames, also when a step comes before the node starts;
-a silent node stops a step naming its topic within the gate's timeout, and a gate that no node
-publishes stops it saying so; a gate set at run time holds the next gated frame, bad values
-are refused, and free run goes on past a late gate.
+Steps wait for its output at the gated frames, also when the node starts with the server or
+after a step is asked; a silent node stops a step naming its topic within the gate's timeout,
+and a gate that no node publishes stops it saying so; a gate set at run time holds the next
+gated frame, bad values are refused, and free run goes on past a late gate.
 """
 
 import contextlib
@@ -27,13 +27,16 @@ import time
 from harness import ChildProcess
 from harness import SERVICE_QOS
 from harness import stamp_ns
+import pytest
 from sim_clock.srv import Step
 
 MS = 1_000_000
 
 #: A plain rclpy node with use_sim_time: a timer of 50 ms of simulated time publishes
-#: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish.
-#: 'ready' once its publisher has a subscriber (the clock server's gate).
+#: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish, just
+#: before it (a node stopped right after its last publish has printed it: a step answered on
+#: that output can be followed by the stop at once). 'ready' once its publisher has a
+#: subscriber (the clock server's gate).
 NODE = """
 import sys
 import rclpy
@@ -49,8 +52,8 @@ def tick():
         return
     now = node.get_clock().now().nanoseconds
     sent.append(now)
-    publisher.publish(String(data=str(now)))
     print('published', now, flush=True)
+    publisher.publish(String(data=str(now)))
 node.create_timer(0.05, tick)
 while publisher.get_subscription_count() < 1:
     rclpy.spin_once(node, timeout_sec=0.05)
@@ -133,6 +136,37 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         response = client.step(steps=10)
         assert response.success and response.frame == 30, response.message
         assert _published(node) == [50 * MS, 100 * MS, 150 * MS]
+
+
+#: Runs of the node started together with the server, and what each steps.
+TOGETHER_RUNS = 20
+TOGETHER_STEPS = 3
+TOGETHER_FRAMES = 10
+
+
+@pytest.mark.parametrize('run', range(TOGETHER_RUNS))
+def test_a_node_started_with_the_server_gives_every_output(run, start_server, client,
+                                                           domain_id, tmp_path):
+    """
+    Started together, stepped one second after the node starts, without waiting for matches.
+
+    3 steps of 10 frames of 10 ms: outputs at 50, 100, ..., 300 ms, none lost. The first gated
+    frame is held until the gate's reader has matched the node's writer and the margin for the
+    writer's side has passed.
+    """
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    node = ChildProcess(domain_id, NODE, str(tmp_path), args=(0,))
+    started = time.monotonic()
+    with _explained(server, node):
+        client.status_when_ready()
+        client.spin_until(lambda: time.monotonic() >= started + 1.0,
+                          'one second after the node started')
+        for call in range(TOGETHER_STEPS):
+            response = client.step(steps=TOGETHER_FRAMES)
+            assert response.success, response.message
+            assert response.frame == TOGETHER_FRAMES * (call + 1)
+        due = TOGETHER_STEPS * TOGETHER_FRAMES // 5
+        assert _published(node) == [50 * MS * k for k in range(1, due + 1)]
 
 
 def test_a_step_asked_before_the_node_starts_holds_the_gated_frame(
