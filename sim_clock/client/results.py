@@ -105,7 +105,8 @@ class Status:
     output_gates: tuple = ()
     output_gates_satisfied_ns: tuple = ()
     output_gates_slowest: tuple = ()
-    #: The gated topics the current frame still waits for.
+    #: The gated topics the current frame still waits for: a message, or (the next frame) a
+    #: writer.
     output_gates_waiting: tuple = ()
 
 

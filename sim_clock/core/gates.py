@@ -24,6 +24,12 @@ the time ``before`` is gated by a gate of period ``P`` when a multiple of ``P`` 
 of ``P``; off the grid, the first frame at or after each multiple, which is when a ROS timer of
 period ``P`` fires. A gated frame waits until one message arrived on its topic after its /clock
 went out (:meth:`Gates.arrived`: the node feeds it only those); then the next frames may go.
+
+Before that, a gated frame's /clock goes out only once the gate's reader has a writer that can
+deliver to it (:meth:`Gates.hold`): it has matched one (:meth:`Gates.matched`, fed by the node)
+and either heard from it since or matched it :data:`MATCH_MARGIN_NS` ago. The reader's side of a
+match says nothing of the writer's: a writer that has not matched the reader yet publishes to
+nobody, and the frame's output is lost (doc/modes-and-services.md, "Output gates").
 """
 
 from dataclasses import dataclass
@@ -42,6 +48,11 @@ from sim_clock.core.units import NS_PER_SEC
 
 #: The most gates at once.
 MAX_GATES = 32
+#: How long after its reader matched a writer a gate counts that writer as matched both ways
+#: too, when nothing was heard from it since; steady ns. The writer's side follows one
+#: discovery message later: a median 3.3 ms, at worst 0.34 s in 100 runs on two loaded cores
+#: (doc/modes-and-services.md, "Output gates").
+MATCH_MARGIN_NS = NS_PER_SEC
 #: An absolute ROS topic name: '/' then tokens of letters, digits and '_', none led by a digit.
 _TOPIC = re.compile(r'(/[A-Za-z_][A-Za-z0-9_]*)+')
 _ENTRY = re.compile(r'(?P<topic>[^@:]*)(?:@(?P<period>[^:]*))?(?::(?P<timeout>.*))?')
@@ -188,6 +199,17 @@ class Gate:
     last_satisfied_ns: Optional[int] = None
     #: The slowest wait so far, steady ns.
     slowest_ns: int = 0
+    #: The writers the gate's reader has matched (0 until the node subscribes the topic).
+    writers: int = 0
+    #: Steady time since which it has matched a writer (None: none now).
+    matched_since_ns: Optional[int] = None
+    #: Whether a message came from a writer since then: that writer has matched the reader.
+    heard: bool = False
+    #: While a gated frame is held for a writer: the frame's /clock time, and since when.
+    held_ns: Optional[int] = None
+    held_since_ns: int = 0
+    #: A gated frame let go without a writer (free run past the timeout): its /clock time.
+    passed_ns: Optional[int] = None
 
 
 @dataclass
@@ -196,6 +218,8 @@ class Gates:
 
     #: The timeout of gates that name none: participant_timeout, steady ns.
     default_timeout_ns: int = 10 * NS_PER_SEC
+    #: See :data:`MATCH_MARGIN_NS`.
+    match_margin_ns: int = MATCH_MARGIN_NS
     gates: Dict[str, Gate] = field(default_factory=dict)
 
     def configure(self, specs: Iterable[GateSpec]) -> None:
@@ -217,9 +241,16 @@ class Gates:
         return any(gate.awaited_ns is not None for gate in self.gates.values())
 
     @property
+    def holding(self) -> bool:
+        """Whether the frame out waits for a message, or the next frame for a writer."""
+        return any(gate.awaited_ns is not None or gate.held_ns is not None
+                   for gate in self.gates.values())
+
+    @property
     def waiting_for(self) -> List[str]:
-        """Return the topics the frame out still waits for, sorted."""
-        return sorted(topic for topic, gate in self.gates.items() if gate.awaited_ns is not None)
+        """Return the topics the frame out waits for a message on, or the next for a writer."""
+        return sorted(topic for topic, gate in self.gates.items()
+                      if gate.awaited_ns is not None or gate.held_ns is not None)
 
     def frames_until_gated(self, time_ns: int, time_step_ns: int, limit: int) -> int:
         """Return how many frames after ``time_ns`` may go out up to the next gated one."""
@@ -235,27 +266,87 @@ class Gates:
 
     def published(self, before_ns: int, time_ns: int, now_ns: int) -> List[str]:
         """
-        Note frames out from ``before_ns`` (excluded) to ``time_ns``; return the topics gated.
+        Note frames out from ``before_ns`` (excluded) to ``time_ns``; return the topics awaited.
 
-        ``now_ns``: steady time, from which the timeout counts.
+        ``now_ns``: steady time, from which the timeout counts. A gated frame let go without a
+        writer (:meth:`release`) waits for nothing on that topic.
         """
         topics = []
         for topic, gate in self.gates.items():
             if gated(gate.spec.period_ns, before_ns, time_ns):
+                passed = gate.passed_ns == time_ns
+                gate.held_ns = gate.passed_ns = None
+                if passed:
+                    continue
                 gate.awaited_ns = time_ns
                 gate.awaited_since_ns = gate.counted_since_ns = now_ns
                 topics.append(topic)
         return topics
 
-    def arrived(self, topic: str, now_ns: int) -> bool:
+    def matched(self, topic: str, writers: int, now_ns: int) -> bool:
         """
-        Note a message on ``topic`` taken after the awaited frame's /clock went out.
+        Note how many writers ``topic``'s reader matches now (``now_ns``: steady time).
 
-        Return whether it released a wait (``now_ns``: steady time, for the slowest wait).
+        Return whether a frame is held for a writer on it (look again: it may go).
         """
         gate = self.gates.get(topic)
-        if gate is None or gate.awaited_ns is None:
+        if gate is None:
             return False
+        if not writers:
+            gate.matched_since_ns, gate.heard = None, False
+        elif not gate.writers:
+            gate.matched_since_ns = now_ns
+        gate.writers = writers
+        return gate.held_ns is not None
+
+    def ready_ns(self, gate: Gate) -> Optional[int]:
+        """Return the steady time from which ``gate`` has a writer matched both ways, or None."""
+        if gate.matched_since_ns is None:
+            return None
+        return gate.matched_since_ns + (0 if gate.heard else self.match_margin_ns)
+
+    def hold(self, before_ns: int, time_ns: int, now_ns: int, start: bool = True) -> List[str]:
+        """
+        Return the topics that gate the frame at ``time_ns`` and have no writer ready now.
+
+        ``before_ns``: the time of the frame before it. ``start``: hold the frame for them
+        (its timeout counts from the first call for that frame); else only ask, and hold no
+        frame. Either way a frame held before is held no more unless it is named again.
+        """
+        topics = []
+        for topic, gate in self.gates.items():
+            ready_ns = self.ready_ns(gate)
+            unready = (gated(gate.spec.period_ns, before_ns, time_ns)
+                       and gate.passed_ns != time_ns and (ready_ns is None or ready_ns > now_ns))
+            if unready:
+                topics.append(topic)
+            if not (unready and start):
+                gate.held_ns = None
+            elif gate.held_ns != time_ns:
+                gate.held_ns, gate.held_since_ns = time_ns, now_ns
+        return topics
+
+    def no_writer(self, now_ns: int) -> List[str]:
+        """Return the topics a frame was held for at least their timeout with no writer, sorted."""
+        return sorted(topic for topic, gate in self.gates.items()
+                      if gate.held_ns is not None and not gate.writers
+                      and now_ns - gate.held_since_ns >= self.timeout_ns(gate))
+
+    def arrived(self, topic: str, now_ns: int) -> bool:
+        """
+        Note a message on ``topic``: its writer has matched the reader, so the reader is ready.
+
+        Return whether it released a wait: the awaited frame's, which only a message taken
+        after that frame's /clock went out reaches (the node drops older ones), or a frame held
+        until its writer is known to have matched. ``now_ns``: steady time, for the slowest wait.
+        """
+        gate = self.gates.get(topic)
+        if gate is None:
+            return False
+        proof = gate.matched_since_ns is not None and not gate.heard
+        gate.heard = gate.heard or proof
+        if gate.awaited_ns is None:
+            return proof and gate.held_ns is not None
         gate.slowest_ns = max(gate.slowest_ns, now_ns - gate.awaited_since_ns)
         gate.last_satisfied_ns, gate.awaited_ns = gate.awaited_ns, None
         return True
@@ -272,25 +363,42 @@ class Gates:
                       and now_ns - gate.counted_since_ns >= self.timeout_ns(gate))
 
     def deadline_ns(self) -> Optional[int]:
-        """Return the steady time at which the first awaited topic is late, or None."""
+        """
+        Return the steady time of the next change without a message or match, or None.
+
+        The first awaited topic late; a held frame's writer ready, or its timeout.
+        """
         times = [gate.counted_since_ns + self.timeout_ns(gate) for gate in self.gates.values()
                  if gate.awaited_ns is not None]
+        for gate in self.gates.values():
+            if gate.held_ns is not None:
+                ready_ns = self.ready_ns(gate)
+                times.append(gate.held_since_ns + self.timeout_ns(gate) if ready_ns is None
+                             else ready_ns)
         return min(times) if times else None
 
     def count_again(self, now_ns: int) -> None:
-        """Give the topics still awaited a new timeout from ``now_ns`` (a new step)."""
+        """Give the topics still awaited or held for a new timeout from ``now_ns`` (a new step)."""
         for gate in self.gates.values():
             if gate.awaited_ns is not None:
                 gate.counted_since_ns = now_ns
+            if gate.held_ns is not None:
+                gate.held_since_ns = now_ns
 
     def release(self, topics: Iterable[str]) -> None:
-        """Stop waiting for ``topics`` (free run goes on past a late gate)."""
+        """
+        Stop waiting for ``topics`` (free run goes on past a late gate).
+
+        A frame held for a writer on one goes out without waiting for a message on it.
+        """
         for topic in topics:
             gate = self.gates.get(topic)
             if gate is not None:
                 gate.awaited_ns = None
+                if gate.held_ns is not None:
+                    gate.passed_ns, gate.held_ns = gate.held_ns, None
 
     def reset(self) -> None:
         """Time went back: no frame waits any more."""
         for gate in self.gates.values():
-            gate.awaited_ns = None
+            gate.awaited_ns = gate.held_ns = gate.passed_ns = None

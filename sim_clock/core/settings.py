@@ -74,8 +74,8 @@ class Core:
     roster: Roster = field(default_factory=Roster)
 
     def holding(self) -> bool:
-        """Whether participants or output gates hold the next frame: someone is awaited."""
-        return not self.barrier.clear or bool(self.gates.awaited)
+        """Whether participants or gates hold the next frame: someone or a writer is awaited."""
+        return not self.barrier.clear or self.gates.holding
 
 
 @dataclass(frozen=True)

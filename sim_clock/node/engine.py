@@ -25,7 +25,8 @@ and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``
 ``~/simulate_steps``), whose frames are taken in runs that end on the next frame due for a
 participant or gated (one frame at a time for a step that reports its progress, as
 ``~/simulate_steps`` does), and whose answer waits for those participants and outputs and,
-with ``ack_timeout``, for acknowledgements.
+with ``ack_timeout``, for acknowledgements. A gated frame is held, in both, until each of its
+gates has a writer that can deliver to it (:meth:`FrameEngine._writers`).
 
 A step is one coroutine (:meth:`FrameEngine._run_step`) that this engine resumes itself
 whenever what it waits for may have changed (a participant's done or leave, a change of the
@@ -220,6 +221,13 @@ class FrameEngine:
                 count = self._run_length(remaining)
             else:
                 count = remaining
+            if count == 1 and self.barrier_applies():
+                nobody = await self._writers()
+                if nobody:
+                    return self._outcome(
+                        False, f'frame {timeline.frame + 1} is held: no node publishes '
+                        f'{", ".join(nobody)} (no writer matched the gate within its timeout); '
+                        f'{steps - remaining} of {steps} frames done', late=nobody)
             try:
                 frames = self._stepped(lambda: timeline.step(request.user_id, count))
             except Refused as refused:
@@ -287,6 +295,26 @@ class FrameEngine:
             # Woken by a report; matches come without one, so looked at again meanwhile.
             await Until(min(deadline, now + EXPECTED_LOOK_NS))
         return []
+
+    async def _writers(self) -> List[str]:
+        """
+        Hold the next frame until each gate of it has a writer matched both ways.
+
+        Return [] then, or the gated topics that had no writer within their timeout.
+        """
+        gates = self._gates
+        while self._unready(1):
+            nobody = gates.no_writer(time.monotonic_ns())
+            if nobody:
+                return nobody
+            await Until(gates.deadline_ns())
+        return []
+
+    def _unready(self, count: int, start: bool = True) -> List[str]:
+        """Return the gates of the last of the next ``count`` frames with no writer ready."""
+        server, timeline = self._server, self._timeline
+        last = server.clock_ns(timeline.time_ns + count * timeline.time_step_ns)
+        return self._gates.hold(server.clock_now(), last, time.monotonic_ns(), start)
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
@@ -372,10 +400,18 @@ class FrameEngine:
                 and participants_hold(self._timeline.mode))
 
     def _run_length(self, limit: int) -> int:
-        """Return how many frames go out up to the next one due for a participant or gated."""
+        """
+        Return how many frames go out up to the next one due for a participant or gated.
+
+        A gated frame whose gates have no writer ready is left out of a longer run: it goes
+        alone, held until they have (:meth:`_writers`).
+        """
         now, time_step_ns = self._server.clock_now(), self._timeline.time_step_ns
-        return self._gates.frames_until_gated(
+        count = self._gates.frames_until_gated(
             now, time_step_ns, self._barrier.frames_until_due(now, time_step_ns, limit))
+        if count > 1 and self._unready(count, start=False):
+            return count - 1
+        return count
 
     def _publish(self, frames: range) -> None:
         """Publish new frames: data, /clock and views; note them for participants; then settle."""
@@ -401,7 +437,7 @@ class FrameEngine:
 
     def _settle(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._boundary is not None and not self._core.holding():
+        if self._boundary is not None and self._barrier.clear and not self._gates.awaited:
             change, self._boundary = self._boundary, None
             self._server.apply_change(change)
 
@@ -465,14 +501,25 @@ class FrameEngine:
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             self._settle()
-        if self._core.holding() or self._boundary is not None:
+        if not barrier.clear or gates.awaited or self._boundary is not None:
             late = barrier.late(time.monotonic_ns())
             if late:
                 self._server.get_logger().warning(
                     f'free run waits for late participants: {", ".join(late)}',
                     throttle_duration_sec=5.0)
             return range(0)
-        return self._timeline.poll(self._run_length(FRAMES_PER_TICK))
+        count = self._run_length(FRAMES_PER_TICK)
+        if count == 1 and self._unready(1):
+            nobody = gates.no_writer(time.monotonic_ns())
+            gates.release(nobody)
+            if nobody:
+                self._server.get_logger().warning(
+                    f'free run: no node publishes {", ".join(nobody)} (no writer matched the '
+                    f'gate within its timeout); frame {self._timeline.frame + 1} goes out '
+                    'without waiting for it', throttle_duration_sec=5.0)
+            if gates.holding:
+                return range(0)
+        return self._timeline.poll(count)
 
     def _full_speed_batch(self) -> range:
         """

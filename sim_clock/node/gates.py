@@ -18,14 +18,18 @@ Output gates on the node: a raw subscription per gated topic, of whatever type i
 The rules are the time core's :class:`~sim_clock.core.gates.Gates`; this module feeds it from
 the wire and wakes the frame engine, which holds the waits (doc/design.md, "Output gates").
 A gated topic's type is read from the graph (its publishers); until one is seen the topic is
-looked for again every :data:`DISCOVERY_PERIOD_S`, and a frame gated by it waits as for any
-other. A message counts for a gated frame when this node takes it after that frame's /clock
-was handed to DDS: just before the frame goes out, the engine has every gated subscription
-drop what it holds (:meth:`OutputGates.drain`), so a message received earlier never counts.
+looked for again every :data:`DISCOVERY_PERIOD_S`. The writers each reader matches are fed to
+the core as they change (the subscription's matched events, and its count when it is created),
+so that the engine holds a gated frame until its reader has a writer (see
+:meth:`~sim_clock.core.gates.Gates.hold`). A message counts for a gated frame when this node
+takes it after that frame's /clock was handed to DDS: just before the frame goes out, the
+engine has every gated subscription drop what it holds (:meth:`OutputGates.drain`), so a
+message received earlier never counts.
 """
 
 import time
 
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.compat import drop_pending
@@ -84,11 +88,17 @@ class OutputGates:
                        for info in infos)
         qos = QoSProfile(depth=DEPTH, reliability=ReliabilityPolicy.RELIABLE if reliable
                          else ReliabilityPolicy.BEST_EFFORT)
-        self._subscriptions[topic] = server.create_subscription(
-            message_class, topic, lambda msg: self._on_message(topic), qos, raw=True)
+        subscription = server.create_subscription(
+            message_class, topic, lambda msg: self._on_message(topic), qos, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(
+                matched=lambda status: self._on_matched(topic, status.current_count)))
+        self._subscriptions[topic] = subscription
         server.get_logger().info(
             f'output gate {topic}: subscribed ({type_names[0]}, '
             f'{"reliable" if reliable else "best effort"})')
+        # A reader created after its writers were discovered matches them at once; its matched
+        # event comes later, through the executor, and a frame may ask before it.
+        self._on_matched(topic, subscription.get_publisher_count())
 
     def drain(self) -> None:
         """Drop the messages the gated subscriptions hold: a gated frame is going out."""
@@ -98,9 +108,17 @@ class OutputGates:
     def _on_message(self, topic: str) -> None:
         # Not (msg, info): rclpy 7's EventsExecutor fails on callbacks that take the info.
         if self.gates.arrived(topic, time.monotonic_ns()) and not self.gates.awaited:
-            server = self._server
-            server.engine.wake()
-            server.barrier_cleared()
+            self._go_on()
+
+    def _on_matched(self, topic: str, writers: int) -> None:
+        if self.gates.matched(topic, writers, time.monotonic_ns()):
+            self._go_on()
+
+    def _go_on(self) -> None:
+        """Let the frames go on: what held them may have ended (a step, or free run)."""
+        server = self._server
+        server.engine.wake()
+        server.barrier_cleared()
 
     def _on_change(self, change) -> None:
         if change.reset:

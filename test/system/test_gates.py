@@ -15,23 +15,28 @@
 """
 Output gates through DDS, with a node that knows nothing of sim_clock in a process of its own.
 
-Steps wait for its output at the gated frames, a silent node stops a step naming its topic
-within the gate's timeout, a gate set at run time holds the next gated frame, bad values are
-refused, and free run goes on past a late gate.
+Steps wait for its output at the gated frames, also when the node starts with the server or
+after a step is asked; a silent node stops a step naming its topic within the gate's timeout,
+and a gate that no node publishes stops it saying so; a gate set at run time holds the next
+gated frame, bad values are refused, and free run goes on past a late gate.
 """
 
 import contextlib
 import time
 
 from harness import ChildProcess
+from harness import SERVICE_QOS
 from harness import stamp_ns
+import pytest
 from sim_clock.srv import Step
 
 MS = 1_000_000
 
 #: A plain rclpy node with use_sim_time: a timer of 50 ms of simulated time publishes
-#: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish.
-#: 'ready' once its publisher has a subscriber (the clock server's gate).
+#: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish, just
+#: before it (a node stopped right after its last publish has printed it: a step answered on
+#: that output can be followed by the stop at once). 'ready' once its publisher has a
+#: subscriber (the clock server's gate).
 NODE = """
 import sys
 import rclpy
@@ -47,8 +52,8 @@ def tick():
         return
     now = node.get_clock().now().nanoseconds
     sent.append(now)
-    publisher.publish(String(data=str(now)))
     print('published', now, flush=True)
+    publisher.publish(String(data=str(now)))
 node.create_timer(0.05, tick)
 while publisher.get_subscription_count() < 1:
     rclpy.spin_once(node, timeout_sec=0.05)
@@ -120,7 +125,9 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         response = client.step(steps=100)
         elapsed = time.monotonic() - started
         assert not response.success
-        assert '/cmd' in response.message and list(response.late) == ['/cmd']
+        assert 'output on /cmd (no message after its /clock' in response.message
+        assert 'no node publishes' not in response.message
+        assert list(response.late) == ['/cmd']
         assert response.frame == 20, response.message   # 200 ms: the 4th gated frame
         assert 1.0 <= elapsed < 4.0, elapsed
         assert list(client.status().output_gates_waiting) == ['/cmd']
@@ -129,6 +136,85 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         response = client.step(steps=10)
         assert response.success and response.frame == 30, response.message
         assert _published(node) == [50 * MS, 100 * MS, 150 * MS]
+
+
+#: Runs of the node started together with the server, and what each steps.
+TOGETHER_RUNS = 20
+TOGETHER_STEPS = 3
+TOGETHER_FRAMES = 10
+
+
+@pytest.mark.parametrize('run', range(TOGETHER_RUNS))
+def test_a_node_started_with_the_server_gives_every_output(run, start_server, client,
+                                                           domain_id, tmp_path):
+    """
+    Started together, stepped one second after the node starts, without waiting for matches.
+
+    3 steps of 10 frames of 10 ms: outputs at 50, 100, ..., 300 ms, none lost. The first gated
+    frame is held until the gate's reader has matched the node's writer and the margin for the
+    writer's side has passed.
+    """
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    node = ChildProcess(domain_id, NODE, str(tmp_path), args=(0,))
+    started = time.monotonic()
+    with _explained(server, node):
+        client.status_when_ready()
+        client.spin_until(lambda: time.monotonic() >= started + 1.0,
+                          'one second after the node started')
+        for call in range(TOGETHER_STEPS):
+            response = client.step(steps=TOGETHER_FRAMES)
+            assert response.success, response.message
+            assert response.frame == TOGETHER_FRAMES * (call + 1)
+        due = TOGETHER_STEPS * TOGETHER_FRAMES // 5
+        assert _published(node) == [50 * MS * k for k in range(1, due + 1)]
+
+
+def test_a_step_asked_before_the_node_starts_holds_the_gated_frame(
+        start_server, client, domain_id, tmp_path):
+    """The frames before the gated one go; it waits for the node's writer, then its output."""
+    server = start_server({'sync': True, 'time_step': 0.01, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    step = client.node.create_client(Step, '/sim_clock/step', qos_profile=SERVICE_QOS)
+    client.spin_until(step.service_is_ready, 'the step service')
+    future = step.call_async(Step.Request(steps=10))
+    with _explained(server):
+        client.wait_for_time(40 * MS)
+        status = client.status()
+        assert not future.done() and status.frame == 4
+        assert list(status.output_gates_waiting) == ['/cmd']
+    node = ChildProcess(domain_id, NODE, str(tmp_path), args=(0,))
+    with _explained(server, node):
+        client.spin_until(future.done, 'the step to end', timeout=30.0)
+        response = future.result()
+        assert response.success, response.message
+        assert response.frame == 10
+        assert _published(node) == [50 * MS, 100 * MS]
+
+
+def test_a_gate_nobody_publishes_stops_the_step_saying_so(start_server, client):
+    """No node publishes /nobody: the gated frame is held, then the answer says so."""
+    server = start_server({'sync': True, 'time_step': 0.01,
+                           'output_gates': '/nobody@0.05:1.0'})
+    client.status_when_ready()
+    with _explained(server):
+        started = time.monotonic()
+        response = client.step(steps=100)
+        elapsed = time.monotonic() - started
+        assert not response.success
+        assert 'frame 5 is held: no node publishes /nobody' in response.message, \
+            response.message
+        assert list(response.late) == ['/nobody']
+        assert response.frame == 4, response.message    # the frames before the gated one went
+        assert 1.0 <= elapsed < 4.0, elapsed
+        assert list(client.status().output_gates_waiting) == ['/nobody']
+        # The next step holds it again, for a whole timeout; without the gate it goes.
+        started = time.monotonic()
+        response = client.step(steps=1)
+        assert not response.success and response.frame == 4, response.message
+        assert time.monotonic() - started >= 1.0
+        assert client.set_parameter('output_gates', '').successful
+        response = client.step(steps=10)
+        assert response.success and response.frame == 14, response.message
 
 
 def test_a_gate_set_at_run_time_holds_the_next_gated_frame(start_server, client, domain_id,
@@ -177,15 +263,15 @@ def test_bad_values_are_refused_and_change_nothing(start_server, client):
 
 
 def test_free_run_logs_a_late_gate_and_goes_on(start_server, client):
-    """Free run with a gate nobody publishes: each gated frame waits its timeout, then goes."""
+    """Free run with a gate nobody publishes: each gated frame is held its timeout, then goes."""
     server = start_server({'time_step': 0.01, 'real_time_factor': 0.0,
                            'output_gates': '/nobody@0.05:0.2'})
     client.status_when_ready()
     with _explained(server):
         client.wait_for_clock(lambda t: t >= 150 * MS, 'free run past three gated frames',
                               timeout=10.0)
-        client.spin_until(lambda: 'had no output on /nobody' in server.log(),
-                          'the late gate in the log')
+        client.spin_until(lambda: 'no node publishes /nobody' in server.log(),
+                          'the gate without a writer in the log')
         assert client.call(Step, 'step', Step.Request(steps=1)).success is False  # free run
 
 
