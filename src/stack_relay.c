@@ -55,7 +55,7 @@
 #define OUTPUT "/relay"
 #define NS_PER_SEC 1000000000LL
 #define TIMEOUT_NS (10 * NS_PER_SEC)  // for the server, and for a round's messages
-#define LEAVE_TIMEOUT_NS (1 * NS_PER_SEC)  // a courtesy: the server may be gone
+#define LEAVE_TIMEOUT_NS (NS_PER_SEC / 2)  // a courtesy: the server may be gone
 #define WAIT_NS (100 * 1000000LL)     // longest rcl_wait, so that a signal is seen soon
 
 // Serialized messages, in the order they came: the inbox (/stage2) or what is held (/relay).

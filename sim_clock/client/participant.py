@@ -77,7 +77,7 @@ MAX_TIMER_LOOKS = 1000
 #: The longest a participant waits for the answer to its ~/leave, in s. Leaving is a
 #: courtesy: under ``ros2 launch`` the server gets the same Ctrl-C and may be gone already,
 #: and the process must end within 2 s (launch escalates to SIGTERM after 5 s).
-LEAVE_TIMEOUT_S = 1.0
+LEAVE_TIMEOUT_S = 0.5
 
 
 class Participant:
