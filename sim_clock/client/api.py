@@ -71,8 +71,10 @@ from std_srvs.srv import Trigger
 DEFAULT_TIMEOUT = 10.0
 #: The services whose request, made twice, changes nothing more than once: asked again after
 #: a timeout (up to ``retries`` times), as a lost answer looks the same as a slow one. A step
-#: is, as this client asks it (by target frame and epoch). A reset is not (see reset()).
-REPEATABLE = frozenset(('get_status', 'pause', 'resume', 'set_sync', 'set_parameters', 'step'))
+#: is, as this client asks it (by target frame and epoch). A reset is not (see reset()). A join
+#: is: joining again under the same name with the same period changes nothing.
+REPEATABLE = frozenset(('get_status', 'join', 'pause', 'resume', 'set_sync', 'set_parameters',
+                        'step'))
 #: The services whose call ends as soon as the server leaves the graph while it waits for the
 #: answer (its service is no longer ready: it stopped), instead of at the timeout: a leave,
 #: which has nothing left to leave then (under ``ros2 launch`` the server stops at the same
