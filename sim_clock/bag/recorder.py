@@ -191,6 +191,9 @@ class Recorder(Node):
             # --until), what comes after it is not, however soon it arrives. So a lockstep
             # stack records the same messages run after run, whatever it publishes at the end.
             self._end_source = info['source_timestamp']
+            # Said, so that a recording that ended early tells a /clock from a signal.
+            self.get_logger().info(
+                f'{CLOCK_TOPIC} reached --until at {self.clock_ns} ns: ending the recording')
 
     def spin_once(self, executor) -> None:
         """One round of the spin loop (see ``sim_clock.node.runtime.spin_until_stopped``)."""
