@@ -40,13 +40,13 @@ from rosbags.typesys import Stores
 from sim_clock.node.runtime import fast_dds_major
 from sim_clock.node.runtime import PROFILE_FILES
 from sim_clock.node.runtime import PROFILES_VARIABLES
-from sim_clock.srv import Step
 from test_stack import FRAMES
 from test_stack import MS
 from test_stack import NODE
 from test_stack import processed
 from test_stack import read_recording
 from test_stack import READERS as STACK_READERS
+from test_stack import step_until_recorded
 from test_stack import STEPS
 
 SCRIPT = os.path.join(TEST_DIR, 'conformance_participant.py')
@@ -96,18 +96,10 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int, mode: s
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *TOPICS])
     client.spin_until(lambda: all(f'recording {topic}' in recorder.log() for topic in TOPICS)
                       and 'first /clock received' in recorder.log(), 'the recorder')
-    # The recorder is not expected (it does not say ready): each writer must have matched it.
+    # The recorder is not named in expected_participants: each writer must have matched it.
     for node in nodes.values():
         node.expect('matched')
-    try:
-        for _ in range(STEPS):
-            response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
-            assert response.success, response.message
-        assert recorder.process.wait(60) == 0, recorder.log()
-    finally:
-        for node in nodes.values():
-            node.stop()
-        player.stop()
+    step_until_recorded(client, recorder, nodes, player)
     log = player.log()
     assert 'every expected participant is ready: /perception, /planning, /control' in log, log
     for role, node in nodes.items():

@@ -31,18 +31,19 @@ from bags import write_test_bag
 from harness import ChildProcess
 from harness import executable
 from harness import NS
-from harness import ROOT
 import pytest
 from sim_clock.names import RECORDER_NODE_NAME
-from sim_clock.srv import Step
+from test_stack import FRAMES
+from test_stack import MS
+from test_stack import NODE
+from test_stack import processed
+from test_stack import step_until_recorded
+from test_stack import STEPS
 
-MS = 1_000_000
 RUNS = 20
-STEPS, FRAMES = 20, 10
 ROLES = ('perception', 'planning', 'control')
 TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
 EXPECTED = [f'/{role}' for role in ROLES] + [f'/{RECORDER_NODE_NAME}']
-NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
 def files_digest(path: str) -> str:
@@ -67,21 +68,11 @@ def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str,
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
         '-t', *(f'{topic}:std_msgs/msg/String' for topic in TOPICS)])
-    try:
-        client.status_when_ready()
-        for _ in range(STEPS):
-            response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
-            assert response.success, response.message
-        assert recorder.process.wait(60) == 0, recorder.log()
-    finally:
-        for node in nodes.values():
-            node.stop()
-        player.stop()
+    client.status_when_ready()  # a child left running by a failure here is killed at the end
+    step_until_recorded(client, recorder, nodes, player)
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
-    processed = {role: [line.split(' ', 4) for line in node.output().splitlines()
-                        if line.startswith('got ')] for role, node in nodes.items()}
-    return files_digest(output), output, processed
+    return files_digest(output), output, {role: processed(node) for role, node in nodes.items()}
 
 
 @pytest.fixture
@@ -100,16 +91,15 @@ def test_a_stack_started_at_once_records_the_same_file_every_run(
     path, chatter = bag
     digests = set()
     for run in range(RUNS):
-        digest, output, processed = launched_run(
+        digest, output, seen = launched_run(
             start_server, client, domain_id, tmp_path, path, mode, run, storage)
         digests.add(digest)
         assert len(digests) == 1, f'run {run} recorded another file than run 0: {output}'
-        for role, lines in processed.items():
-            assert lines, role
-            for _, topic, clock, sent, data in lines:
-                clock, sent = int(clock), int(sent)
-                stamp = chatter[data.strip()] - START_NS if topic == '/chatter' else sent
+        for role, messages in seen.items():
+            assert messages, role
+            for topic, clock, sent, data in messages:
+                stamp = chatter[data] - START_NS if topic == '/chatter' else sent
                 assert clock >= stamp, f'{role} took {topic} {data!r} at {clock} ns, before'
         # The first frame: perception took the bag's first message at its stamp's frame.
-        first = processed['perception'][0]
-        assert first[1] == '/chatter' and first[4].strip() == min(chatter, key=chatter.get)
+        topic, _, _, data = seen['perception'][0]
+        assert topic == '/chatter' and data == min(chatter, key=chatter.get)

@@ -115,6 +115,17 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
                       'the recorder on every topic')
     for node in nodes.values():  # each writer matched its readers: nothing sent is lost
         node.expect('matched')
+    step_until_recorded(client, recorder, nodes, player)
+    if relay:  # it left the clock and ended cleanly on SIGINT
+        assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
+        assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
+    for role, node in nodes.items():
+        assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
+    return read_recording(output), {role: processed(node) for role, node in nodes.items()}
+
+
+def step_until_recorded(client, recorder, nodes: dict, player) -> None:
+    """Step STEPS calls of FRAMES frames, wait for the recorder's end; stop nodes and player."""
     try:
         for _ in range(STEPS):
             response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=60.0)
@@ -124,12 +135,6 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
         for node in nodes.values():
             node.stop()
         player.stop()
-    if relay:  # it left the clock and ended cleanly on SIGINT
-        assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
-        assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
-    for role, node in nodes.items():
-        assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
-    return read_recording(output), {role: processed(node) for role, node in nodes.items()}
 
 
 def read_recording(path: str) -> dict:
