@@ -191,7 +191,9 @@ class Barrier:
                 participant.awaited_ns = time_ns
                 participant.awaited_since_ns = participant.counted_since_ns = now_ns
                 waiting.append(participant.name)
-        self.rounds = Rounds(time_ns=time_ns, names=tuple(sorted(waiting)))
+        # What next_frame participants published before is said with the next frame out.
+        self.rounds = Rounds(time_ns=time_ns, names=tuple(sorted(waiting)),
+                             carried=self.rounds.carried)
         return sorted(waiting)
 
     def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0, round_: int = 0,
@@ -281,10 +283,6 @@ class Barrier:
         shared = {topic: tuple(names) for topic, names in writers.items() if len(names) > 1}
         return {**dict.fromkeys(writers, 0), **carried}, shared
 
-    def next_frame_topics(self) -> Dict[str, int]:
-        """Return every topic next_frame participants publish on, each with a count of 0."""
-        return dict.fromkeys(self._next_frame_writers(), 0)
-
     def _next_frame_writers(self) -> Dict[str, List[str]]:
         """Return the next_frame participants that publish on each topic, by topic name."""
         writers: Dict[str, List[str]] = {}
@@ -318,8 +316,13 @@ class Barrier:
                 participant.counted_since_ns = now_ns
 
     def reset(self) -> None:
-        """Time went back: nobody is awaited, and the next frame is due for everyone."""
-        self.rounds = Rounds()
+        """
+        Time went back: nobody is awaited, and the next frame is due for everyone.
+
+        What next_frame participants published during the last frame before is kept: it was
+        sent, so the readers take it at the first frame said after the reset.
+        """
+        self.rounds = Rounds(carried=self.rounds.carried)
         for participant in self.participants.values():
             participant.last_due_ns = participant.awaited_ns = participant.last_done_ns = None
             participant.next_ns = participant.carried_ns = None

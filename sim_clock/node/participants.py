@@ -26,6 +26,7 @@ import time
 from typing import Optional
 
 from sim_clock.core.barrier import Barrier
+from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
@@ -163,11 +164,13 @@ class Participants:
             carried, now = self._carried, self._server.clock_now()
             if carried is not None and join_ns(carried.time) == now:
                 self._rounds.publish(carried)
-            elif any(p.next_frame for p in self.barrier.participants.values()):
-                # Nothing was said for this time (it went out before they joined): nothing
-                # published before it, on every topic they publish on.
-                self._carried = self._publish_round(
-                    now, 0, self.barrier.next_frame_topics(), next_frame=True)
+            else:
+                # Nothing was said for this time: it went out before they joined (nothing was
+                # published before it), or it is a reset's (what they published during the
+                # last frame before it is delivered with it).
+                carried = self.barrier.take_carried()
+                if carried is not None:
+                    self._carried = self._publish_round(now, 0, carried[0], next_frame=True)
             return
         carried = self.barrier.take_carried()
         if carried is None:
@@ -194,7 +197,12 @@ class Participants:
     def _on_change(self, change) -> None:
         if change.reset:
             self._epoch_start_ns = self._server.clock_ns(change.time_after_ns)
+            self._carried = None
             self.barrier.reset()
+            if participants_hold(self._server.timeline.mode):
+                # The new time is a frame like any other: the next waits until each
+                # participant has taken it (its rounds run, what it published is counted).
+                self.barrier.published(self._epoch_start_ns, time.monotonic_ns())
 
     def _nodes_present(self) -> set:
         return {namespace.rstrip('/') + '/' + name

@@ -290,17 +290,25 @@ def test_next_frame_writers_of_one_topic_are_named():
     assert barrier.take_carried() == ({'/x': 1, '/y': 1}, {'/x': ('a', 'b')})
 
 
-def test_nothing_is_carried_without_next_frame_participants_or_after_a_reset():
-    """Participants in rounds carry nothing; a reset forgets what the frame out had."""
+def test_nothing_is_carried_without_next_frame_participants():
+    """Participants in rounds carry nothing."""
     assert _rounds_barrier('a').take_carried() is None
+
+
+def test_a_reset_keeps_what_was_published_before_it_for_the_frame_said_next():
+    """
+    What next_frame participants published during the last frame before a reset was sent.
+
+    It is said with the first frame after the reset (the reset's time), so that readers take
+    it there and every later message of its topics at its own next frame, not one behind.
+    """
     barrier = _next_frame_barrier('a')
-    barrier.done('a', 10, 1, counts={'/x': 1}, next_frame=True)
+    barrier.published(10, now_ns=1)
+    barrier.done('a', 10, 2, counts={'/x': 1}, next_frame=True)
     barrier.reset()
-    assert barrier.take_carried() == ({'/x': 0}, {})
-
-
-def test_next_frame_topics_are_every_topic_said_with_a_count_of_0():
-    """What a time published again before any frame says: nothing published, on every topic."""
-    barrier = _next_frame_barrier('a', 'b', topics=['/y', '/x'])
-    assert barrier.next_frame_topics() == {'/x': 0, '/y': 0}
-    assert _rounds_barrier('a').next_frame_topics() == {}
+    assert barrier.published(0, now_ns=3) == ['a']  # the reset's time, awaited
+    assert barrier.take_carried() == ({'/x': 1}, {})
+    barrier.done('a', 0, 4, counts={'/x': 1}, next_frame=True)
+    assert barrier.clear
+    assert barrier.take_carried() == ({'/x': 1}, {})
+    assert barrier.take_carried() == ({'/x': 0}, {})  # taken once

@@ -227,3 +227,34 @@ def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
     finally:
         for node in nodes.values():
             node.stop()
+
+
+def test_next_frame_readers_stay_one_frame_behind_their_writers_across_a_reset(
+        start_server, client, domain_id, tmp_path):
+    """
+    A reset after a frame in which a next_frame participant published delivers that message.
+
+    perception publishes /stage1 every 20 ms; planning takes each 10 ms (one frame) after. The
+    message of the last frame before a reset was sent: planning takes it at the reset's time,
+    and each later one a frame after it went out, as before the reset.
+    """
+    start_server({'sync': True, 'time_step': 0.01})
+    client.status_when_ready()
+    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning'), 'next_frame',
+                        {'/stage1': 1})
+    for node in nodes.values():
+        node.expect('matched')
+    try:
+        for frames in (20, 6):
+            response = client.call(Step, 'step', Step.Request(steps=frames), timeout=60.0)
+            assert response.success, response.message
+            if frames == 20:
+                assert client.trigger('reset').success
+    finally:
+        for node in nodes.values():
+            node.stop()
+    taken = [(clock, sent) for topic, clock, sent, _ in processed(nodes['planning'])
+             if topic == '/stage1']
+    before = [(sent + 10 * MS, sent) for sent in range(20 * MS, 200 * MS, 20 * MS)]
+    after = [(30 * MS, 20 * MS), (50 * MS, 40 * MS)]
+    assert taken == before + [(0, 200 * MS)] + after
