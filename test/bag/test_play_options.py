@@ -123,7 +123,7 @@ def test_qos_overrides_in_rosbag2_format():
     assert profile.reliability == ReliabilityPolicy.BEST_EFFORT
     assert profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
     assert profile.deadline.nanoseconds == 1_000_000_005
-    for text, says in (('/x: {history: keep_last, depth: 1, colour: red}', "unexpected key"),
+    for text, says in (('/x: {history: keep_last, depth: 1, colour: red}', 'unexpected key'),
                        ('/x: {reliability: sometimes, depth: 1}', 'reliability must be one of'),
                        ('/x: {depth: -1}', 'depth must be'),
                        ('[1, 2]', 'must map topic names'),
