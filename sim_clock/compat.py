@@ -28,6 +28,10 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+#: What rclpy raises for ROS arguments rcl cannot parse (``remove_ros_args``, ``rclpy.init``):
+#: a type of its C extension, not exported by rclpy's public modules.
+ROS_ARGS_ERROR = _rclpy.RCLInvalidROSArgsError
+
 
 def take_ready(subscription) -> list:
     """

@@ -125,6 +125,21 @@ def write_large_bag(path: str, storage: str = 'sqlite3', count: int = 2000,
     return times
 
 
+def write_string_bag(path: str, messages, storage: str = 'sqlite3') -> None:
+    """Write ``messages``, (stamp, topic, text) of std_msgs/String, recorded reliable."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string_type = store.types['std_msgs/msg/String']
+    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+        connections = {}
+        for stamp, topic, text in sorted(messages, key=lambda m: m[0]):
+            if topic not in connections:
+                connections[topic] = writer.add_connection(
+                    topic, 'std_msgs/msg/String', typestore=store,
+                    offered_qos_profiles=[RELIABLE_QOS])
+            writer.write(connections[topic], stamp,
+                         store.serialize_cdr(string_type(data=text), 'std_msgs/msg/String'))
+
+
 def wait_process_ended(pid: int, timeout: float = 15.0) -> bool:
     """Wait (event-driven, through a pidfd) until process ``pid`` has ended; return whether."""
     try:

@@ -24,13 +24,13 @@ The sink feeds a :class:`~sim_clock.bag.progress.Progress` (``~/get_progress``, 
 a terminal or in the log).
 """
 
-import argparse
 from array import array
 from dataclasses import dataclass
 import itertools
 import sys
 import time
 from typing import Callable
+from typing import Dict
 from typing import List
 from typing import Optional
 
@@ -48,6 +48,10 @@ from rosbags.interfaces import QosReliability
 from sim_clock import _replay
 from sim_clock.bag.cursor import Cursor
 from sim_clock.bag.flow import paced
+from sim_clock.bag.play_options import empty_parameter_values
+from sim_clock.bag.play_options import parse_arguments
+from sim_clock.bag.play_options import PlayOptions
+from sim_clock.bag.play_options import split_ros_args
 from sim_clock.bag.progress import Playback
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
@@ -57,12 +61,15 @@ from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
+from sim_clock.compat import ROS_ARGS_ERROR
 from sim_clock.core.axes import Axes
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.timeline import Change
+from sim_clock.core.units import format_seconds
 from sim_clock.core.units import join_ns
+from sim_clock.core.units import NS_PER_SEC
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.flow import FlowControl
@@ -140,7 +147,8 @@ class BagFrames:
     the publishers); by the Python model otherwise.
     """
 
-    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead, show_progress: bool):
+    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead, show_progress: bool,
+                 qos_overrides: Optional[Dict[str, QoSProfile]] = None):
         self._server = server
         self._bag = bag
         self._reader = reader
@@ -149,8 +157,12 @@ class BagFrames:
         self.end_ns = axes.from_bag(bag.end_ns)
         self.loop = False
         self._ended = False
+        qos_overrides = qos_overrides or {}
+        for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
+            server.get_logger().info(f'overriding the QoS profile of {name}')
         self._publishers = [
-            server.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
+            server.create_publisher(topic.message_class, topic.name,
+                                    qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
             for topic in bag.topics]
         self._held = (*self._publishers, server.clock_publisher)
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
@@ -176,10 +188,10 @@ class BagFrames:
         self._acks = server.acks
         self._lockstep_run = paced(flow, python_run(
             emit_unacknowledged, self._publish_acknowledged, budgets))
-        self.cursor = Cursor(self._read_from, bag.start_ns)
+        self.cursor = Cursor(self._read_from, axes.bag_start_ns)
         #: Where the replay is: a line on a terminal (stderr), else in the log.
         self.progress = Progress(
-            bag.start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
+            axes.bag_start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
             time.monotonic_ns, stream=sys.stderr if show_progress else None,
             log=server.get_logger().info)
         server.add_change_listener(self._on_change)
@@ -330,15 +342,22 @@ class BagPlayer:
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
     ``show_progress``: a progress line on stderr if it is a terminal, else in the log (every
     5 s while playing); ``~/get_progress`` answers either way.
+    ``start_offset_ns``: the timeline starts this long after the bag's first stamp, and resets
+    and loops go back there (``ros2 bag play --start-offset``).
+    ``qos_overrides``: the publishers' QoS by topic, instead of the one adapted to the bag's.
+    ``delay_ns``: wall time for which the player holds time (``paused``) once it is up.
     """
 
     def __init__(self, bag: Bag, *, start_at_zero: bool = False, show_progress: bool = True,
+                 start_offset_ns: int = 0,
+                 qos_overrides: Optional[Dict[str, QoSProfile]] = None, delay_ns: int = 0,
                  **kwargs):
         self.bag = bag
         self._show_progress = show_progress
-        #: /clock at the bag's first timestamp (the timeline's zero).
-        axes = Axes(clock_offset_ns=0 if start_at_zero else bag.start_ns,
-                    bag_start_ns=bag.start_ns)
+        self._qos_overrides = qos_overrides
+        start_ns = bag.start_ns + start_offset_ns
+        #: /clock at the start (the timeline's zero): the bag's first stamp plus the offset.
+        axes = Axes(clock_offset_ns=0 if start_at_zero else start_ns, bag_start_ns=start_ns)
         # Started first: the child imports and opens the bag while the node comes up.
         self.reader = ReadAhead(bag)
         self.frames = None
@@ -357,9 +376,55 @@ class BagPlayer:
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
                             qos_profile=SERVICE_QOS)
         self._log_start()
+        self._delay_timer = None
+        self._own_change = False
+        if delay_ns > 0:
+            self._hold_for(delay_ns)
+
+    def _hold_for(self, delay_ns: int) -> None:
+        """
+        Hold time (``paused``) for ``delay_ns`` of wall time, then let it go as it was.
+
+        Nothing has played yet. Paused already (``paused`` true, ``-p/--start-paused``): it
+        stays so. A change of ``paused`` meanwhile (``~/resume``, ``ros2 param set``) ends the
+        delay there.
+        """
+        node = self.node
+        node.get_logger().info(f'delay: playback starts in {format_seconds(delay_ns)} s')
+        if node.get_parameter('paused').value:
+            return
+        self._set_own_paused(True)
+        node.add_post_set_parameters_callback(self._end_delay_on_pause_change)
+        self._delay_timer = node.create_timer(
+            delay_ns / NS_PER_SEC, self._on_delay_over, clock=node.steady_clock)
+
+    def _set_own_paused(self, paused: bool) -> None:
+        self._own_change = True
+        try:
+            [result] = self.node.set_parameters([Parameter('paused', value=paused)])
+        finally:
+            self._own_change = False
+        if not result.successful:
+            self.node.get_logger().error(f'delay: paused={paused} refused: {result.reason}')
+
+    def _end_delay_on_pause_change(self, parameters: List[Parameter]) -> None:
+        if self._delay_timer is not None and not self._own_change and any(
+                parameter.name == 'paused' for parameter in parameters):
+            self._cancel_delay()
+
+    def _on_delay_over(self) -> None:
+        self._cancel_delay()
+        self.node.get_logger().info('delay over: playback starts')
+        self._set_own_paused(False)
+
+    def _cancel_delay(self) -> None:
+        if self._delay_timer is not None:
+            self.node.destroy_timer(self._delay_timer)
+            self._delay_timer = None
 
     def _make_frames(self, server: ClockServer) -> BagFrames:
-        self.frames = BagFrames(server, self.bag, self.reader, self._show_progress)
+        self.frames = BagFrames(server, self.bag, self.reader, self._show_progress,
+                                self._qos_overrides)
         return self.frames
 
     def _log_start(self) -> None:
@@ -373,7 +438,7 @@ class BagPlayer:
         playing = sum(topic.message_count for topic in bag.topics)
         logger.info(
             f'playing {bag.path}: {len(bag.topics)} topics, {playing} messages, bag time '
-            f'{bag.start_ns} to {bag.end_ns} ns as /clock {node.clock_ns(0)} to '
+            f'{node.axes.bag_start_ns} to {bag.end_ns} ns as /clock {node.clock_ns(0)} to '
             f'{node.clock_ns(self.frames.end_ns)} ns')
 
     def seek(self, target_ns: int) -> SeekOutcome:
@@ -412,38 +477,55 @@ class BagPlayer:
                 self.frames.loop = bool(parameter.value)
 
 
-def parse_arguments(argv: List[str]) -> argparse.Namespace:
-    """Parse the command line (without ROS arguments)."""
-    parser = argparse.ArgumentParser(
-        prog='bag_player',
-        description="Replay a rosbag2 bag (sqlite3 or MCAP) as the clock server: the bag's "
-                    'time is /clock, in every clock mode. Parameters as for clock_server, '
-                    'plus loop; e.g. --ros-args -p sync:=true -p time_step:=0.001')
-    parser.add_argument('bag', help='rosbag2 directory, or a .mcap or .db3 file')
-    parser.add_argument('--topics', nargs='+', metavar='TOPIC',
-                        help='play only these topics (default: all but /clock)')
-    parser.add_argument('--start-at-zero', action='store_true',
-                        help="/clock starts at zero instead of the bag's first timestamp")
-    parser.add_argument('--no-progress', action='store_true',
-                        help='no progress line on a terminal, nor every 5 s in the log '
-                             '(~/get_progress still answers)')
-    return parser.parse_args(argv)
-
-
 def main(args=None) -> int:
-    """Open the bag, then play it until Ctrl-C or SIGTERM; return the exit code."""
-    argv = sys.argv if args is None else args
-    options = parse_arguments(remove_ros_args(argv)[1:])
-    # The bag is opened (and its first message read) before any ROS entity exists.
+    """Open the bags, then play them until Ctrl-C or SIGTERM; return the exit code."""
+    own_arguments, argv = split_ros_args(sys.argv if args is None else args)
+    argv = empty_parameter_values(argv)
+    options = parse_arguments(own_arguments[1:])
+    if options.log_level is not None:
+        argv = [*argv, '--ros-args', '--log-level', options.log_level]
     try:
-        bag = Bag(options.bag, options.topics)
+        remove_ros_args(argv)  # rcl's check of the ROS arguments, before rclpy.init
+    except ROS_ARGS_ERROR as error:
+        rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid ROS arguments: {error}')
+        return 2
+    # The bags are opened (and their first messages read) before any ROS entity exists.
+    try:
+        bag = open_bags(options)
     except BagError as error:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
         return 1
+    overrides = [Parameter(name, value=value) for name, value in options.parameters.items()]
     try:
         return spin_until_stopped(
-            lambda: BagPlayer(bag, start_at_zero=options.start_at_zero,
-                              show_progress=not options.no_progress).node, argv,
-            logger_name=NODE_NAME)
+            lambda: BagPlayer(
+                bag, start_at_zero=options.start_at_zero, show_progress=options.show_progress,
+                start_offset_ns=options.start_offset_ns, qos_overrides=options.qos_overrides,
+                delay_ns=options.delay_ns, parameter_overrides=overrides,
+                cli_args=options.ros_arguments() or None).node,
+            argv, logger_name=NODE_NAME)
     finally:
         bag.close()
+
+
+def open_bags(options: PlayOptions) -> Bag:
+    """Open the bags of ``options``; raise BagError if they cannot play as asked."""
+    paths = [path for path, _ in options.bags]
+    storage_ids = [storage_id for _, storage_id in options.bags]
+    bag = Bag(paths, options.topic_filter, storage_ids=storage_ids)
+    start_ns, end_ns = bag.start_ns + options.start_offset_ns, bag.end_ns
+    last_ns = options.last_bag_ns(bag.start_ns)
+    if last_ns is not None:
+        bag.end_at(last_ns)
+    if start_ns > end_ns:
+        bag.close()
+        raise BagError(
+            f'--start-offset {format_seconds(options.start_offset_ns)} s starts after the end '
+            f'of {bag.path!r}: it is {format_seconds(end_ns - bag.start_ns)} s long')
+    if last_ns is not None and last_ns < start_ns:
+        bag.close()
+        raise BagError(
+            f'nothing would play: playback ends at bag time {last_ns} ns '
+            '(--playback-until-sec/--playback-until-nsec/--playback-duration), before it '
+            f'starts at {start_ns} ns')
+    return bag

@@ -107,7 +107,8 @@ class ReadAhead:
                 pass  # above the system's limit: the pipe keeps its default capacity
             config = {
                 'sys_path': [entry for entry in sys.path if isinstance(entry, str)],
-                'path': self._bag.path,
+                'paths': self._bag.paths, 'storage_ids': self._bag.storage_ids,
+                'until_ns': self._bag.until_ns,
                 'topics': [[topic.name, topic.type_name] for topic in self._bag.topics],
                 'requests': requests_read, 'data': data_write}
             self._process = subprocess.Popen(
@@ -231,9 +232,10 @@ def read_ahead_main(config: dict) -> int:
 
     failure = None
     try:
-        bag = Bag(config['path'], list(wanted), lookup)
+        bag = Bag(config['paths'], list(wanted), lookup, storage_ids=config['storage_ids'],
+                  until_ns=config['until_ns'])
         if [[topic.name, topic.type_name] for topic in bag.topics] != config['topics']:
-            failure = f'the topics of {config["path"]!r} changed since it was opened'
+            failure = f'the topics of {bag.path!r} changed since it was opened'
     except BagError as error:
         failure = str(error)
     try:

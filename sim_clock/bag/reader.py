@@ -21,14 +21,20 @@ bounded whatever the bag's size; message data stays serialized bytes throughout.
 
 from dataclasses import dataclass
 from dataclasses import field
+import heapq
+import itertools
+from operator import itemgetter
 import os
+import re
 from typing import Callable
 from typing import Dict
 from typing import Iterable
 from typing import Iterator
 from typing import List
 from typing import Optional
+from typing import Sequence
 from typing import Tuple
+from typing import Union
 
 import apsw
 from rosbags.interfaces import Qos
@@ -83,52 +89,116 @@ class Skipped:
     unknown_types: Dict[str, Tuple[List[str], str]] = field(default_factory=dict)
 
 
+#: How rosbag2 names the topic of a service's recorded events: the service's name and this.
+SERVICE_EVENT_SUFFIX = '/_service_event'
+
+
+@dataclass(frozen=True)
+class TopicFilter:
+    """
+    Which topics play, as ``ros2 bag play`` selects them (rosbag2's ``allow_topic``).
+
+    A topic named in ``exclude_topics`` (a service's events: in ``exclude_services``), or that
+    ``exclude_regex`` matches whole, never plays. Otherwise, when ``topics`` (for service
+    events: ``services``) or ``regex`` is given, a topic plays if it is named there or
+    ``regex`` matches it whole; else every topic plays. Services are given by their event
+    topics (``/srv/_service_event``); the lists of topics do not select services, nor the lists
+    of services topics. Regular expressions are Python's (rosbag2 uses ECMAScript's).
+    """
+
+    topics: Tuple[str, ...] = ()
+    services: Tuple[str, ...] = ()
+    regex: str = ''
+    exclude_topics: Tuple[str, ...] = ()
+    exclude_services: Tuple[str, ...] = ()
+    exclude_regex: str = ''
+
+    def allows(self, name: str) -> bool:
+        """Return whether the topic ``name`` plays."""
+        service = name.endswith(SERVICE_EVENT_SUFFIX)
+        if name in (self.exclude_services if service else self.exclude_topics):
+            return False
+        if self.exclude_regex and re.fullmatch(self.exclude_regex, name):
+            return False
+        named = self.services if service else self.topics
+        if not (named or self.regex):
+            return True
+        return name in named or bool(self.regex and re.fullmatch(self.regex, name))
+
+    @property
+    def named(self) -> List[str]:
+        """Return the topics asked for by name (a name not in the bag is reported)."""
+        return [*self.topics, *self.services]
+
+
+#: The storage ids of rosbag2 that rosbags reads, by the suffix of their data files.
+STORAGE_SUFFIXES = {'.db3': 'sqlite3', '.mcap': 'mcap'}
+
+
 class Bag:
     """
-    An open bag: the topics that play and a stream of their messages from any time.
+    Open bags: the topics that play and one stream of their messages, from any time.
 
-    ``topics``: play only these (None: all). Raises :class:`BagError` with a reason when the
-    bag is missing, damaged or holds no message at all; the first message is read here, so a
+    ``path``: a bag, or a list of bags whose messages are merged by time into one timeline (at
+    one stamp, the bag given first comes first, and within a bag its own order).
+    ``storage_ids``: for each bag, the storage it must be (``sqlite3``, ``mcap``), or None.
+    ``topics``: play only these (a list of names, or a :class:`TopicFilter`; None: all).
+    ``until_ns``: no message stamped after this bag time plays; the end is there at the latest.
+    Raises :class:`BagError` with a reason when a bag is missing, damaged, of another storage
+    than given, or they hold no message at all; the first message of each is read here, so a
     damaged data file is found before anything else starts.
     """
 
-    def __init__(self, path: str, topics: Optional[Iterable[str]] = None,
-                 lookup: Callable[[str], object] = get_message):
-        self.path = path
-        if not os.path.exists(path):
-            raise BagError(f'bag {path!r} does not exist')
+    def __init__(self, path: Union[str, Sequence[str]],
+                 topics: Union[None, Iterable[str], TopicFilter] = None,
+                 lookup: Callable[[str], object] = get_message, *,
+                 storage_ids: Optional[Sequence[Optional[str]]] = None,
+                 until_ns: Optional[int] = None):
+        #: The bags, in the order given.
+        self.paths = [path] if isinstance(path, str) else list(path)
+        #: The bags, for a log line.
+        self.path = ' + '.join(self.paths)
+        self.storage_ids = list(storage_ids or [None] * len(self.paths))
+        self.until_ns = until_ns
+        self._readers = []
         try:
-            self._reader = Reader(path)
-            self._reader.open()
-        except READ_ERRORS as error:
-            raise BagError(f'bag {path!r} cannot be read: {error}') from None
-        try:
-            self._select(topics, lookup)
+            for bag_path, storage_id in zip(self.paths, self.storage_ids):
+                self._readers.append(_open(bag_path, storage_id))
+            if topics is None or isinstance(topics, TopicFilter):
+                selection = topics or TopicFilter()
+            else:
+                names = tuple(topics)
+                selection = TopicFilter(topics=names, services=names)
+            self._select(selection, lookup)
         except BagError:
             self.close()
             raise
 
-    def _select(self, wanted: Optional[Iterable[str]], lookup: Callable[[str], object]) -> None:
-        reader = self._reader
-        if reader.message_count == 0:
+    def _select(self, selection: TopicFilter, lookup: Callable[[str], object]) -> None:
+        readers = self._readers
+        if sum(reader.message_count for reader in readers) == 0:
             raise BagError(f'bag {self.path!r} holds no messages')
-        #: The bag's first and last timestamps (all topics), in ns.
-        self.start_ns = reader.start_time
-        self.end_ns = reader.end_time - 1
-        wanted = None if wanted is None else set(wanted)
+        #: The first and last timestamps (all topics, all bags), in ns.
+        self.start_ns = min(reader.start_time for reader in readers if reader.message_count)
+        self.end_ns = max(reader.end_time - 1 for reader in readers if reader.message_count)
+        if self.until_ns is not None:
+            self.end_at(self.until_ns)
         self.skipped = Skipped()
         by_topic: Dict[str, list] = {}
-        for connection in reader.connections:
-            by_topic.setdefault(connection.topic, []).append(connection)
+        for number, reader in enumerate(readers):
+            for connection in reader.connections:
+                by_topic.setdefault(connection.topic, []).append((number, connection))
         classes = {}
         self.topics: List[BagTopic] = []
+        #: (bag number, connection id) -> index in :attr:`topics`
+        self._topic_index: Dict[Tuple[int, int], int] = {}
         for name in sorted(by_topic):
-            connections = by_topic[name]
+            connections = [c for _, c in by_topic[name]]
             type_names = sorted({c.msgtype for c in connections})
             if name == CLOCK_TOPIC:
                 self.skipped.clock.append(name)
                 continue
-            if wanted is not None and name not in wanted:
+            if not selection.allows(name):
                 self.skipped.filtered.append(name)
                 continue
             if len(type_names) != 1:
@@ -149,38 +219,60 @@ class Bag:
             offered = []
             for connection in connections:
                 offered += getattr(connection.ext, 'offered_qos_profiles', None) or []
+            for number, connection in by_topic[name]:
+                self._topic_index[number, connection.id] = len(self.topics)
             self.topics.append(BagTopic(
                 name=name, type_name=type_name, message_class=classes[type_name],
                 offered_qos=tuple(offered),
                 connection_ids=tuple(c.id for c in connections),
                 message_count=sum(c.msgcount for c in connections)))
-        self.missing_topics = sorted((wanted or set()) - set(by_topic))
-        self._connections = [c for c in reader.connections
-                             if any(c.id in t.connection_ids for t in self.topics)]
-        #: connection id -> index in :attr:`topics`
-        self.topic_index = {cid: index for index, topic in enumerate(self.topics)
-                            for cid in topic.connection_ids}
+        self.missing_topics = sorted(set(selection.named) - set(by_topic))
+        self._connections = [
+            [c for c in reader.connections if (number, c.id) in self._topic_index]
+            for number, reader in enumerate(readers)]
         # Read the first message now: a damaged data file fails here, before anything starts.
-        if self._connections:
-            try:
-                next(iter(self.messages(self.start_ns)), None)
-            except READ_ERRORS as error:
-                raise BagError(f'bag {self.path!r} is damaged: {error}') from None
+        for number, reader in enumerate(readers):
+            if self._connections[number]:
+                try:
+                    next(iter(reader.messages(self._connections[number])), None)
+                except READ_ERRORS as error:
+                    raise BagError(
+                        f'bag {self.paths[number]!r} is damaged: {error}') from None
+
+    def end_at(self, until_ns: int) -> None:
+        """Play no message stamped after bag time ``until_ns``: the end is there at the latest."""
+        self.until_ns = until_ns
+        self.end_ns = min(self.end_ns, until_ns)
 
     @property
     def duration_ns(self) -> int:
         """Return the time from the first to the last message, in ns."""
         return self.end_ns - self.start_ns
 
-    def messages(self, start_ns: int) -> Iterator[tuple]:
+    def messages(self, start_ns: int) -> Iterator[Tuple[int, int, bytes]]:
         """
-        Stream ``(connection, time_ns, data)`` of the topics that play, from ``start_ns`` on.
+        Stream ``(topic index, time_ns, data)`` of the topics that play, from ``start_ns`` on.
 
-        In time order, read as they are consumed. Nothing plays: an empty stream.
+        In time order (bags merged: at one stamp, the bag given first first), read as they are
+        consumed, up to ``until_ns``. The index is that of :attr:`topics`. Nothing plays: an
+        empty stream.
         """
-        if not self._connections:
+        streams = [self._stream(number, start_ns) for number, connections
+                   in enumerate(self._connections) if connections]
+        if not streams:
             return iter(())
-        return self._reader.messages(self._connections, start=start_ns)
+        # heapq.merge is stable: at one time, the stream of the earlier bag first.
+        merged = streams[0] if len(streams) == 1 else heapq.merge(
+            *streams, key=itemgetter(1))
+        if self.until_ns is None:
+            return merged
+        return itertools.takewhile(lambda message: message[1] <= self.until_ns, merged)
+
+    def _stream(self, number: int, start_ns: int) -> Iterator[Tuple[int, int, bytes]]:
+        index = self._topic_index
+        for connection, time_ns, data in self._readers[number].messages(
+                self._connections[number], start=start_ns):
+            yield index[number, connection.id], time_ns, data
 
     def batches(self, start_ns: int, max_messages: int = BATCH_MESSAGES,
                 max_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
@@ -190,7 +282,6 @@ class Bag:
         A batch ends at ``max_messages`` messages or once it holds ``max_bytes`` of data, so
         memory stays bounded whatever the messages' size. No batch is empty.
         """
-        index = self.topic_index
         messages = self.messages(start_ns)
         while True:
             times: List[int] = []
@@ -198,9 +289,9 @@ class Bag:
             datas: List[bytes] = []
             add_time, add_topic, add_data = times.append, topics.append, datas.append
             size = 0
-            for connection, time_ns, data in messages:
+            for topic, time_ns, data in messages:
                 add_time(time_ns)
-                add_topic(index[connection.id])
+                add_topic(topic)
                 add_data(data)
                 size += len(data)
                 if size >= max_bytes or len(datas) >= max_messages:
@@ -210,6 +301,32 @@ class Bag:
             yield times, topics, datas
 
     def close(self) -> None:
-        """Close the bag's files."""
-        if self._reader.is_open:
-            self._reader.close()
+        """Close the bags' files."""
+        for reader in self._readers:
+            if reader.is_open:
+                reader.close()
+
+
+def _open(path: str, storage_id: Optional[str]) -> Reader:
+    """Open one bag with rosbags; check its storage if one is given."""
+    if not os.path.exists(path):
+        raise BagError(f'bag {path!r} does not exist')
+    try:
+        reader = Reader(path)
+        reader.open()
+    except READ_ERRORS as error:
+        raise BagError(f'bag {path!r} cannot be read: {error}') from None
+    if storage_id is not None:
+        stored = _storages(path)
+        if stored != [storage_id]:
+            reader.close()
+            raise BagError(f'bag {path!r} is stored as {" and ".join(stored) or "neither"}, '
+                           f'not as the {storage_id} given with it')
+    return reader
+
+
+def _storages(path: str) -> List[str]:
+    """Return the storage ids of a bag's data files (a directory's, or the file's), sorted."""
+    names = os.listdir(path) if os.path.isdir(path) else [path]
+    suffixes = {os.path.splitext(name)[1] for name in names}
+    return sorted(STORAGE_SUFFIXES[suffix] for suffix in suffixes & set(STORAGE_SUFFIXES))
