@@ -246,6 +246,17 @@ class ClockServer(Node):
             expected_participants=list(self._core.roster.expected),
             expected_missing=self.expected.describe_missing())
 
+    def set_parameters_atomically(self, parameter_list: list):
+        """Set parameters as rclpy's Node does; each change, or its refusal, goes to the log."""
+        bridge = getattr(self, '_parameter_bridge', None)  # none yet while parameters are declared
+        if bridge is None:
+            return super().set_parameters_atomically(parameter_list)
+        return bridge.set_logged(parameter_list, super().set_parameters_atomically)
+
+    def set_parameters(self, parameter_list: list) -> list:
+        """Set parameters one by one, as rclpy's Node does (each through the log, as above)."""
+        return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
+
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
         try:
