@@ -136,6 +136,8 @@ NO_SERVER = [
     (('sync', 'on'), '(looked for /sim_clock/set_sync'),
     (('sync', 'on', '--user-id', 'me'), '(looked for /sim_clock/sync_mode_cmd'),
     (('rate', '2'), '(looked for /sim_clock/set_parameters'),
+    (('mode', 'real_time'), '(looked for /sim_clock/set_parameters'),
+    (('resume',), '(looked for /sim_clock/resume'),
     (('resets',), '(looked for /sim_clock/get_status'),
     (('seek', '1'), 'no bag player answered at /sim_clock (looked for /sim_clock/seek'),
     (('progress',), 'no bag player answered at /sim_clock (looked for /sim_clock/get_progress'),
