@@ -15,7 +15,7 @@
 // stack_relay: a deterministic participant written in C against rcl (doc/frames.md, "The wire
 // protocol, for a participant in any language").
 //
-//     stack_relay [--readers N] [--ros-args ...]
+//     stack_relay [--readers N] [--ros-args ...]    (--help: what follows, and exit)
 //
 // It joins /sim_clock/join as 'relay' (period 0) and relays each std_msgs/String message of
 // /stage2 unchanged on /relay, by round: messages are taken serialized and delivered in
@@ -400,6 +400,44 @@ static bool spin_once(sim_clock__msg__Round * round)
   return ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED || failed("take a round");
 }
 
+static const char USAGE[] =
+  "usage: stack_relay [--readers N] [--ros-args ...]\n"
+  "\n"
+  "A deterministic participant in C (doc/frames.md): joins /sim_clock/join as '" NAME "' and\n"
+  "relays each std_msgs/String of " INPUT " on " OUTPUT ", by round. Prints 'joined' once it\n"
+  "takes part and 'got " INPUT " <clock> <sender's clock> <data>' per message delivered.\n"
+  "\n"
+  "options:\n"
+  "  -h, --help   show this help and exit\n"
+  "  --readers N  print 'matched' once its " OUTPUT " writer has matched N readers\n";
+
+// Read the arguments before --ros-args into *readers; return -1 to go on, else the exit code
+// (0 after --help, 2 for a usage error), having printed why. No ROS entity exists yet.
+static int parse_arguments(int argc, char ** argv, size_t * readers)
+{
+  for (int i = 1; i < argc && strcmp(argv[i], "--ros-args") != 0; ++i) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(USAGE, stdout);
+      return 0;
+    }
+    if (strcmp(argv[i], "--readers") == 0 && i + 1 < argc) {
+      const char * value = argv[++i];
+      char * end = NULL;
+      *readers = (size_t)strtoul(value, &end, 10);
+      if (value[0] >= '0' && value[0] <= '9' && *end == '\0') {
+        continue;
+      }
+      fprintf(stderr, "%sstack_relay: error: argument --readers: expected a whole number of 0 "
+        "or more, got '%s'\n", USAGE, value);
+      return 2;
+    }
+    fprintf(stderr, "%sstack_relay: error: unrecognized argument '%s' (--readers N or --help)\n",
+      USAGE, argv[i]);
+    return 2;
+  }
+  return -1;
+}
+
 static bool set_up(int argc, char ** argv)
 {
   rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
@@ -442,6 +480,11 @@ static bool set_up(int argc, char ** argv)
 
 int main(int argc, char ** argv)
 {
+  size_t readers = 0, matched = 0;
+  int code = parse_arguments(argc, argv, &readers);
+  if (code >= 0) {
+    return code;
+  }
   g_alloc = rcl_get_default_allocator();  // the rcl entities are static: zero-initialized
   struct sigaction action = {.sa_handler = on_signal};
   sigaction(SIGINT, &action, NULL);
@@ -464,12 +507,6 @@ int main(int argc, char ** argv)
   if (ok && !g_stop) {
     printf("joined\n");
     fflush(stdout);
-  }
-  size_t readers = 0, matched = 0;
-  for (int i = 1; i + 1 < argc && strcmp(argv[i], "--ros-args") != 0; ++i) {
-    if (strcmp(argv[i], "--readers") == 0) {
-      readers = (size_t)strtoul(argv[i + 1], NULL, 10);
-    }
   }
   sim_clock__msg__Round round;
   memset(&round, 0, sizeof(round));

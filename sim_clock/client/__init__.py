@@ -20,7 +20,9 @@ service and message types only.
 """
 
 from sim_clock.client.api import SimClockClient
+from sim_clock.client.results import Progress
 from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockNoService
@@ -30,8 +32,8 @@ from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
 
 __all__ = [
-    'ResetEvent', 'SimClockClient', 'SimClockError', 'SimClockLate', 'SimClockNoService',
-    'SimClockRefused', 'SimClockTimeout',
+    'Progress', 'ResetEvent', 'SeekResult', 'SimClockClient', 'SimClockError', 'SimClockLate',
+    'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
     'Status',
     'StepResult',
 ]

@@ -42,7 +42,9 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.results import Progress
 from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockNoService
@@ -51,18 +53,22 @@ from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
 from sim_clock.core.rules import check_whole_steps
+from sim_clock.core.rules import frames_until
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.units import split_ns
 from sim_clock.msg import Reset
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RESET_QOS
 from sim_clock.names import SERVICE_QOS
+from sim_clock.srv import GetProgress
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
 from sim_clock.srv import Leave
+from sim_clock.srv import Seek
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 from std_srvs.srv import SetBool
@@ -73,13 +79,20 @@ DEFAULT_TIMEOUT = 10.0
 #: a timeout (up to ``retries`` times), as a lost answer looks the same as a slow one. A step
 #: is, as this client asks it (by target frame and epoch). A reset is not (see reset()). A join
 #: is: joining again under the same name with the same period changes nothing.
-REPEATABLE = frozenset(('get_status', 'join', 'pause', 'resume', 'set_sync', 'set_parameters',
-                        'step'))
+REPEATABLE = frozenset(('get_progress', 'get_status', 'join', 'pause', 'resume', 'set_sync',
+                        'set_parameters', 'step'))
 #: The services whose call ends as soon as the server leaves the graph while it waits for the
 #: answer (its service is no longer ready: it stopped), instead of at the timeout: a leave,
 #: which has nothing left to leave then (under ``ros2 launch`` the server stops at the same
 #: moment as its participants).
 GIVEN_UP_WITH_THE_SERVER = frozenset(('leave',))
+#: The type of each service of a server, by its name under the server's.
+SERVICE_TYPES = {
+    'get_status': GetStatus, 'step': Step, 'sync_mode_cmd': SyncModeCmd, 'join': Join,
+    'leave': Leave, 'pause': Trigger, 'resume': Trigger, 'reset': Trigger, 'step_once': Trigger,
+    'set_sync': SetBool, 'set_parameters': SetParameters, 'seek': Seek,
+    'get_progress': GetProgress,
+}
 
 _instances = itertools.count()
 
@@ -211,7 +224,13 @@ class SimClockClient:
         """
         self._check_whole(frame, f'a step to frame {frame}')
         current, epoch = self._where()
-        result = StepResult(current, self.status().time_ns, epoch) if frame <= current else None
+        if frame <= current:
+            return StepResult(current, self.status().time_ns, epoch)
+        return self._step_through(current, frame, epoch)
+
+    def _step_through(self, current: int, frame: int, epoch: int) -> StepResult:
+        """Step from frame ``current`` to ``frame`` in epoch ``epoch``, 10^6 frames a call."""
+        result = None
         while current < frame:
             current = min(frame, current + MAX_STEPS_PER_CALL)
             result = self._step_to(current, epoch, f'a step to frame {current}')
@@ -249,15 +268,20 @@ class SimClockClient:
         return result
 
     def step_until(self, time_ns: int) -> StepResult:
-        """Step whole frames until time reaches ``time_ns`` (integer ns) or just passes it."""
+        """
+        Step whole frames until time reaches ``time_ns`` (integer ns, /clock) or just passes it.
+
+        As Gazebo's ``run_to_sim_time``: the frames needed are counted once, from where time
+        is, and stepped to that frame number in the epoch seen then, so a call asked again
+        (after a lost answer) never passes the first frame at or after ``time_ns``, and a
+        reset in between is refused. A time off the frame grid ends at the first frame after
+        it; a time reached already steps nothing.
+        """
         status = self.status()
-        remaining = -(-(time_ns - status.time_ns) // status.time_step_ns)
-        result = StepResult(status.frame, status.time_ns, status.epoch)
-        while remaining > 0:
-            chunk = min(remaining, MAX_STEPS_PER_CALL)
-            result = self.step(chunk)
-            remaining -= chunk
-        return result
+        frames = frames_until(status.time_ns, status.time_step_ns, time_ns)
+        if frames == 0:
+            return StepResult(status.frame, status.time_ns, status.epoch)
+        return self._step_through(status.frame, status.frame + frames, status.epoch)
 
     def status(self) -> Status:
         """Return the server's state."""
@@ -275,6 +299,30 @@ class SimClockClient:
             output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
             output_gates_slowest=tuple(r.output_gates_slowest),
             output_gates_waiting=tuple(r.output_gates_waiting))
+
+    def seek(self, time_ns: int) -> SeekResult:
+        """
+        Go to /clock time ``time_ns`` (integer ns) within a bag player's bag: a reset.
+
+        Asked once (asked again, a slow first seek would reset a second time), waiting as long
+        as the calls safe to repeat wait in all.
+
+        :raises SimClockRefused: the time is outside the bag (nothing changed).
+        """
+        request = Seek.Request()
+        request.time.sec, request.time.nanosec = split_ns(time_ns)
+        response = self._call(Seek, 'seek', request, patience=1 + self.retries)
+        if not response.success:
+            raise SimClockRefused(self.server, f'a seek to {time_ns} ns', response.message)
+        return SeekResult(join_ns(response.clock), response.epoch)
+
+    def progress(self) -> Progress:
+        """Return where a bag player's replay is (``~/get_progress``; changes nothing)."""
+        r = self._call(GetProgress, 'get_progress', GetProgress.Request())
+        return Progress(
+            bag_time_ns=join_ns(r.bag_time), start_ns=join_ns(r.start), end_ns=join_ns(r.end),
+            percent=r.percent, messages_out=r.messages_out, messages_total=r.messages_total,
+            rate=r.rate, time_left=r.time_left, epoch=r.epoch, playback=r.playback)
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""
@@ -373,6 +421,22 @@ class SimClockClient:
         """
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         self._spin_until(condition, deadline, f'not done within {timeout} s')
+
+    def wait_for_services(self, names, timeout: Optional[float] = None) -> list:
+        """
+        Wait until the server serves every service of ``names`` (``'step'``, ``'seek'``, ...).
+
+        Return those that did not appear within ``timeout`` s (None: the client's timeout), in
+        the order given; an empty list once all are there.
+        """
+        clients = {name: self._client_for(SERVICE_TYPES[name], name) for name in names}
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        try:
+            self._spin_until(lambda: all(c.service_is_ready() for c in clients.values()),
+                             deadline, '')
+        except SimClockTimeout:
+            pass
+        return [name for name, client in clients.items() if not client.service_is_ready()]
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -22,12 +22,18 @@ cannot be read.
 """
 
 import argparse
+import math
 import os
+import re
 import signal
 import sys
 import time
 
+from sim_clock.core.rules import MAX_STEPS_PER_CALL
+from sim_clock.core.rules import real_time_factor_from_float
+from sim_clock.core.rules import Refused
 from sim_clock.core.units import format_seconds
+from sim_clock.core.units import seconds_text_to_ns
 from sim_clock.names import DEFAULT_SERVER
 
 EXIT_REFUSED = 1
@@ -38,11 +44,90 @@ EXIT_UNREADABLE = 2
 EXIT_NO_ANSWER = 3
 #: Seconds to wait for the server's service and for its answer, unless --timeout says.
 DEFAULT_TIMEOUT = 5.0
+#: The commands that step or change sync mode: the only ones a user_id means something to,
+#: and what it means to each.
+USER_ID_COMMANDS = {
+    'step': "the user_id to step as (the sync holder's, if one holds sync mode)",
+    'sync': "take (on) or give back (off) sync mode as this user_id, as MORAI's sync_mode_cmd "
+            'does: then only it may step; without: the operator switch, no holder',
+}
+#: The service each command needs first, under the server's name; what its absence means.
+SERVICES = {
+    'status': 'get_status', 'step': 'step', 'pause': 'pause', 'resume': 'resume',
+    'reset': 'reset', 'sync': 'set_sync', 'rate': 'set_parameters', 'mode': 'set_parameters',
+    'resets': 'get_status', 'seek': 'seek', 'progress': 'get_progress',
+}
+#: The services that only a bag player has (a clock server has get_status but not these).
+BAG_SERVICES = ('seek', 'get_progress')
 
 
-def _add_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+# -- argument types: each refuses at once, saying what is allowed (exit code 2) ---------------
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'expected a finite number, got {text!r}')
+    return value
+
+
+def _whole(text: str, low: int, high=None, allowed: str = '') -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f'expected {allowed}, got {text!r}')
+    return value
+
+
+def frames_argument(text: str) -> int:
+    """Parse a number of frames to step: 1 to 10^6, as one call of the server's ~/step takes."""
+    return _whole(text, 1, MAX_STEPS_PER_CALL,
+                  f'a whole number of frames from 1 to {MAX_STEPS_PER_CALL}')
+
+
+def frame_argument(text: str) -> int:
+    """Parse a frame number: 0 or more."""
+    return _whole(text, 0, None, 'a frame number, 0 or more')
+
+
+def count_argument(text: str) -> int:
+    """Parse a count of events: 0 (never end) or more."""
+    return _whole(text, 0, None, 'a whole number, 0 (never end) or more')
+
+
+def seconds_argument(text: str) -> int:
+    """Parse seconds on the /clock axis into integer ns, exactly (decimal text, never a float)."""
+    try:
+        return seconds_text_to_ns(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_seconds_argument(text: str) -> float:
+    """Parse a wall-time duration in seconds: more than 0."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'expected seconds, more than 0, got {text!r}')
+    return value
+
+
+def factor_argument(text: str) -> float:
+    """Parse a real_time_factor, checked as the server checks it."""
+    value = _number(text)
+    try:
+        real_time_factor_from_float(value)
+    except Refused as refused:
+        raise argparse.ArgumentTypeError(refused.reason) from None
+    return value
+
+
+def _add_options(parser: argparse.ArgumentParser, defaults: bool, user_id: str = '') -> None:
     """
-    Add the options every command takes.
+    Add the options every command takes, and ``--user-id`` where it means something.
 
     On the main parser with their defaults; on each command's parser without (SUPPRESS): given
     after the command, an option overrides, and absent there it leaves the main parser's value.
@@ -53,56 +138,86 @@ def _add_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         '--server', default=default(DEFAULT_SERVER),
         help=f'full name of the clock server node (default: {DEFAULT_SERVER})')
     parser.add_argument(
-        '--timeout', type=float, default=default(DEFAULT_TIMEOUT),
+        '--timeout', type=positive_seconds_argument, default=default(DEFAULT_TIMEOUT),
         help=f'seconds to wait for the server (default: {DEFAULT_TIMEOUT})')
-    parser.add_argument(
-        '--user-id', default=default(''),
-        help="user_id to step as (the sync holder's, if one holds sync mode)")
+    if user_id:
+        parser.add_argument('--user-id', default=argparse.SUPPRESS, help=user_id)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the simclock options and commands to ``parser``."""
     _add_options(parser, defaults=True)
+    # Before the command, as simclock took it first: accepted for the commands it applies to
+    # (check_arguments refuses it for the others), listed only in their help.
+    parser.add_argument('--user-id', default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        _add_options(sub, defaults=False)
+        _add_options(sub, defaults=False, user_id=USER_ID_COMMANDS.get(name, ''))
         return sub
     status = command('status', 'print the clock server state, its participants and output '
                                'gates, and what the current frame waits for')
     status.add_argument('--watch', action='store_true',
                         help='refresh it in place with the measured rate, until Ctrl-C')
-    status.add_argument('--interval', type=float, default=1.0, metavar='S',
+    status.add_argument('--interval', type=positive_seconds_argument, default=1.0, metavar='S',
                         help='seconds between refreshes with --watch (default: %(default)s)')
-    step = command('step', 'advance N frames (sync mode, or while paused); returns once they '
-                           'are published')
-    step.add_argument('frames', nargs='?', type=int, default=1, metavar='N',
-                      help='how many frames (default: %(default)s)')
-    step.add_argument('--to', type=int, metavar='FRAME',
-                      help='step until the frame counter is FRAME (nothing if it is there)')
+    step = command('step', 'advance N frames, to a frame or to a simulated time (sync mode, or '
+                           'while paused); returns once they are published')
+    target = step.add_mutually_exclusive_group()
+    target.add_argument('frames', nargs='?', type=frames_argument, metavar='N',
+                        help=f'how many frames, 1 to {MAX_STEPS_PER_CALL} (default: 1)')
+    target.add_argument('--to', type=frame_argument, metavar='FRAME',
+                        help='step until the frame counter is FRAME (nothing if it is there '
+                             'or past); safe to run again')
+    target.add_argument('--until', type=seconds_argument, metavar='SECONDS',
+                        help='step until /clock reaches SECONDS (decimal seconds on the /clock '
+                             'axis, exact to the ns): the first frame at or after it, so a '
+                             'time between two frames is passed by less than a frame; nothing '
+                             'if time is there or past; safe to run again')
     command('pause', 'freeze real-time and free-run time')
     command('resume', 'unfreeze time')
     command('reset', 'time and frame to 0 (epoch + 1)')
-    sync = command('sync', 'turn sync mode on (no holder) or off (releases any holder)')
+    sync = command('sync', 'turn sync mode on (no holder) or off (releases any holder); with '
+                           '--user-id, take it as that holder or give it back')
     sync.add_argument('state', choices=('on', 'off'),
                       help='on: time advances only by steps; off: free run')
     rate = command('rate', 'set real_time_factor (0: as fast as possible)')
-    rate.add_argument('factor', type=float,
-                      help='free-run pace: 1.0 wall pace, 2.0 twice as fast, 0 as fast as '
-                           'possible')
+    rate.add_argument('factor', type=factor_argument,
+                      help='free-run pace, 0 to 10000: 1.0 wall pace, 2.0 twice as fast, 0 as '
+                           'fast as possible')
     resets = command(
         'resets', 'print each reset as it comes (the last one before first), until Ctrl-C')
-    resets.add_argument('--count', type=int, default=0, metavar='N',
+    resets.add_argument('--count', type=count_argument, default=0, metavar='N',
                         help='end after N resets (default: 0, never)')
     mode = command('mode', 'switch mode (resets time)')
     mode.add_argument('mode', choices=('real_time', 'simulation'),
                       help='real_time: the wall clock; simulation: frames of time_step')
+    seek = command('seek', 'bag player: go to a time of the bag (a reset: epoch + 1); the '
+                           "bag's messages from that time on play next")
+    seek.add_argument('time', type=seconds_argument, metavar='TIME',
+                      help="decimal seconds on the /clock axis (the bag's timestamps, or from 0 "
+                           'with --start-at-zero), within the bag')
+    progress = command('progress', 'bag player: where the replay is (bag time, percent, '
+                                   'messages out, measured rate, time left, playback)')
+    progress.add_argument('--follow', action='store_true',
+                          help='a line refreshed in place, until Ctrl-C')
+    progress.add_argument('--interval', type=positive_seconds_argument, default=1.0,
+                          metavar='S',
+                          help='seconds between refreshes with --follow (default: %(default)s)')
     diff = command('diff', 'compare two recordings, no server needed: exit 0 if the same, 1 if '
                            'not (naming the first message that differs), 2 if one is unreadable')
     diff.add_argument('bag_a', metavar='BAG_A',
                       help='a rosbag2 directory, or a .mcap or .db3 file')
     diff.add_argument('bag_b', metavar='BAG_B', help='the bag to compare it with')
+
+
+def check_arguments(args) -> str:
+    """Return what is wrong with parsed arguments that argparse cannot see, or ''."""
+    if getattr(args, 'user_id', None) is not None and args.command not in USER_ID_COMMANDS:
+        return (f'--user-id applies to {" and ".join(USER_ID_COMMANDS)} only, not to '
+                f'{args.command}')
+    return ''
 
 
 #: Service names in the server's reasons -> the simclock command that does the same, in the
@@ -119,12 +234,23 @@ COMMANDS_FOR_SERVICES = (
 )
 
 
+#: How a refusal names the holder of sync mode.
+HELD_BY = re.compile(r"sync mode is held by '([^']*)'")
+
+
 def for_the_command_line(reason: str, holder: str = '') -> str:
-    """Return a server's reason with the simclock commands that fix it, not service names."""
+    """
+    Return a server's reason with the simclock commands that fix it, not service names.
+
+    ``holder``: who holds sync mode, where the answer says it apart (``sync_mode_cmd``); a
+    step's refusal names it in its reason only.
+    """
     for service, command in COMMANDS_FOR_SERVICES:
         reason = reason.replace(service, command)
+    named = HELD_BY.search(reason)
+    holder = holder or (named.group(1) if named else '')
     if holder and 'only that user_id may step' in reason:
-        reason += (f" (step as it: 'simclock --user-id {holder} step'; or release it: "
+        reason += (f" (step as it: 'simclock step --user-id {holder}'; or release it: "
                    "'simclock sync off')")
     return reason
 
@@ -222,19 +348,16 @@ def format_watch(status, rate) -> str:
             f'{status.owner or "(none)"}  epoch {status.epoch}')
 
 
-def watch(client, interval: float, out=sys.stdout) -> int:
-    """Print the status line every ``interval`` s, in place on a terminal; 0 on Ctrl-C."""
-    if not interval > 0:
-        print(f'--interval must be more than 0 s, got {interval}', file=sys.stderr)
-        return EXIT_USAGE
+def refresh(read_line, interval: float, out=sys.stdout) -> int:
+    """
+    Print ``read_line()`` every ``interval`` s, in place on a terminal; 0 on Ctrl-C.
+
+    Not a terminal (a pipe, a file): a line per refresh.
+    """
     terminal = out.isatty()
-    previous = None
     try:
         while True:
-            status = client.status()
-            current = (time.monotonic_ns(), status.time_ns, status.epoch)
-            line = format_watch(status, measured_rate(previous, current))
-            previous = current
+            line = read_line()
             if terminal:
                 out.write('\r\x1b[K' + line)
             else:
@@ -245,6 +368,51 @@ def watch(client, interval: float, out=sys.stdout) -> int:
         if terminal:
             out.write('\n')
         return 0
+
+
+def watch(client, interval: float, out=sys.stdout) -> int:
+    """Print the status line every ``interval`` s with the measured rate; 0 on Ctrl-C."""
+    previous = None
+
+    def read_line() -> str:
+        nonlocal previous
+        status = client.status()
+        current = (time.monotonic_ns(), status.time_ns, status.epoch)
+        line = format_watch(status, measured_rate(previous, current))
+        previous = current
+        return line
+    return refresh(read_line, interval, out)
+
+
+def format_progress(progress) -> str:
+    """Return a human-readable block of a bag player's progress."""
+    if progress.time_left == 0:
+        left = '0 s (at or past the end)'
+    elif progress.time_left < 0:
+        left = '- (not playing, or the pace is not measured yet)'
+    else:
+        left = f'{progress.time_left:.1f} s'
+    rate = f'{progress.rate:.3f}x' if progress.rate > 0 else '- (not measured: paused or idle)'
+    return '\n'.join([
+        f'playback:  {progress.playback}',
+        f'bag time:  {format_time(progress.bag_time_ns)} ({progress.percent:.1f}% of '
+        f'{format_time(progress.start_ns)} to {format_time(progress.end_ns)})',
+        f'messages:  {progress.messages_out} of {progress.messages_total} out since the last '
+        f'reset',
+        f'epoch:     {progress.epoch}',
+        f'rate:      {rate}',
+        f'time left: {left}',
+    ])
+
+
+def format_progress_line(progress) -> str:
+    """Return the one line ``progress --follow`` shows: the bag player's own progress line."""
+    from sim_clock.bag.progress import Playback
+    from sim_clock.bag.progress import ProgressReport
+    return ProgressReport(
+        progress.bag_time_ns, progress.start_ns, progress.end_ns, progress.percent,
+        progress.messages_out, progress.messages_total, progress.rate, progress.time_left,
+        progress.epoch, Playback(progress.playback)).line() + f'  epoch {progress.epoch}'
 
 
 def format_reset(event) -> str:
@@ -258,9 +426,6 @@ def format_reset(event) -> str:
 def follow_resets(client, count: int, out=sys.stdout) -> int:
     """Print each reset event on its own line; 0 after ``count`` of them (0: never) or Ctrl-C."""
     from rclpy.executors import ExternalShutdownException
-    if count < 0:
-        print(f'--count must be 0 or more, got {count}', file=sys.stderr)
-        return EXIT_USAGE
     seen = []
 
     def on_reset(event):
@@ -291,6 +456,10 @@ def diff_bags(bag_a: str, bag_b: str, out=sys.stdout) -> int:
 
 def run(args) -> int:
     """Carry out a parsed command; print the result or the reason; return the exit code."""
+    problem = check_arguments(args)
+    if problem:
+        print(f'simclock {args.command}: error: {problem}', file=sys.stderr)
+        return EXIT_USAGE
     if args.command == 'diff':
         return diff_bags(args.bag_a, args.bag_b)
     import rclpy
@@ -304,11 +473,18 @@ def run(args) -> int:
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     client = SimClockClient(
-        server=args.server, user_id=args.user_id, timeout=args.timeout, context=context)
+        server=args.server, user_id=getattr(args, 'user_id', ''), timeout=args.timeout,
+        context=context)
     started = time.monotonic()
     try:
+        missing = _missing_server(client, args)
+        if missing:
+            print(missing, file=sys.stderr)
+            return EXIT_NO_ANSWER
         if args.command == 'status' and args.watch:
             return watch(client, args.interval)
+        if args.command == 'progress' and args.follow:
+            return refresh(lambda: format_progress_line(client.progress()), args.interval)
         if args.command == 'resets':
             return follow_resets(client, args.count)
         print(_carry_out(client, args))
@@ -331,22 +507,85 @@ def run(args) -> int:
         rclpy.try_shutdown(context=context)
 
 
+def _missing_server(client, args) -> str:
+    """
+    Wait for the service the command needs; return '' once it is there, else what is missing.
+
+    The message names the command, the server and the service looked for, and says whether
+    a clock server that is not a bag player answers there instead (for seek and progress).
+    """
+    command = args.command
+    service = SERVICES[command]
+    if command == 'sync' and getattr(args, 'user_id', None) is not None:
+        service = 'sync_mode_cmd'
+    bag = service in BAG_SERVICES
+    missing = client.wait_for_services([service, 'get_status'] if bag else [service])
+    if not missing:
+        return ''
+    server, waited = client.server, f'{client.timeout:g} s'
+    looked_for = f"looked for {server}/{service} for {waited}, for 'simclock {command}'"
+    if bag and 'get_status' not in missing:
+        return (f'the clock server at {server} is not a bag player ({looked_for}): seek and '
+                'progress need bag_player (ros2 run sim_clock bag_player BAG)')
+    domain = os.environ.get('ROS_DOMAIN_ID', '0')
+    kind = 'bag player' if bag else 'clock server'
+    return (f'no {kind} answered at {server} ({looked_for}): is it running, in this '
+            f'ROS_DOMAIN_ID ({domain}), under that name (--server)?')
+
+
 def _carry_out(client, args) -> str:
     command = args.command
     if command == 'status':
         return format_status(client.status())
     if command == 'step':
-        result = client.step(args.frames) if args.to is None else client.step_to(args.to)
-        return f'frame {result.frame}, time {format_time(result.time_ns)} (epoch {result.epoch})'
+        return _step(client, args)
     if command in ('pause', 'resume', 'reset'):
         return getattr(client, command)()
     if command == 'sync':
-        return client.set_sync(args.state == 'on')
+        return _sync(client, args)
     if command == 'rate':
         client.set_parameter('real_time_factor', args.factor)
         return f'real_time_factor set to {args.factor:g}'
+    if command == 'seek':
+        result = client.seek(args.time)
+        return f'at {format_time(result.time_ns)} (epoch {result.epoch}): a reset'
+    if command == 'progress':
+        return format_progress(client.progress())
     client.set_parameter('mode', args.mode)
     return f'mode set to {args.mode}'
+
+
+def _step(client, args) -> str:
+    if args.until is None:
+        result = (client.step_to(args.to) if args.to is not None
+                  else client.step(args.frames or 1))
+        return format_step(result)
+    until = format_time(args.until)
+    before = client.status()
+    if before.time_ns >= args.until:
+        how = 'at' if before.time_ns == args.until else 'past'
+        return (f'{format_step(before)}: already {how} {until}, nothing stepped (time goes '
+                "back only by a reset: 'simclock reset', or 'simclock seek' in a bag)")
+    result = client.step_until(args.until)
+    if result.time_ns > args.until:
+        return (f'{format_step(result)}: {until} is between two frames; stopped at the first '
+                'frame after it')
+    return format_step(result)
+
+
+def format_step(result) -> str:
+    """Return where a step left time: frame, time and epoch (a StepResult or a Status)."""
+    return f'frame {result.frame}, time {format_time(result.time_ns)} (epoch {result.epoch})'
+
+
+def _sync(client, args) -> str:
+    on = args.state == 'on'
+    if getattr(args, 'user_id', None) is None:
+        return client.set_sync(on)
+    if on:
+        return f'sync on, held by {client.acquire()!r}'
+    client.release()
+    return f'sync off, released by {client.user_id!r}'
 
 
 def main(argv=None) -> int:
@@ -355,6 +594,9 @@ def main(argv=None) -> int:
         prog='simclock', description='Drive the sim_clock clock server.')
     add_arguments(parser)
     args = parser.parse_args(_strip_ros_args(sys.argv[1:] if argv is None else argv))
+    problem = check_arguments(args)
+    if problem:
+        parser.error(problem)
     try:
         return run(args)
     except KeyboardInterrupt:

@@ -258,3 +258,13 @@ def check_steps(steps: int, time_ns: int, time_step_ns: int) -> None:
         raise Refused(
             f'{steps} steps of {time_step_ns} ns from {time_ns} ns would pass '
             f'the latest representable time ({MAX_TIME_NS} ns); reset first')
+
+
+def frames_until(time_ns: int, time_step_ns: int, target_ns: int) -> int:
+    """
+    Return the whole frames of ``time_step_ns`` from ``time_ns`` to reach ``target_ns``.
+
+    The first frame at or after the target: a target between two frames is passed by less
+    than a frame; one reached already takes 0 frames.
+    """
+    return max(0, -(-(target_ns - time_ns) // time_step_ns))

@@ -21,6 +21,9 @@ Timers are steady (wall) timers only, so the server works with ``use_sim_time`` 
 and never waits on its own clock.
 """
 
+import argparse
+import sys
+import textwrap
 import time
 from typing import Callable
 from typing import Optional
@@ -28,6 +31,7 @@ from typing import Optional
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.node import Node
+from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
@@ -242,6 +246,17 @@ class ClockServer(Node):
             expected_participants=list(self._core.roster.expected),
             expected_missing=self.expected.describe_missing())
 
+    def set_parameters_atomically(self, parameter_list: list):
+        """Set parameters as rclpy's Node does; each change, or its refusal, goes to the log."""
+        bridge = getattr(self, '_parameter_bridge', None)  # none yet while parameters are declared
+        if bridge is None:
+            return super().set_parameters_atomically(parameter_list)
+        return bridge.set_logged(parameter_list, super().set_parameters_atomically)
+
+    def set_parameters(self, parameter_list: list) -> list:
+        """Set parameters one by one, as rclpy's Node does (each through the log, as above)."""
+        return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
+
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
         try:
@@ -358,6 +373,31 @@ class ClockServer(Node):
             tick_ns / NS_PER_SEC, self.advance, clock=self.steady_clock)
 
 
+def parse_arguments(argv: list) -> argparse.Namespace:
+    """
+    Parse the command line (without ROS arguments): nothing but ``--help``, which lists them.
+
+    Anything else is a usage error (exit code 2) before any ROS entity exists.
+    """
+    lines = textwrap.wrap(
+        'parameters (--ros-args -p NAME:=VALUE, or --ros-args --params-file FILE; each one '
+        'settable at run time with ros2 param set):', 80)
+    for setting in settings.SETTINGS:
+        lines.append(f'  {setting.name} (default {setting.default!r})')
+        lines.extend(textwrap.wrap(setting.description, 80, initial_indent='      ',
+                                   subsequent_indent='      '))
+    parser = argparse.ArgumentParser(
+        prog='clock_server', formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            'Publish /clock and serve its control (~/step, ~/sync_mode_cmd, ~/get_status, '
+            '...) as the node /sim_clock, e.g. with --ros-args -p sync:=true -p '
+            'time_step:=0.001. No other arguments.', 80),
+        epilog='\n'.join(lines))
+    return parser.parse_args(argv)
+
+
 def main(args=None) -> int:
     """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
-    return spin_until_stopped(ClockServer, args, logger_name=NODE_NAME)
+    argv = sys.argv if args is None else args
+    parse_arguments(remove_ros_args(argv)[1:])  # --help and mistakes end here, with no node
+    return spin_until_stopped(ClockServer, argv, logger_name=NODE_NAME)

@@ -258,8 +258,8 @@ def test_cli_commands_and_exit_codes(start_server, client, domain_id):
     stepped = _simclock(domain_id, 'step', '--to', '8')
     assert stepped.returncode == 0 and 'frame 8, time 0.080000000 s' in stepped.stdout
     bad = _simclock(domain_id, 'step', '0')
-    assert bad.returncode == 1 and 'between 1 and' in bad.stderr
-    assert _simclock(domain_id, 'rate', '-1').returncode == 1
+    assert bad.returncode == 2 and 'from 1 to 1000000' in bad.stderr  # before asking the server
+    assert _simclock(domain_id, 'rate', '-1').returncode == 2
     assert _simclock(domain_id, 'sync', 'off').returncode == 0
     assert _simclock(domain_id, 'rate', '2.5').returncode == 0
     assert client.status().real_time_factor == 2.5
@@ -293,11 +293,14 @@ def test_cli_status_shows_participants_and_what_the_frame_waits_for(
 
 def test_cli_a_server_that_never_appeared_fails_fast_and_says_when(domain_id):
     """No retries for a service that never appeared; the message says how long it waited."""
+    started = time.monotonic()
     missing = _simclock(domain_id, '--server', '/nope', '--timeout', '1', 'status')
+    waited = time.monotonic() - started
     assert missing.returncode == 3, missing.stderr
-    waited = float(re.match(r'no answer after ([0-9.]+) s: ', missing.stderr).group(1))
-    assert 1.0 <= waited < 1.5, missing.stderr  # one wait of --timeout, not one per retry
-    assert 'service /nope/get_status did not appear within 1.0 s' in missing.stderr
+    # At least the --timeout; that it is one wait, not one per retry: test_cli.py.
+    assert 1.0 <= waited < 10, missing.stderr
+    assert ('no clock server answered at /nope (looked for /nope/get_status for 1 s, for '
+            "'simclock status')") in missing.stderr
 
 
 def test_cli_options_go_on_either_side_of_the_command(start_server, client, domain_id):
@@ -305,8 +308,8 @@ def test_cli_options_go_on_either_side_of_the_command(start_server, client, doma
     start_server()
     client.status()
     after = _simclock(domain_id, 'status', '--server', '/nope', '--timeout', '0.5')
-    assert after.returncode == 3 and 'service /nope/get_status' in after.stderr, after.stderr
-    assert 'within 0.5 s' in after.stderr
+    assert after.returncode == 3 and 'looked for /nope/get_status' in after.stderr, after.stderr
+    assert 'for 0.5 s' in after.stderr
     overridden = _simclock(domain_id, '--server', '/nope', 'status', '--server', '/sim_clock')
     assert overridden.returncode == 0 and 'mode:' in overridden.stdout, overridden.stderr
     stepped = _simclock(domain_id, 'step', '--timeout', '5', '--user-id', 'me', '2')
@@ -358,7 +361,7 @@ def test_cli_refusals_name_commands_not_services():
     for reason in refusals:
         assert '~/' not in for_the_command_line(reason), reason
     held = for_the_command_line("sync mode is held by 'a'; only that user_id may step", 'a')
-    assert "'simclock --user-id a step'" in held and "'simclock sync off'" in held
+    assert "'simclock step --user-id a'" in held and "'simclock sync off'" in held
 
 
 def test_ros2_simclock_verb(start_server, client, domain_id):

@@ -1,0 +1,290 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+simclock against real servers: the bag commands, arguments checked first, who may give which.
+
+Most commands run in this process (``cli.main``: the same parsing and calls as the installed
+executable, without its start-up cost); those that need a signal run as the executable.
+"""
+
+import os
+import select
+import signal
+import subprocess
+import time
+
+from bags import START_NS
+from bags import write_test_bag
+from harness import executable
+from harness import NS
+from harness import stamp_ns
+import pytest
+from sim_clock.client import cli
+from sim_clock.srv import GetProgress
+
+MS = 1_000_000
+SYNC = {'sync': True, 'time_step': 0.01}
+
+
+@pytest.fixture
+def simclock(domain_id, monkeypatch, capsys):
+    """Return a function that runs simclock in this process: (exit code, stdout, stderr)."""
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(domain_id))
+
+    def run(*argv):
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as ended:  # argparse: --help, a usage error
+            code = ended.code
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run
+
+
+@pytest.fixture
+def bag_player(start_server, client, tmp_path):
+    """Start a bag player in sync mode (10 ms frames) on a one-second bag; return it."""
+    path = str(tmp_path / 'bag')
+    records = write_test_bag(path, 'sqlite3')
+    player = start_server(SYNC, argv=[path], executable=executable('bag_player'))
+    player.records = records
+    client.status_when_ready()
+    return player
+
+
+# -- arguments are checked before any server is looked for ------------------------------------
+
+BAD_ARGUMENTS = [
+    (('rate', '-1'), 'real_time_factor must be between 0 (as fast as possible) and 10000'),
+    (('rate', 'nan'), 'expected a finite number'),
+    (('step', '0'), 'expected a whole number of frames from 1 to 1000000'),
+    (('step', '1000001'), 'from 1 to 1000000'),
+    (('step', '2.5'), 'from 1 to 1000000'),
+    (('step', '--to', '-1'), 'a frame number, 0 or more'),
+    (('step', '--until', '-1'), 'seconds must be a finite number, 0 or more'),
+    (('step', '--until', '0.0000000001'), 'whole nanoseconds (at most 9 decimals)'),
+    (('step', '--until', '2147483648'), 'the latest ROS time'),
+    (('step', '3', '--to', '4'), 'not allowed with argument N'),
+    (('step', '--to', '3', '--until', '1'), 'not allowed with argument --to'),
+    (('status', '--watch', '--interval', '0'), 'expected seconds, more than 0'),
+    (('progress', '--follow', '--interval', '-1'), 'expected seconds, more than 0'),
+    (('resets', '--count', '-1'), 'a whole number, 0 (never end) or more'),
+    (('seek', '-2'), 'seconds must be a finite number, 0 or more'),
+    (('seek', 'soon'), 'seconds must be a decimal number'),
+    (('--timeout', '0', 'status'), 'expected seconds, more than 0'),
+    (('status', '--user-id', 'me'), 'unrecognized arguments: --user-id'),
+    (('pause', '--user-id', 'me'), 'unrecognized arguments: --user-id'),
+    (('--user-id', 'me', 'status'), '--user-id applies to step and sync only, not to status'),
+]
+
+
+@pytest.mark.parametrize('argv, allowed', BAD_ARGUMENTS,
+                         ids=[' '.join(argv) for argv, _ in BAD_ARGUMENTS])
+def test_bad_arguments_refused_at_once_saying_what_is_allowed(simclock, argv, allowed):
+    """Exit code 2 and what is allowed, before any ROS entity exists (no server is running)."""
+    started = time.monotonic()
+    code, out, err = simclock(*argv, '--timeout', '30') if argv[0] != '--timeout' else (
+        simclock(*argv))
+    assert (code, out) == (2, ''), err
+    assert allowed in err, err
+    assert time.monotonic() - started < 1.0, 'it waited for a server'
+
+
+def test_the_executable_refuses_a_bad_rate_without_waiting(domain_id):
+    """`simclock rate -1` as installed: exit 2 at once, not after the server's timeout."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [executable('simclock'), 'rate', '-1', '--timeout', '60'],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), capture_output=True, text=True,
+        timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert 'real_time_factor must be between 0' in result.stderr
+    assert time.monotonic() - started < 30, 'it waited for the --timeout of 60 s'
+
+
+def test_user_id_is_offered_only_where_it_means_something(simclock):
+    """--user-id in the help of step and sync, and of no other command."""
+    for command in ('status', 'step', 'pause', 'resume', 'reset', 'sync', 'rate', 'mode',
+                    'resets', 'seek', 'progress', 'diff'):
+        code, out, _ = simclock(command, '--help')
+        assert code == 0, command
+        assert ('--user-id USER_ID' in out) == (command in ('step', 'sync')), (command, out)
+    code, out, _ = simclock('--help')
+    assert code == 0 and '--user-id USER_ID' not in out and '[--user-id' not in out
+
+
+# -- what each command says when no server answers ---------------------------------------------
+
+NO_SERVER = [
+    (('status',), 'no clock server answered at /sim_clock (looked for /sim_clock/get_status'),
+    (('step', '2'), 'no clock server answered at /sim_clock (looked for /sim_clock/step'),
+    (('step', '--until', '1'), '(looked for /sim_clock/step'),
+    (('pause',), '(looked for /sim_clock/pause'),
+    (('reset',), '(looked for /sim_clock/reset'),
+    (('sync', 'on'), '(looked for /sim_clock/set_sync'),
+    (('sync', 'on', '--user-id', 'me'), '(looked for /sim_clock/sync_mode_cmd'),
+    (('rate', '2'), '(looked for /sim_clock/set_parameters'),
+    (('mode', 'real_time'), '(looked for /sim_clock/set_parameters'),
+    (('resume',), '(looked for /sim_clock/resume'),
+    (('resets',), '(looked for /sim_clock/get_status'),
+    (('seek', '1'), 'no bag player answered at /sim_clock (looked for /sim_clock/seek'),
+    (('progress',), 'no bag player answered at /sim_clock (looked for /sim_clock/get_progress'),
+]
+
+
+def test_no_server_each_command_names_itself_the_server_and_the_service(simclock):
+    """
+    Exit 3 and one line: the command, the server and service looked for, the domain.
+
+    After one wait of --timeout: a service that never appeared is not asked again.
+    """
+    for argv, expected in NO_SERVER:
+        started = time.monotonic()
+        code, out, err = simclock(*argv, '--timeout', '0.5')
+        waited = time.monotonic() - started
+        lines = [line for line in err.splitlines() if 'RTPS_' not in line]
+        assert (code, out, len(lines)) == (3, '', 1), (argv, err)
+        assert 0.5 <= waited < 1.4, (argv, waited)  # three waits would be 1.5 s
+        assert expected in lines[0], (argv, lines[0])
+        assert f"for 0.5 s, for 'simclock {argv[0]}'" in lines[0], lines[0]
+        assert f"ROS_DOMAIN_ID ({os.environ['ROS_DOMAIN_ID']})" in lines[0], lines[0]
+
+
+# -- the bag commands ------------------------------------------------------------------------
+
+def test_step_until_reaches_a_time_on_the_clock_axis_exactly(bag_player, client, simclock):
+    """
+    `step --until`: the first frame at or after the time, on /clock (the bag's, 1000 s + 7 ns).
+
+    Between two frames it stops at the one after, and says so; run again, or for a time
+    passed, it steps nothing; a time off the grid by 7 ns is not on it.
+    """
+    code, out, err = simclock('step', '--until', '1000.05')
+    assert code == 0, err
+    assert out == ('frame 5, time 1000.050000007 s (epoch 0): 1000.050000000 s is between two '
+                   'frames; stopped at the first frame after it\n')
+    code, out, err = simclock('step', '--until', '1000.100000007')
+    assert (code, out) == (0, 'frame 10, time 1000.100000007 s (epoch 0)\n'), err
+    code, out, err = simclock('step', '--until', '1000.100000007')  # asked again
+    assert code == 0, err
+    assert out.startswith('frame 10, time 1000.100000007 s (epoch 0): already at '), out
+    code, out, err = simclock('step', '--until', '1000')
+    assert code == 0 and 'already past 1000.000000000 s, nothing stepped' in out, out
+    assert client.status().frame == 10
+
+
+def test_seek_and_progress_on_a_bag_player(bag_player, client, simclock):
+    """`seek TIME` is a reset to that /clock time; `progress` shows what ~/get_progress says."""
+    code, out, err = simclock('seek', '1000.5')
+    assert (code, out) == (0, 'at 1000.500000000 s (epoch 1): a reset\n'), err
+    assert stamp_ns(client.status().clock) == 1000 * NS + 500 * MS
+    code, out, err = simclock('step', '--until', '1000.605')
+    assert code == 0 and out.startswith('frame 11, time 1000.610000000 s (epoch 1): '), out
+    code, out, err = simclock('progress')
+    assert code == 0, err
+    progress = client.call(GetProgress, 'get_progress')
+    assert stamp_ns(progress.bag_time) == START_NS + 610 * MS - 7
+    lines = out.splitlines()
+    assert lines[0] == 'playback:  stepped'
+    assert lines[1] == (f'bag time:  1000.610000000 s ({progress.percent:.1f}% of '
+                        '1000.000000007 s to 1001.000000007 s)'), out
+    assert lines[2] == (f'messages:  {progress.messages_out} of {len(bag_player.records)} out '
+                        'since the last reset'), out
+    assert lines[3] == 'epoch:     1'
+    # Outside the bag: refused by the player, nothing changed.
+    code, out, err = simclock('seek', '2000')
+    assert (code, out) == (1, ''), err
+    assert err.startswith('refused: seek time 2000000000000 ns is outside the bag'), err
+    assert client.status().epoch == 1
+
+
+def test_progress_follow_prints_a_line_per_refresh_until_ctrl_c(bag_player, client, domain_id):
+    """`progress --follow` (not a terminal): a line per refresh, the player's; Ctrl-C ends it."""
+    follower = subprocess.Popen(
+        [executable('simclock'), 'progress', '--follow', '--interval', '0.2'],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    lines = Lines(follower)
+    try:
+        first = lines.read()
+        assert client.step('', 30).success
+        later = lines.read()
+        while not later.startswith('bag 1000.300 s'):  # the refresh that shows the step
+            later = lines.read()
+    finally:
+        follower.send_signal(signal.SIGINT)
+        _, errors = follower.communicate(timeout=15)
+    assert follower.returncode == 0 and b'Traceback' not in errors, errors
+    total = len(bag_player.records)
+    assert first.startswith('bag 1000.000 s   0.0%') and f' 0/{total} msgs' in first, first
+    assert first.endswith('(stepped)  epoch 0'), first
+    assert later.startswith('bag 1000.300 s  30.0%  ') and later.endswith('epoch 0'), later
+
+
+class Lines:
+    """The lines a process prints, each read within a timeout; Fast DDS's own skipped."""
+
+    def __init__(self, process):
+        self._fd = process.stdout.fileno()
+        self._pending = b''
+
+    def read(self, timeout: float = 15.0) -> str:
+        """Return the next line without its end; fail after ``timeout`` s without one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if b'\n' in self._pending:
+                line, self._pending = self._pending.split(b'\n', 1)
+                if b'RTPS_' not in line:
+                    return line.decode()
+                continue
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f'no line within {timeout} s'
+            ready, _, _ = select.select([self._fd], [], [], remaining)
+            if ready:
+                chunk = os.read(self._fd, 4096)
+                assert chunk, 'the process ended'
+                self._pending += chunk
+
+
+def test_seek_and_progress_say_when_the_server_is_not_a_bag_player(
+        start_server, client, simclock):
+    """A clock server answers get_status but has no ~/seek: said so, exit 3."""
+    start_server(SYNC)
+    client.status_when_ready()
+    code, out, err = simclock('seek', '1', '--timeout', '1')
+    assert (code, out) == (3, ''), err
+    assert ('the clock server at /sim_clock is not a bag player (looked for /sim_clock/seek'
+            in err), err
+
+
+# -- sync mode held from the command line ----------------------------------------------------
+
+def test_sync_with_a_user_id_takes_and_gives_back_the_hold(start_server, client, simclock):
+    """`sync on --user-id me` holds sync mode: only `step --user-id me` steps; `off` gives it."""
+    start_server()
+    client.status_when_ready()
+    code, out, err = simclock('sync', 'on', '--user-id', 'me')
+    assert (code, out) == (0, "sync on, held by 'me'\n"), err
+    assert client.status().owner == 'me'
+    code, out, err = simclock('step', '2')
+    assert code == 1 and "'simclock step --user-id me'" in err, err
+    code, out, err = simclock('step', '2', '--user-id', 'me')
+    assert (code, out) == (0, 'frame 2, time 0.020000000 s (epoch 1)\n'), err
+    code, out, err = simclock('--user-id', 'someone', 'sync', 'off')  # before the command too
+    assert code == 1 and "held by 'me'" in err, err
+    code, out, err = simclock('sync', 'off', '--user-id', 'me')
+    assert (code, out) == (0, "sync off, released by 'me'\n"), err
+    status = client.status()
+    assert (status.sync, status.owner) == (False, '')
