@@ -276,54 +276,6 @@ class PlayOptions:
         return ['--ros-args', *arguments] if arguments else []
 
 
-#: The flags of a parameter override among ROS arguments.
-_PARAMETER_FLAGS = ('-p', '--param')
-#: Where ROS arguments end (rcl's ``--``) or begin.
-_ROS_ARGS, _ROS_ARGS_END = '--ros-args', '--'
-
-
-def split_ros_args(argv: List[str]) -> Tuple[List[str], List[str]]:
-    """
-    Return the player's own arguments and the ROS arguments (for ``rclpy.init``), apart.
-
-    ROS arguments are those of each ``--ros-args`` section, up to ``--`` or the end; the first
-    item (the program) goes to both. rcl's own split (``remove_ros_args``) would take
-    ``-m /a:=/b``'s rule for a deprecated remapping outside ``--ros-args``, and apply it to
-    every node of the process.
-    """
-    own, ros, in_ros_args = argv[:1], argv[:1], False
-    for argument in argv[1:]:
-        if argument == _ROS_ARGS:
-            in_ros_args = True
-            ros.append(argument)
-        elif in_ros_args and argument == _ROS_ARGS_END:
-            in_ros_args = False
-        else:
-            (ros if in_ros_args else own).append(argument)
-    return own, ros
-
-
-def empty_parameter_values(argv: List[str]) -> List[str]:
-    """
-    Return ``argv`` with each ``-p NAME:=`` among ROS arguments as ``-p NAME:=''``.
-
-    rcl refuses a parameter override with nothing after ``:=``; here it is the empty string
-    (``expected_participants:=``: nobody), as ``''`` writes it in the YAML that rcl parses.
-    """
-    result, in_ros_args, after_flag = [], False, False
-    for argument in argv:
-        if argument == _ROS_ARGS:
-            in_ros_args = True
-        elif argument == _ROS_ARGS_END:
-            in_ros_args = False
-        elif in_ros_args and after_flag and argument.endswith(':=') and \
-                argument.count(':=') == 1 and len(argument) > 2:
-            argument += "''"
-        after_flag = in_ros_args and argument in _PARAMETER_FLAGS
-        result.append(argument)
-    return result
-
-
 def make_parser() -> argparse.ArgumentParser:
     """Return the parser of the bag player's command line."""
     parser = argparse.ArgumentParser(

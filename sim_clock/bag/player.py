@@ -42,16 +42,16 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from rclpy.utilities import remove_ros_args
 from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
 from sim_clock import _replay
+from sim_clock.arguments import check_ros_args
+from sim_clock.arguments import InvalidRosArguments
+from sim_clock.arguments import split_command_line
 from sim_clock.bag.cursor import Cursor
 from sim_clock.bag.flow import paced
-from sim_clock.bag.play_options import empty_parameter_values
 from sim_clock.bag.play_options import parse_arguments
 from sim_clock.bag.play_options import PlayOptions
-from sim_clock.bag.play_options import split_ros_args
 from sim_clock.bag.progress import Playback
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
@@ -61,7 +61,6 @@ from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
-from sim_clock.compat import ROS_ARGS_ERROR
 from sim_clock.core.axes import Axes
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
@@ -479,15 +478,14 @@ class BagPlayer:
 
 def main(args=None) -> int:
     """Open the bags, then play them until Ctrl-C or SIGTERM; return the exit code."""
-    own_arguments, argv = split_ros_args(sys.argv if args is None else args)
-    argv = empty_parameter_values(argv)
+    own_arguments, argv = split_command_line(sys.argv if args is None else args)
     options = parse_arguments(own_arguments[1:])
     if options.log_level is not None:
         argv = [*argv, '--ros-args', '--log-level', options.log_level]
     try:
-        remove_ros_args(argv)  # rcl's check of the ROS arguments, before rclpy.init
-    except ROS_ARGS_ERROR as error:
-        rclpy.logging.get_logger(NODE_NAME).fatal(f'invalid ROS arguments: {error}')
+        check_ros_args(argv)
+    except InvalidRosArguments as error:
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
         return 2
     # The bags are opened (and their first messages read) before any ROS entity exists.
     try:

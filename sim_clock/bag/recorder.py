@@ -43,11 +43,13 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from rclpy.utilities import remove_ros_args
 from rosbags.rosbag2 import WriterError
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.arguments import check_ros_args
+from sim_clock.arguments import InvalidRosArguments
+from sim_clock.arguments import split_command_line
 from sim_clock.bag.bag_file import close_bag
 from sim_clock.bag.bag_file import create_bag
 from sim_clock.bag.bag_file import message_definition
@@ -377,8 +379,13 @@ class Recorder(Node):
 
 def main(args=None) -> int:
     """Record until Ctrl-C, SIGTERM or --until; print the summary; return the exit code."""
-    argv = sys.argv if args is None else args
-    options = parse_arguments(remove_ros_args(argv)[1:])
+    own_arguments, argv = split_command_line(sys.argv if args is None else args)
+    options = parse_arguments(own_arguments[1:])
+    try:
+        check_ros_args(argv)
+    except InvalidRosArguments as error:
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
+        return 2
     if os.path.exists(options.output):
         rclpy.logging.get_logger(NODE_NAME).fatal(
             f'{options.output!r} exists already; give a new directory')

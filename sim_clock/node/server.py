@@ -28,11 +28,14 @@ import time
 from typing import Callable
 from typing import Optional
 
+import rclpy
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.arguments import check_ros_args
+from sim_clock.arguments import InvalidRosArguments
+from sim_clock.arguments import split_command_line
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
@@ -398,6 +401,11 @@ def parse_arguments(argv: list) -> argparse.Namespace:
 
 def main(args=None) -> int:
     """Run the clock server until Ctrl-C or SIGTERM; return the exit code."""
-    argv = sys.argv if args is None else args
-    parse_arguments(remove_ros_args(argv)[1:])  # --help and mistakes end here, with no node
+    own_arguments, argv = split_command_line(sys.argv if args is None else args)
+    parse_arguments(own_arguments[1:])  # --help and mistakes end here, with no node
+    try:
+        check_ros_args(argv)
+    except InvalidRosArguments as error:
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
+        return 2
     return spin_until_stopped(ClockServer, argv, logger_name=NODE_NAME)

@@ -27,6 +27,7 @@ import subprocess
 import time
 
 from ament_index_python.packages import get_package_prefix
+from harness import executable
 from harness import TestClient
 import pytest
 
@@ -127,3 +128,24 @@ def test_the_checks_see_a_server_that_starts(domain_id, tmp_path, watcher):
     finally:
         server.terminate()
         assert server.wait(15) == 0
+
+
+@pytest.mark.parametrize('name', ('clock_server', 'bag_player', 'recorder'))
+def test_an_empty_parameter_value_is_the_empty_string_and_bad_ros_arguments_exit_2(
+        name, tmp_path):
+    """``-p NAME:=`` is the empty string; what rcl refuses ends with one line and exit 2."""
+    program = executable(name)
+    own = {'clock_server': [], 'recorder': [str(tmp_path / 'out'), '-a'],
+           'bag_player': [str(tmp_path / 'missing.mcap')]}[name]
+    ended = subprocess.run([program, *own, '--ros-args', '--remap', 'no_separator'],
+                           capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 2, ended.stderr
+    assert 'invalid ROS arguments' in ended.stderr and 'Traceback' not in ended.stderr
+    assert not os.path.exists(tmp_path / 'out')  # the recorder made no bag
+
+
+def test_a_server_started_with_empty_parameter_values_runs(start_server, client):
+    """``-p output_gates:= -p expected_participants:=``, as a launch file may pass them."""
+    start_server({'sync': True, 'output_gates': '', 'expected_participants': ''})
+    status = client.status_when_ready()
+    assert status.sync and not status.expected_participants
