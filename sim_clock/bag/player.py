@@ -21,7 +21,7 @@ sink, :class:`BagFrames`, that publishes each frame's messages, raw, before its 
 step therefore answers once all data up to the new time is out. Every reset rewinds the bag
 to the timeline's new time (``~/seek`` is a reset to a given time, ``loop`` a reset at the end).
 The sink feeds a :class:`~sim_clock.bag.progress.Progress` (``~/get_progress``, and a line on
-a terminal or in the log).
+the user's terminal or in the log).
 """
 
 import argparse
@@ -48,7 +48,10 @@ from rosbags.interfaces import QosReliability
 from sim_clock import _replay
 from sim_clock.bag.cursor import Cursor
 from sim_clock.bag.flow import paced
+from sim_clock.bag.progress import choose_output
+from sim_clock.bag.progress import Output
 from sim_clock.bag.progress import Playback
+from sim_clock.bag.progress import probe_terminal
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
@@ -177,11 +180,12 @@ class BagFrames:
         self._lockstep_run = paced(flow, python_run(
             emit_unacknowledged, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, bag.start_ns)
-        #: Where the replay is: a line on a terminal (stderr), else in the log.
+        #: Where the replay is: a line on the user's terminal (stderr), else in the log.
+        output = choose_output(show_progress, probe_terminal(sys.stderr))
         self.progress = Progress(
             bag.start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
-            time.monotonic_ns, stream=sys.stderr if show_progress else None,
-            log=server.get_logger().info)
+            time.monotonic_ns, stream=sys.stderr if output is Output.LINE else None,
+            log=server.get_logger().info if output is Output.LOG else None)
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
@@ -328,8 +332,9 @@ class BagPlayer:
     :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``
     and ``loop`` added.
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
-    ``show_progress``: a progress line on stderr if it is a terminal, else in the log (every
-    5 s while playing); ``~/get_progress`` answers either way.
+    ``show_progress``: a progress line on stderr if it is the user's terminal, else in the log
+    (every 5 s while playing; :func:`~sim_clock.bag.progress.choose_output`);
+    ``~/get_progress`` answers either way.
     """
 
     def __init__(self, bag: Bag, *, start_at_zero: bool = False, show_progress: bool = True,
