@@ -20,8 +20,9 @@ Replay a bag as the clock server: the bag's time is /clock, in every clock mode.
         remappings:='/scan:=/sim/scan'
 
 Parameters come from ``params_file`` (config/sim_clock.yaml by default). Each parameter is also
-a launch argument whose default is the player's (``--show-args`` lists them): an argument given
-a value other than that default overrides the file. ``topics``, ``start_at_zero``, ``progress``
+a launch argument (``--show-args`` lists them with their defaults): an argument given overrides
+the file, whatever its value; one not given (its default ``params_file``) leaves the file's
+value, ``use_sim_time`` included. ``topics``, ``start_at_zero``, ``progress``
 and ``remappings`` are the player's command line and the node's remappings.
 """
 
@@ -33,6 +34,9 @@ from launch.actions import DeclareLaunchArgument
 from launch.actions import OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from sim_clock.launch_arguments import describe
+from sim_clock.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.launch_arguments import parameter_overrides
 import yaml
 
 # name -> description. The defaults are those of config/sim_clock.yaml, as installed, and loop's.
@@ -60,6 +64,8 @@ PARAMETER_ARGUMENTS = {
 }
 #: The player's own parameter and its default (the others are in config/sim_clock.yaml).
 PLAYER_DEFAULTS = {'loop': False}
+#: The node's parameter that is an argument but not in config/sim_clock.yaml, and its default.
+NODE_DEFAULTS = {'use_sim_time': False}
 
 
 def _split_remappings(text: str) -> list:
@@ -78,31 +84,15 @@ def _default_params() -> str:
 
 
 def _defaults() -> dict:
-    """Return {parameter: its default}: config/sim_clock.yaml's, and the player's own."""
+    """Return {parameter: its default} of every argument that sets one: the file's, the node's."""
     with open(_default_params()) as config:
         values = dict(yaml.safe_load(config)['/**']['ros__parameters'], **PLAYER_DEFAULTS)
-    return {name: values[name] for name in PARAMETER_ARGUMENTS}
-
-
-def _text(value) -> str:
-    """Return a parameter value as launch argument text: true, 0.01, simulation."""
-    if isinstance(value, str):
-        return value
-    return yaml.safe_dump(value).split('\n')[0]
-
-
-def _value(text: str, default):
-    """Return a launch argument's value as the type of its default (text for text ones)."""
-    return text if isinstance(default, str) else yaml.safe_load(text)
+    return dict({name: values[name] for name in PARAMETER_ARGUMENTS}, **NODE_DEFAULTS)
 
 
 def _node(context):
     configuration = context.launch_configurations
-    overrides = {'use_sim_time': yaml.safe_load(configuration['use_sim_time'])}
-    for name, default in _defaults().items():
-        value = _value(configuration[name], default)
-        if value != default:
-            overrides[name] = value
+    overrides = parameter_overrides(configuration, _defaults())
     arguments = [configuration['bag']]
     if configuration['topics'].strip():
         arguments += ['--topics', *configuration['topics'].split()]
@@ -137,8 +127,9 @@ def generate_launch_description():
             description="/clock starts at zero instead of the bag's first timestamp."),
         DeclareLaunchArgument(
             'progress', default_value='true',
-            description='A progress line on a terminal, else in the log every 5 s while playing; '
-                        'false: none (~/get_progress answers either way).'),
+            description='A progress line in the log every 5 s while playing (the player writes '
+                        'to launch, not to a terminal); false: none (~/get_progress answers '
+                        'either way).'),
         DeclareLaunchArgument(
             'remappings', default_value='',
             description="Topic remappings 'from:=to', separated by spaces or commas."),
@@ -146,8 +137,9 @@ def generate_launch_description():
             'params_file', default_value=default_params,
             description='YAML file with the clock server parameters.'),
         DeclareLaunchArgument(
-            'use_sim_time', default_value='false',
-            description='use_sim_time of the player node itself (it runs either way).'),
+            'use_sim_time', default_value=FROM_PARAMS_FILE,
+            description=describe('use_sim_time of the player node itself (it runs either way).',
+                                 NODE_DEFAULTS['use_sim_time'])),
         DeclareLaunchArgument(
             'node_name', default_value='sim_clock',
             description='Node name; services live under /<namespace>/<node_name>/.'),
@@ -157,8 +149,7 @@ def generate_launch_description():
     ]
     defaults = _defaults()
     arguments += [
-        DeclareLaunchArgument(
-            name, default_value=_text(defaults[name]),
-            description=description + ' Another value than this default overrides params_file.')
+        DeclareLaunchArgument(name, default_value=FROM_PARAMS_FILE,
+                              description=describe(description, defaults[name]))
         for name, description in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

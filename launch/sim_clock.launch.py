@@ -19,9 +19,10 @@ Start the sim_clock clock server.
     ros2 launch sim_clock sim_clock.launch.py mode:=simulation sync:=true time_step:=0.001
 
 Parameters come from ``params_file`` (config/sim_clock.yaml by default). Each parameter is also
-a launch argument whose default is the package's (``--show-args`` lists them): an argument
-given a value other than that default overrides the file. ``use_sim_time`` is passed to the
-node as well: the server runs the same either way, since its timers are wall timers.
+a launch argument (``--show-args`` lists them with their defaults): an argument given overrides
+the file, whatever its value; one not given (its default ``params_file``) leaves the file's
+value. ``use_sim_time`` and ``clock_views_file`` likewise: the server runs the same with either
+``use_sim_time``, since its timers are wall timers.
 """
 
 import os
@@ -32,6 +33,9 @@ from launch.actions import DeclareLaunchArgument
 from launch.actions import OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from sim_clock.launch_arguments import describe
+from sim_clock.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.launch_arguments import parameter_overrides
 import yaml
 
 # name -> description. The defaults are those of config/sim_clock.yaml, as installed.
@@ -55,6 +59,8 @@ PARAMETER_ARGUMENTS = {
     'expected_participants': 'Nodes no frame goes out without, until each said on ~/ready that '
                              "its endpoints matched, e.g. '/perception /planning'; '' none.",
 }
+#: The node's parameters that are arguments but not in config/sim_clock.yaml, and their defaults.
+NODE_DEFAULTS = {'use_sim_time': False, 'clock_views_file': ''}
 
 
 def _default_params() -> str:
@@ -62,32 +68,14 @@ def _default_params() -> str:
 
 
 def _defaults() -> dict:
-    """Return {parameter: its default} from the package's config/sim_clock.yaml."""
+    """Return {parameter: its default} of every argument that sets one: config/sim_clock.yaml's."""
     with open(_default_params()) as config:
         values = yaml.safe_load(config)['/**']['ros__parameters']
-    return {name: values[name] for name in PARAMETER_ARGUMENTS}
-
-
-def _text(value) -> str:
-    """Return a parameter value as launch argument text: true, 0.01, simulation."""
-    if isinstance(value, str):
-        return value
-    return yaml.safe_dump(value).split('\n')[0]
-
-
-def _value(text: str, default):
-    """Return a launch argument's value as the type of its default (text for text ones)."""
-    return text if isinstance(default, str) else yaml.safe_load(text)
+    return dict({name: values[name] for name in PARAMETER_ARGUMENTS}, **NODE_DEFAULTS)
 
 
 def _node(context):
-    overrides = {'use_sim_time': yaml.safe_load(context.launch_configurations['use_sim_time'])}
-    if context.launch_configurations['clock_views_file']:
-        overrides['clock_views_file'] = context.launch_configurations['clock_views_file']
-    for name, default in _defaults().items():
-        value = _value(context.launch_configurations[name], default)
-        if value != default:
-            overrides[name] = value
+    overrides = parameter_overrides(context.launch_configurations, _defaults())
     return [Node(
         package='sim_clock',
         executable='clock_server',
@@ -107,23 +95,24 @@ def generate_launch_description():
             'params_file', default_value=default_params,
             description='YAML file with the clock server parameters.'),
         DeclareLaunchArgument(
-            'use_sim_time', default_value='false',
-            description='use_sim_time of the clock server node itself (it runs either way).'),
+            'use_sim_time', default_value=FROM_PARAMS_FILE,
+            description=describe('use_sim_time of the clock server node itself (it runs either '
+                                 'way).', NODE_DEFAULTS['use_sim_time'])),
         DeclareLaunchArgument(
             'node_name', default_value='sim_clock',
             description='Node name; services live under /<namespace>/<node_name>/.'),
         DeclareLaunchArgument(
-            'clock_views_file', default_value='',
-            description='YAML file of clock views, each published on /<name>/clock '
-                        '(config/clock_views.yaml is an example); empty: none.'),
+            'clock_views_file', default_value=FROM_PARAMS_FILE,
+            description=describe('YAML file of clock views, each published on /<name>/clock '
+                                 "(config/clock_views.yaml is an example); '' none.",
+                                 NODE_DEFAULTS['clock_views_file'])),
         DeclareLaunchArgument(
             'namespace', default_value='',
             description='Namespace of the clock server node (/clock stays global).'),
     ]
     defaults = _defaults()
     arguments += [
-        DeclareLaunchArgument(
-            name, default_value=_text(defaults[name]),
-            description=description + ' Another value than this default overrides params_file.')
+        DeclareLaunchArgument(name, default_value=FROM_PARAMS_FILE,
+                              description=describe(description, defaults[name]))
         for name, description in PARAMETER_ARGUMENTS.items()]
     return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

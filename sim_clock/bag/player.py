@@ -21,7 +21,7 @@ sink, :class:`BagFrames`, that publishes each frame's messages, raw, before its 
 step therefore answers once all data up to the new time is out. Every reset rewinds the bag
 to the timeline's new time (``~/seek`` is a reset to a given time, ``loop`` a reset at the end).
 The sink feeds a :class:`~sim_clock.bag.progress.Progress` (``~/get_progress``, and a line on
-a terminal or in the log).
+the user's terminal or in the log).
 """
 
 from array import array
@@ -52,7 +52,10 @@ from sim_clock.bag.cursor import Cursor
 from sim_clock.bag.flow import paced
 from sim_clock.bag.play_options import parse_arguments
 from sim_clock.bag.play_options import PlayOptions
+from sim_clock.bag.progress import choose_output
+from sim_clock.bag.progress import Output
 from sim_clock.bag.progress import Playback
+from sim_clock.bag.progress import probe_terminal
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
@@ -188,11 +191,12 @@ class BagFrames:
         self._lockstep_run = paced(flow, python_run(
             emit_unacknowledged, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, axes.bag_start_ns)
-        #: Where the replay is: a line on a terminal (stderr), else in the log.
+        #: Where the replay is: a line on the user's terminal (stderr), else in the log.
+        output = choose_output(show_progress, probe_terminal(sys.stderr))
         self.progress = Progress(
             axes.bag_start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
-            time.monotonic_ns, stream=sys.stderr if show_progress else None,
-            log=server.get_logger().info)
+            time.monotonic_ns, stream=sys.stderr if output is Output.LINE else None,
+            log=server.get_logger().info if output is Output.LOG else None)
         server.add_change_listener(self._on_change)
 
     def publish_frames(self, frames: range) -> None:
@@ -339,8 +343,9 @@ class BagPlayer:
     :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``
     and ``loop`` added.
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
-    ``show_progress``: a progress line on stderr if it is a terminal, else in the log (every
-    5 s while playing); ``~/get_progress`` answers either way.
+    ``show_progress``: a progress line on stderr if it is the user's terminal, else in the log
+    (every 5 s while playing; :func:`~sim_clock.bag.progress.choose_output`);
+    ``~/get_progress`` answers either way.
     ``start_offset_ns``: the timeline starts this long after the bag's first stamp, and resets
     and loops go back there (``ros2 bag play --start-offset``).
     ``qos_overrides``: the publishers' QoS by topic, instead of the one adapted to the bag's.

@@ -19,11 +19,13 @@ As rosbag2's player progress bar, a unit of its own, handed its output stream an
 on an injected steady clock (``now_fn``, integer ns); no rclpy. The bag player's frame sink
 feeds it (:meth:`Progress.update` after each run of frames and each idle republish,
 :meth:`Progress.restart` at each reset); ``~/get_progress`` answers :meth:`Progress.report`.
+Where it shows is :func:`choose_output`'s decision on what :func:`probe_terminal` found.
 """
 
 from collections import deque
 from dataclasses import dataclass
 import enum
+import os
 from typing import Callable
 from typing import Optional
 from typing import TextIO
@@ -58,6 +60,66 @@ class Playback(enum.Enum):
     PAUSED = 'paused'
     #: Sync mode: time advances by steps only (no terminal line, no log line).
     STEPPED = 'stepped'
+
+
+class Output(enum.Enum):
+    """Where the progress shows."""
+
+    #: One line rewritten in place (``\r``): the user's terminal.
+    LINE = 'line'
+    #: A full log line at most every LOG_PERIOD_NS while playing: a file, a pipe, a terminal
+    #: that is not the user's (``ros2 launch``'s pseudo-terminal), a job in the background.
+    LOG = 'log'
+    #: Nowhere (``--no-progress``); ``~/get_progress`` answers all the same.
+    NONE = 'none'
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """What the system says of the stream progress would be written to."""
+
+    #: The stream is a terminal device (``isatty``), pseudo-terminals included.
+    tty: bool
+    #: The process group in the foreground of the stream's terminal, if that terminal is the
+    #: process's controlling terminal; None if it is not, or the stream is no terminal.
+    foreground_group: Optional[int]
+    #: The process's own group.
+    group: int
+
+
+def choose_output(show: bool, terminal: Terminal) -> Output:
+    r"""
+    Return where progress goes: the line only on the user's terminal, in the foreground.
+
+    ``ros2 launch`` with ``emulate_tty`` gives each process a pseudo-terminal of its own
+    (osrf_pycommon opens it and hands its end to the process as stdout and stderr) and shows
+    the output line by line: a ``\r`` line would be held until the next full line. That
+    pseudo-terminal is never the process's controlling terminal (the process stays in
+    launch's session), while the terminal a user started the player in is; a process in the
+    background of its terminal would write over the shell's prompt.
+    """
+    if not show:
+        return Output.NONE
+    if terminal.tty and terminal.foreground_group == terminal.group:
+        return Output.LINE
+    return Output.LOG
+
+
+def probe_terminal(stream: TextIO) -> Terminal:
+    """Return what :func:`choose_output` needs to know of ``stream``, asked of the system."""
+    group = os.getpgrp()
+    try:
+        fd = stream.fileno()
+        tty = os.isatty(fd)
+    except (AttributeError, OSError, ValueError):  # no descriptor, or a closed one
+        return Terminal(False, None, group)
+    foreground = None
+    if tty:
+        try:
+            foreground = os.tcgetpgrp(fd)
+        except OSError:  # ENOTTY: a terminal, but not this process's controlling terminal
+            pass
+    return Terminal(tty, foreground, group)
 
 
 @dataclass(frozen=True)
@@ -113,10 +175,10 @@ class Progress:
     """
     Count and show where a replay is; rate-limited on the steady clock ``now_fn`` (ns).
 
-    ``stream`` a terminal (``isatty()``): one line rewritten in place at most every
-    :data:`LINE_PERIOD_NS` in free run and real-time mode (playing or paused), not in sync
-    mode. ``stream`` not a terminal: ``log(line)`` at most every :data:`LOG_PERIOD_NS`
-    while playing. ``stream`` None: numbers only (:meth:`report`), ``log`` unused.
+    ``stream`` (the user's terminal, :attr:`Output.LINE`): one line rewritten in place at most
+    every :data:`LINE_PERIOD_NS` in free run and real-time mode (playing or paused), not in sync
+    mode. ``log`` (:attr:`Output.LOG`): ``log(line)`` at most every :data:`LOG_PERIOD_NS` while
+    playing. Give one of them, or neither: numbers only (:meth:`report`).
 
     Times given to :meth:`update` and :meth:`restart` are the timeline's: ns from the bag's
     first timestamp ``start_ns``. Messages are counted by the cursor (``handed_out``, since
@@ -130,8 +192,8 @@ class Progress:
         self._duration_ns = max(end_ns - start_ns, 0)
         self._total = messages_total
         self._now = now_fn
-        self._terminal = stream if stream is not None and _is_terminal(stream) else None
-        self._log = log if stream is not None and self._terminal is None else None
+        self._terminal = stream
+        self._log = log if stream is None else None
         self._time_ns = self._handed_out = self._base = self._epoch = 0
         self._playback = Playback.PAUSED
         now = self._updated_ns = now_fn()
@@ -228,10 +290,3 @@ class Progress:
             self._terminal.flush()
         except (OSError, ValueError):
             self._terminal = None  # the terminal went away (closed, hung up): no more lines
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (OSError, ValueError):
-        return False

@@ -12,22 +12,30 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Replay progress by hand: a fake steady clock, a StringIO as the terminal or not."""
+"""Replay progress by hand: a fake steady clock, a StringIO as the terminal; where it shows."""
 
+import fcntl
 import io
+import os
 import re
+import subprocess
+import sys
+import termios
 
 from bags import batch_stream
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 from sim_clock.bag.cursor import Cursor
+from sim_clock.bag.progress import choose_output
 from sim_clock.bag.progress import LINE_PERIOD_NS
 from sim_clock.bag.progress import LOG_PERIOD_NS
 from sim_clock.bag.progress import MIN_RATE_SPAN_NS
+from sim_clock.bag.progress import Output
 from sim_clock.bag.progress import Playback
 from sim_clock.bag.progress import Progress
 from sim_clock.bag.progress import RATE_WINDOW_NS
+from sim_clock.bag.progress import Terminal
 from sim_clock.bag.progress import UNKNOWN_TIME_LEFT
 from sim_clock.bag.replay import python_run
 
@@ -53,20 +61,13 @@ class Clock:
         self.now += ns
 
 
-class Terminal(io.StringIO):
-    """A StringIO that says it is a terminal."""
-
-    def isatty(self) -> bool:
-        return True
-
-
 @pytest.fixture
 def clock():
     return Clock()
 
 
 def _terminal_progress(clock, **kwargs):
-    terminal = Terminal()
+    terminal = io.StringIO()
     return Progress(START, END, TOTAL, clock, stream=terminal, **kwargs), terminal
 
 
@@ -134,7 +135,7 @@ def test_no_rate_before_any_wall_time_nor_when_time_stands_still(clock):
         clock.advance(100 * MS)
         progress.update(S, 1, PLAYING)
     assert (progress.report().rate, progress.report().time_left) == (0.0, UNKNOWN_TIME_LEFT)
-    instant = Progress(START, START, 1, clock, stream=Terminal())
+    instant = Progress(START, START, 1, clock, stream=io.StringIO())
     clock.advance(S)
     instant.update(0, 0, PLAYING)
     assert (instant.report().percent, instant.report().time_left) == (100.0, 0.0)
@@ -218,10 +219,9 @@ def test_past_the_end(clock):
 
 
 def test_log_at_most_every_five_seconds_while_playing_without_a_terminal(clock):
-    """Not a terminal: the same line in the log, throttled on the steady clock; playing only."""
+    """Not the user's terminal: the line in the log, throttled on the steady clock; playing."""
     logged = []
-    stream = io.StringIO()
-    progress = Progress(START, END, TOTAL, clock, stream=stream, log=logged.append)
+    progress = Progress(START, END, TOTAL, clock, log=logged.append)
     for k in range(1, 121):  # 12 s of playing, updates every 100 ms
         clock.advance(100 * MS)
         progress.update(k * 100 * MS, k, PLAYING)
@@ -231,7 +231,6 @@ def test_log_at_most_every_five_seconds_while_playing_without_a_terminal(clock):
         clock.advance(100 * MS)
         progress.update(12 * S, 120, PAUSED)
     assert len(logged) == 2
-    assert stream.getvalue() == ''
 
 
 def progress_line_at(tenths: int) -> str:
@@ -246,14 +245,24 @@ def _left(seconds: float) -> str:
     return f'{seconds:.1f} s' if seconds < 60 else f'0:{minutes:02d}:{sec:02d}'
 
 
-def test_nothing_shown_without_a_stream(clock):
+def test_nothing_shown_without_a_stream_or_a_log(clock):
     """--no-progress: neither line nor log; the numbers still count."""
-    logged = []
-    progress = Progress(START, END, TOTAL, clock, log=logged.append)
+    progress = Progress(START, END, TOTAL, clock)
     for k in range(1, 101):
         clock.advance(S)
         progress.update(k * S // 2, k, PLAYING)
-    assert logged == [] and progress.report().messages_out == 100
+    assert progress.report().messages_out == 100
+
+
+def test_a_terminal_given_takes_the_line_and_the_log_stays_unused(clock):
+    """Given a terminal and a log, only the terminal: the line once, no log line."""
+    logged = []
+    terminal = io.StringIO()
+    progress = Progress(START, END, TOTAL, clock, stream=terminal, log=logged.append)
+    for k in range(1, 101):
+        clock.advance(S)
+        progress.update(k * S // 2, k, PLAYING)
+    assert logged == [] and len(_lines(terminal)) == 100
 
 
 def test_end_line_and_close_leave_the_line_above(clock):
@@ -275,7 +284,7 @@ def test_end_line_and_close_leave_the_line_above(clock):
 
 def test_a_terminal_that_went_away_stops_the_line(clock):
     """A write that fails (hung-up terminal) ends the line; nothing raises."""
-    class Gone(Terminal):
+    class Gone(io.StringIO):
 
         def write(self, text):
             raise OSError(5, 'Input/output error')
@@ -293,6 +302,76 @@ def test_long_time_left_in_hours(clock):
     clock.advance(S)
     progress.update(S, 0, PLAYING)
     assert progress.report().line().endswith('left 2:46:39')
+
+
+# -- where progress shows: the user's terminal, else the log ------------------------------------
+
+@pytest.mark.parametrize('show, terminal, output', [
+    # The terminal a user started the player in, in the foreground: the line.
+    (True, Terminal(tty=True, foreground_group=41, group=41), Output.LINE),
+    # ros2 launch's pseudo-terminal (emulate_tty): a terminal, not the controlling one.
+    (True, Terminal(tty=True, foreground_group=None, group=41), Output.LOG),
+    # The user's terminal, the player a job in the background (`bag_player bag &`).
+    (True, Terminal(tty=True, foreground_group=7, group=41), Output.LOG),
+    # A file or a pipe (ros2 launch without emulate_tty, `2>&1 | tee`).
+    (True, Terminal(tty=False, foreground_group=None, group=41), Output.LOG),
+    # --no-progress, wherever the output goes.
+    (False, Terminal(tty=True, foreground_group=41, group=41), Output.NONE),
+    (False, Terminal(tty=False, foreground_group=None, group=41), Output.NONE),
+])
+def test_the_line_only_on_the_users_terminal_in_the_foreground(show, terminal, output):
+    """The line on the controlling terminal of a foreground job; the log elsewhere; or none."""
+    assert choose_output(show, terminal) is output
+
+
+#: Run in a child: where its progress would go, seen from its stderr, first from the child,
+#: then from a grandchild in a process group of its own (a background job of that terminal).
+PROBE = """
+import os, sys
+from sim_clock.bag.progress import choose_output, probe_terminal
+def show():
+    print(choose_output(True, probe_terminal(sys.stderr)).value, flush=True)
+show()
+child = os.fork()
+if child == 0:
+    os.setpgid(0, 0)
+    show()
+    os._exit(0)
+os.waitpid(child, 0)
+"""
+
+
+def _probe(tmp_path, stderr, **popen) -> list:
+    # Run elsewhere than the repository, whose sim_clock/ (no srv/) would shadow the install.
+    result = subprocess.run([sys.executable, '-c', PROBE], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=stderr, cwd=tmp_path, text=True,
+                            timeout=60, check=True, **popen)
+    return result.stdout.split()
+
+
+def _take_as_controlling_terminal():
+    fcntl.ioctl(2, termios.TIOCSCTTY, 0)
+
+
+def test_the_probe_tells_launchs_pseudo_terminal_from_the_users_terminal(tmp_path):
+    """Real pseudo-terminals: one made the session's terminal, one handed as ros2 launch does."""
+    users, users_side = os.openpty()
+    launchs, launchs_side = os.openpty()
+    try:
+        # A user's terminal: the session's controlling terminal (as a terminal emulator or
+        # sshd makes it), the player in its foreground; a job put in the background logs.
+        assert _probe(tmp_path, users_side, start_new_session=True,
+                      preexec_fn=_take_as_controlling_terminal) == ['line', 'log']
+        # osrf_pycommon (ros2 launch, emulate_tty): a new pseudo-terminal as stdout and
+        # stderr of a process that stays in launch's session.
+        assert _probe(tmp_path, launchs_side) == ['log', 'log']
+        assert _probe(tmp_path, launchs_side, start_new_session=True) == ['log', 'log']
+    finally:
+        for fd in (users, users_side, launchs, launchs_side):
+            os.close(fd)
+    assert _probe(tmp_path, subprocess.PIPE) == ['log', 'log']  # a pipe
+    with open(tmp_path / 'log.txt', 'w') as log_file:  # a file
+        assert _probe(tmp_path, log_file) == ['log', 'log']
 
 
 # -- messages counted where the cursor hands them out -------------------------------------------

@@ -70,11 +70,12 @@ def _within(name: str, prefix: str) -> bool:
 
 
 def test_every_module_belongs_to_a_part_or_is_named():
-    """The modules outside the parts are few and known: names, compat, types, ready, testing."""
+    """The modules outside the parts are few and known: names, compat, launch arguments, ..."""
     loose = {name for name in MODULES
              if not any(_within(name, prefix) for prefix, _ in RULES.values())}
-    assert loose == {'sim_clock', 'sim_clock.compat', 'sim_clock.message_types', 'sim_clock.names',
-                     'sim_clock.ready', 'sim_clock.testing'}
+    assert loose == {'sim_clock', 'sim_clock.compat', 'sim_clock.launch_arguments',
+                     'sim_clock.message_types', 'sim_clock.names', 'sim_clock.ready',
+                     'sim_clock.testing'}
 
 
 @pytest.mark.parametrize('part', sorted(RULES))
@@ -109,6 +110,13 @@ def test_core_loads_no_ros(tmp_path):
     loaded = _loaded_by('import sim_clock.core.settings, sim_clock.core.timeline', str(tmp_path))
     assert 'sim_clock.core.timeline' in loaded
     assert not {name for name in loaded if _within(name, 'rclpy') or _within(name, 'rosbags')}
+
+
+def test_launch_arguments_load_no_ros(tmp_path):
+    """The launch files' argument rules load neither rclpy nor launch: tested where neither is."""
+    loaded = _loaded_by('import sim_clock.launch_arguments', str(tmp_path))
+    assert 'sim_clock.launch_arguments' in loaded
+    assert not {name for name in loaded if name.split('.')[0] in ('rclpy', 'launch', 'launch_ros')}
 
 
 def test_read_ahead_process_loads_no_rclpy(tmp_path):

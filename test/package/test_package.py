@@ -25,6 +25,7 @@ from catkin_pkg.package import parse_package
 from harness import ROOT
 import pytest
 from sim_clock.core import settings
+from sim_clock.launch_arguments import FROM_PARAMS_FILE
 import yaml
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
@@ -206,7 +207,7 @@ def test_launch_description_declares_every_argument(path):
 
 @pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
 def test_launch_arguments_show_the_real_defaults(path):
-    """``--show-args`` shows each parameter's default as the node gets it, never ''."""
+    """``--show-args``: each parameter's default is params_file, and its description the value."""
     if importlib.util.find_spec('launch_ros') is None:
         pytest.skip('launch and launch_ros are not installed (not on PyPI; see README)')
     from launch import LaunchContext
@@ -214,9 +215,14 @@ def test_launch_arguments_show_the_real_defaults(path):
     spec = importlib.util.spec_from_file_location('sim_clock_launch', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    shown = {argument.name: perform_substitutions(LaunchContext(), argument.default_value)
-             for argument in module.generate_launch_description().get_launch_arguments()
-             if argument.name in LAUNCH_PARAMETERS[path]}
-    defaults = dict(settings.DEFAULTS, loop=False)
-    assert {name: yaml.safe_load(text) if name != 'start_time' else text
-            for name, text in shown.items()} == {name: defaults[name] for name in shown}
+    arguments = {argument.name: argument
+                 for argument in module.generate_launch_description().get_launch_arguments()}
+    defaults = dict(settings.DEFAULTS, loop=False, use_sim_time=False)
+    for name in LAUNCH_PARAMETERS[path] | {'use_sim_time'}:
+        argument = arguments[name]
+        assert perform_substitutions(LaunchContext(), argument.default_value) == FROM_PARAMS_FILE
+        shown, default = argument.description.rsplit(' else ', 1)[1][:-1], defaults[name]
+        if isinstance(default, str):
+            assert shown == (default or "''"), name
+        else:
+            assert yaml.safe_load(shown) == default, name

@@ -15,8 +15,9 @@
 """
 launch/bag_player.launch.py plays a bag in free run, paused, then looping (needs launch_testing).
 
-A params file gives time_step and real_time_factor, and a launch argument overrides the latter;
-paused, loop, namespace and node_name are launch arguments. The bag's own timeline is /clock.
+A params file gives sync, time_step and real_time_factor; launch arguments override sync (with
+its default, false) and real_time_factor; paused, loop, namespace and node_name are launch
+arguments. The bag's own timeline is /clock.
 """
 
 import os
@@ -50,6 +51,7 @@ SERVER = '/robot/player'
 MS = 1_000_000
 PARAMS = """/**:
   ros__parameters:
+    sync: true
     time_step: 0.02
     real_time_factor: 1.0
 """
@@ -69,7 +71,7 @@ def generate_test_description():
     return LaunchDescription([
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(LAUNCH_FILE),
-            launch_arguments={'bag': bag, 'params_file': params_file,
+            launch_arguments={'bag': bag, 'params_file': params_file, 'sync': 'false',
                               'real_time_factor': str(FACTOR), 'paused': 'true',
                               'loop': 'true', 'namespace': 'robot',
                               'node_name': 'player'}.items()),
@@ -96,7 +98,7 @@ class TestBagPlayerFreeRun(unittest.TestCase):
         cls.client.close()
 
     def test_1_starts_paused_with_the_arguments_over_the_file(self):
-        """Under /robot/player: paused at the bag's start, the file's step, the argument's pace."""
+        """Under /robot/player: paused at the start, the file's step, the arguments' sync, pace."""
         client = self.client
         status = client.status_when_ready()
         self.assertEqual((status.mode, status.sync, status.paused), ('simulation', False, True))

@@ -14,11 +14,13 @@
 
 """Replay progress through a real bag player: ~/get_progress over DDS, the line on a terminal."""
 
+import fcntl
 import os
 import re
 import select
 import signal
 import subprocess
+import termios
 import time
 
 from bags import MS
@@ -105,17 +107,27 @@ def test_get_progress_counts_exactly_through_steps_seeks_and_resets(
     assert '\r' not in server.log() and ' msgs ' not in server.log()  # sync mode: no line
 
 
-class TerminalPlayer:
-    """A bag player whose stdout and stderr are a pseudo-terminal, read here."""
+def _take_as_controlling_terminal():
+    fcntl.ioctl(2, termios.TIOCSCTTY, 0)
 
-    def __init__(self, domain_id: int, argv, params: dict):
+
+class TerminalPlayer:
+    """
+    A bag player whose stdout and stderr are a pseudo-terminal, read here.
+
+    ``controlling``: the terminal is the player's session's own, as the one a user types in;
+    else a terminal handed to it, as ``ros2 launch`` hands one with ``emulate_tty``.
+    """
+
+    def __init__(self, domain_id: int, argv, params: dict, controlling: bool = True):
         master, slave = os.openpty()
         self._master = master
         self.output = ''
         self.process = subprocess.Popen(
             [executable('bag_player'), *argv, '--ros-args', *parameter_arguments(params)],
             env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), stdin=subprocess.DEVNULL,
-            stdout=slave, stderr=slave, start_new_session=True)
+            stdout=slave, stderr=slave, start_new_session=True,
+            preexec_fn=_take_as_controlling_terminal if controlling else None)
         os.close(slave)
 
     def read_until(self, condition, what: str, timeout: float = 2 * TIMEOUT) -> str:
@@ -205,3 +217,23 @@ def test_without_a_terminal_progress_goes_to_the_log(start_server, client, sqlit
     assert 1 <= len(lines) <= 2, lines  # 6.7 s of playing: at 5 s (and 10 s if it lagged)
     assert lines[0].startswith('[INFO]') and f'/{len(records)} msgs' in lines[0], lines
     assert '\r' not in server.log()
+
+
+def test_on_a_terminal_launch_hands_over_progress_goes_to_the_log(domain_id, sqlite_bag):
+    """A pseudo-terminal not its own (ros2 launch's): full log lines while playing, no CR."""
+    path, records = sqlite_bag
+    player = TerminalPlayer(domain_id, [path], {'real_time_factor': 0.15}, controlling=False)
+    try:
+        player.read_until(lambda out: ' msgs ' in out, 'progress line in the log', 30)
+        playing = 'end of the bag' not in player.output
+        player.read_until(lambda out: 'end of the bag' in out, 'end of the bag', 30)
+    finally:
+        code = player.stop()
+    assert code == 0, player.output
+    # The terminal turns each \n into \r\n: no other \r, so no line rewritten in place.
+    output = player.output.replace('\r\n', '\n')
+    assert '\r' not in output and '\x1b[K' not in output, repr(player.output)
+    lines = [line for line in output.splitlines() if ' msgs ' in line]
+    assert playing and 1 <= len(lines) <= 2, output  # 6.7 s of playing: at 5 s (10 s if late)
+    assert '[INFO]' in lines[0] and f'/{len(records)} msgs' in lines[0], lines
+    assert '(end)' not in lines[0] and float(lines[0].split('%')[0].split()[-1]) < 100, lines

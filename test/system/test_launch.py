@@ -12,9 +12,15 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""launch/sim_clock.launch.py starts a server that publishes /clock (needs launch_testing)."""
+"""
+launch/sim_clock.launch.py starts a server that publishes /clock (needs launch_testing).
+
+Arguments given win over params_file even when they equal the defaults; those not given leave
+the file's values.
+"""
 
 import os
+import tempfile
 import unittest
 
 import pytest
@@ -33,15 +39,27 @@ from harness import TestClient  # noqa: E402
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 MS = 1_000_000
+#: A params file of lockstep at 5 ms frames and half pace.
+PARAMS = """/**:
+  ros__parameters:
+    sync: true
+    time_step: 0.005
+    real_time_factor: 0.5
+"""
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    """Launch the clock server in free run at 1 ms frames, with use_sim_time true."""
+    """Launch the clock server over PARAMS with sync:=false time_step:=0.01 use_sim_time:=true."""
+    params_file = os.path.join(tempfile.mkdtemp(), 'params.yaml')
+    with open(params_file, 'w') as params:
+        params.write(PARAMS)
+    # sync and time_step at the package's defaults: given, they win over the file all the same.
     return LaunchDescription([
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(LAUNCH_FILE),
-            launch_arguments={'time_step': '0.001', 'use_sim_time': 'true'}.items()),
+            launch_arguments={'params_file': params_file, 'sync': 'false', 'time_step': '0.01',
+                              'use_sim_time': 'true'}.items()),
         launch_testing.actions.ReadyToTest(),
     ])
 
@@ -50,15 +68,16 @@ class TestClockServerLaunched(unittest.TestCase):
     """While the launch runs."""
 
     def test_clock_is_published(self):
-        """A subscriber receives /clock advancing in 1 ms frames; use_sim_time is set."""
+        """Free run in 10 ms frames as given, at the file's pace; use_sim_time is set."""
         client = TestClient(int(os.environ['ROS_DOMAIN_ID']), name='launch_test_listener')
         try:
             status = client.status_when_ready()
             self.assertEqual((status.mode, status.sync, status.time_step_ns),
-                             ('simulation', False, MS))
+                             ('simulation', False, 10 * MS))
+            self.assertEqual(status.real_time_factor, 0.5)  # not given: the file's
             self.assertIs(client.get_parameter('use_sim_time'), True)
             client.spin_until(lambda: len(set(client.times())) > 5, 'advancing /clock')
-            self.assertTrue(all(t % MS == 0 for t in client.times()))
+            self.assertTrue(all(t % (10 * MS) == 0 for t in client.times()))
         finally:
             client.close()
 
