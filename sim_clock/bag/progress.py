@@ -31,7 +31,9 @@ from typing import Optional
 from typing import TextIO
 
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.core.units import split_ns
+from sim_clock.progress_report import Playback
+from sim_clock.progress_report import ProgressReport
+from sim_clock.progress_report import UNKNOWN_TIME_LEFT
 
 #: The terminal line is rewritten at most this often (five times a second).
 LINE_PERIOD_NS = NS_PER_SEC // 5
@@ -44,22 +46,9 @@ SAMPLE_PERIOD_NS = NS_PER_SEC // 10
 #: ... and is unknown (0) until this much wall time was measured since the start, a reset or
 #: a resume.
 MIN_RATE_SPAN_NS = NS_PER_SEC // 10
-#: ``time_left`` when it is unknown: paused, or the measured rate is 0.
-UNKNOWN_TIME_LEFT = -1.0
 #: What rewrites the line in place: back to its start; erase what a longer line left after it.
 LINE_START = '\r'
 ERASE_TO_END = '\x1b[K'
-
-
-class Playback(enum.Enum):
-    """How the bag plays, as the clock runs now."""
-
-    #: Free run or real-time mode, time advancing by itself.
-    PLAYING = 'playing'
-    #: Free run or real-time mode, paused.
-    PAUSED = 'paused'
-    #: Sync mode: time advances by steps only (no terminal line, no log line).
-    STEPPED = 'stepped'
 
 
 class Output(enum.Enum):
@@ -120,55 +109,6 @@ def probe_terminal(stream: TextIO) -> Terminal:
         except OSError:  # ENOTTY: a terminal, but not this process's controlling terminal
             pass
     return Terminal(tty, foreground, group)
-
-
-@dataclass(frozen=True)
-class ProgressReport:
-    """Where the replay is: ``~/get_progress`` field for field (``*_ns``: a Time there)."""
-
-    #: The bag timestamp reached: every message stamped up to it has gone out.
-    bag_time_ns: int
-    #: The bag's first and last timestamps.
-    start_ns: int
-    end_ns: int
-    #: Bag time from start to end, 0 to 100.
-    percent: float
-    #: Messages handed out since the last reset (the start, a seek, a loop, ~/reset).
-    messages_out: int
-    #: Messages of the topics that play, in the whole bag.
-    messages_total: int
-    #: Measured pace: bag seconds per wall second; 0 paused, unknown or standing still.
-    rate: float
-    #: Wall seconds to the end at that pace; 0 at the end; UNKNOWN_TIME_LEFT (-1) unknown.
-    time_left: float
-    #: Resets so far; messages_out counts from the last one.
-    epoch: int
-    playback: Playback
-
-    def line(self) -> str:
-        """Return the report as one line of text (for a terminal or the log)."""
-        sec, nanosec = split_ns(self.bag_time_ns)
-        total = str(self.messages_total)
-        rate = f'{self.rate:6.2f}x' if self.rate > 0 else '    --x'
-        if self.time_left == 0:
-            state = '  (end)'
-        elif self.playback is Playback.PLAYING:
-            state = ''
-        else:
-            state = f'  ({self.playback.value})'
-        return (f'bag {sec}.{nanosec // 1_000_000:03d} s {self.percent:5.1f}%  '
-                f'{self.messages_out:>{len(total)}}/{total} msgs  {rate}  '
-                f'left {_wall_time(self.time_left)}{state}')
-
-
-def _wall_time(seconds: float) -> str:
-    """Format seconds of wall time: ``4.2 s``, ``1:02:03``, ``--`` when unknown."""
-    if seconds < 0:
-        return '--'
-    if seconds < 60:
-        return f'{seconds:.1f} s'
-    minutes, sec = divmod(int(seconds), 60)
-    return f'{minutes // 60}:{minutes % 60:02d}:{sec:02d}'
 
 
 class Progress:

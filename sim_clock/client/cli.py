@@ -407,8 +407,8 @@ def format_progress(progress) -> str:
 
 def format_progress_line(progress) -> str:
     """Return the one line ``progress --follow`` shows: the bag player's own progress line."""
-    from sim_clock.bag.progress import Playback
-    from sim_clock.bag.progress import ProgressReport
+    from sim_clock.progress_report import Playback
+    from sim_clock.progress_report import ProgressReport
     return ProgressReport(
         progress.bag_time_ns, progress.start_ns, progress.end_ns, progress.percent,
         progress.messages_out, progress.messages_total, progress.rate, progress.time_left,
