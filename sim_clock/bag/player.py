@@ -427,6 +427,10 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument('--no-progress', action='store_true',
                         help='no progress line on a terminal, nor every 5 s in the log '
                              '(~/get_progress still answers)')
+    parser.add_argument('--follow-clock', action='store_true',
+                        help='publish no /clock: play each message once the /clock of another '
+                             'node reaches its stamp, as a participant where that node is a '
+                             'sim_clock server (doc/bags.md, "Following another clock")')
     return parser.parse_args(argv)
 
 
@@ -441,6 +445,10 @@ def main(args=None) -> int:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
         return 1
     try:
+        if options.follow_clock:
+            # Imported here: the follower builds on this module's publishing choices.
+            from sim_clock.bag.follow import follow_clock
+            return follow_clock(bag, argv, start_at_zero=options.start_at_zero)
         return spin_until_stopped(
             lambda: BagPlayer(bag, start_at_zero=options.start_at_zero,
                               show_progress=not options.no_progress).node, argv,
