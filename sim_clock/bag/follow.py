@@ -139,6 +139,8 @@ class BagFollower(Node):
     def _look(self, now_ns: int) -> None:
         """Find the /clock source in the graph; join it where it is a clock server."""
         infos = self.get_publishers_info_by_topic(CLOCK_TOPIC)
+        if not all(info.node_namespace.startswith('/') for info in infos):
+            return  # a writer whose node is not known yet (rmw's placeholder names): look again
         sources = sorted({full_name(info.node_namespace, info.node_name) for info in infos})
         if sources != self._sources:
             self._sources = sources
