@@ -255,6 +255,8 @@ class PlayOptions:
     log_level: Optional[str] = None
     start_at_zero: bool = False
     show_progress: bool = True
+    #: ``--follow-clock``: play along another node's /clock, publishing none.
+    follow_clock: bool = False
 
     def last_bag_ns(self, bag_start_ns: int) -> Optional[int]:
         """
@@ -359,6 +361,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument('--no-progress', action='store_true',
                         help='no progress line on a terminal, nor every 5 s in the log '
                              '(~/get_progress still answers)')
+    parser.add_argument('--follow-clock', action='store_true',
+                        help='publish no /clock: play each message once the /clock of another '
+                             'node reaches its stamp, as a participant where that node is a '
+                             'sim_clock server (doc/bags.md, "Following another clock")')
     return parser
 
 
@@ -403,7 +409,10 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
             exclude_regex=args.exclude_regex),
         parameters=parameters, start_offset_ns=args.start_offset,
         delay_ns=args.delay or 0, remaps=list(args.remap), log_level=args.log_level,
-        start_at_zero=args.start_at_zero, show_progress=not args.no_progress)
+        start_at_zero=args.start_at_zero, show_progress=not args.no_progress,
+        follow_clock=args.follow_clock)
+    if args.follow_clock:
+        _check_following(parser, args)
     # As rosbag2: a negative (or zero) limit is none.
     if args.playback_until_sec is not None:
         until_ns = _argument(parser, _seconds_ns, '--playback-until-sec',
@@ -426,6 +435,24 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
         except ValueError as error:
             parser.error(f'--qos-profile-overrides-path: {path!r}: {error}')
     return options
+
+
+#: Flags of a timeline the player owns: with --follow-clock the followed source owns time.
+TIMELINE_FLAGS = (
+    ('rate', '-r/--rate'), ('loop', '-l/--loop'), ('start_paused', '-p/--start-paused'),
+    ('clock', '--clock'), ('start_offset', '--start-offset'), ('delay', '-d/--delay'),
+    ('remap', '-m/--remap'), ('qos_profile_overrides_path', '--qos-profile-overrides-path'))
+
+
+def _check_following(parser, args) -> None:
+    """Refuse with --follow-clock the flags of a timeline of the player's own."""
+    given = [flag for name, flag in TIMELINE_FLAGS
+             if getattr(args, name) not in (None, False, [], 0)]
+    if given:
+        parser.error(f'{", ".join(given)} do not apply with --follow-clock: the followed '
+                     '/clock owns time (its source paces, pauses and loops it); topic '
+                     'selection, several bags, --playback-* and --start-at-zero do '
+                     '(remap with --ros-args -r)')
 
 
 def _argument(parser, convert, flag, text):

@@ -500,6 +500,10 @@ def main(args=None) -> int:
         return 1
     overrides = [Parameter(name, value=value) for name, value in options.parameters.items()]
     try:
+        if options.follow_clock:
+            # Imported here: the follower builds on this module's publishing choices.
+            from sim_clock.bag.follow import follow_clock
+            return follow_clock(bag, argv, start_at_zero=options.start_at_zero)
         return spin_until_stopped(
             lambda: BagPlayer(
                 bag, start_at_zero=options.start_at_zero, show_progress=options.show_progress,

@@ -156,3 +156,17 @@ def test_bags_merge_by_time_the_first_given_first_at_one_stamp(tmp_path):
             bag.close()
     with pytest.raises(BagError, match='stored as sqlite3, not as the mcap given with it'):
         Bag([first, second], storage_ids=['mcap', None])
+
+
+def test_follow_clock_takes_selection_and_limits_and_refuses_a_timeline_of_its_own(capsys):
+    """With --follow-clock the followed /clock owns time: -r, -l, --start-offset ... refused."""
+    options = parse_arguments(['b', '--follow-clock', '--topics', '/a', '--start-at-zero',
+                               '--playback-until-nsec', '5'])
+    assert options.follow_clock and options.start_at_zero and options.until_ns == 5
+    assert not parse_arguments(['b']).follow_clock
+    for flags in (['-r', '2'], ['-l'], ['--start-offset', '1'], ['-d', '1'], ['--clock'],
+                  ['-m', '/a:=/b']):
+        with pytest.raises(SystemExit) as exit_:
+            parse_arguments(['b', '--follow-clock', *flags])
+        assert exit_.value.code == 2
+        assert 'do not apply with --follow-clock' in capsys.readouterr().err, flags
