@@ -282,6 +282,20 @@ class BagFrames:
         self._server.get_logger().error(
             f'reading the bag failed: {error}; no more data plays until a seek or reset')
 
+    def limit(self, limit: int) -> int:
+        """
+        Return how many of the next ``limit`` frames go out in one run: up to the bag's end.
+
+        The frame at or after the last stamp ends a run, so that a loop or the pause at the
+        end is applied before a frame past the bag goes out (free run, as fast as possible
+        too).
+        """
+        timeline = self._server.timeline
+        left_ns = self.end_ns - timeline.time_ns
+        if left_ns <= 0:
+            return limit
+        return max(1, min(limit, -(-left_ns // timeline.time_step_ns)))
+
     def end_of_frames(self) -> Optional[Callable[[], object]]:
         """
         Return what the end of the bag asks for once the frames out are finished, or None.
@@ -291,7 +305,10 @@ class BagFrames:
         """
         server = self._server
         timeline = server.timeline
-        if not self.cursor.exhausted or timeline.time_ns < self.end_ns:
+        # Time at or past the bag's last stamp: every message has been handed out (a frame
+        # plays all up to its time). The cursor may not know yet, when its batch was used up
+        # exactly by that frame: asked, a frame past the end would go out before a loop.
+        if timeline.time_ns < self.end_ns:
             self._ended = False
             return None
         ended, self._ended = self._ended, True

@@ -508,7 +508,7 @@ class FrameEngine:
                     f'free run waits for late participants: {", ".join(late)}',
                     throttle_duration_sec=5.0)
             return range(0)
-        count = self._run_length(FRAMES_PER_TICK)
+        count = self.sink.limit(self._run_length(FRAMES_PER_TICK))
         if count == 1 and self._unready(1):
             nobody = gates.no_writer(time.monotonic_ns())
             gates.release(nobody)
@@ -531,12 +531,14 @@ class FrameEngine:
         """
         poll = self._timeline.poll
         start = now = time.monotonic_ns()
-        deadline, frames, published = start + FULL_SPEED_BATCH_NS, poll(FULL_SPEED_CHUNK), 0
+        limit = self.sink.limit  # a run ends at the sink's boundary (a bag's end)
+        deadline, published = start + FULL_SPEED_BATCH_NS, 0
+        frames = poll(limit(FULL_SPEED_CHUNK))
         while frames and now < deadline:
             self._publish(frames)
             published += len(frames)
             now = time.monotonic_ns()
-            frames = poll(full_speed_chunk(published, now - start, deadline - now))
+            frames = poll(limit(full_speed_chunk(published, now - start, deadline - now)))
         return frames
 
     def _on_change(self, change) -> None:

@@ -84,6 +84,14 @@ class FrameSink(Protocol):
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""
 
+    def limit(self, limit: int) -> int:
+        """
+        Return how many of the next ``limit`` frames free run may publish in one run (>= 1).
+
+        A sink whose frames reach a boundary (a bag's end) ends the run there, so that what
+        :meth:`end_of_frames` asks for is applied before any frame after it goes out.
+        """
+
     def publishers(self) -> list:
         """Return the publishers of the frames, whose acknowledgements a step may wait for."""
 
@@ -198,6 +206,10 @@ class ClockSink:
     def end_of_frames(self) -> None:
         """Return what the frames out leave to do at their end: nothing (/clock only)."""
         return None
+
+    def limit(self, limit: int) -> int:
+        """Return ``limit``: /clock alone has no boundary."""
+        return limit
 
     def publishers(self) -> list:
         """Return the /clock publisher."""

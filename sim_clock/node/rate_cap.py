@@ -39,7 +39,12 @@ class CappedSink:
         return self._cap.active and self._server.timeline.frame_period_ns() is not None
 
     def limit(self, limit: int) -> int:
-        """Return how many frames free run may advance now, up to ``limit`` (paced: held back)."""
+        """
+        Return how many frames free run may advance now, up to ``limit`` (paced: held back).
+
+        Never past the boundary of the sink it wraps (a bag's end).
+        """
+        limit = self._sink.limit(limit)
         if not self._capping():
             return limit
         return self._cap.limit(limit, self._server.timeline.frame, time.monotonic_ns())

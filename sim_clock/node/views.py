@@ -138,6 +138,9 @@ class _ViewSink:
     def end_of_frames(self):
         return self._sink.end_of_frames()
 
+    def limit(self, limit: int) -> int:
+        return self._sink.limit(limit)
+
     def close(self) -> None:
         self._views.close()
         self._sink.close()

@@ -256,6 +256,31 @@ def test_free_run_plays_everything_then_pauses(start_server, bag_client, sqlite_
     assert bag_client.get_parameter('paused') is True
 
 
+@pytest.mark.parametrize('storage, factor', (('sqlite3', 10.0), ('mcap', 10.0), ('mcap', 0.0)))
+def test_free_run_loops_never_publish_a_time_past_the_bag(
+        start_server, bag_client, tmp_path, storage, factor):
+    """
+    Looping in free run, /clock stays within the bag: the frame at its last stamp loops back.
+
+    The bag's last message is stamped at its end, on the frame grid: the frame that plays it
+    ends the run of frames a tick publishes (or a batch as fast as possible), and the loop
+    comes before any frame after it.
+    """
+    path = str(tmp_path / f'bag_{storage}')
+    records = write_test_bag(path, storage)
+    _start_player(start_server, path, {'real_time_factor': factor, 'time_step': 0.02,
+                                       'paused': True, 'loop': True})
+    bag_client.wait_matched(['/chatter', '/pose'])
+    chatter = [r.key for r in records if r.topic == '/chatter']
+    assert bag_client.trigger('resume').success
+    bag_client.spin_until(lambda: sum(t == '/chatter' for t, _, _ in bag_client.data)
+                          >= 5 * len(chatter), 'five passes of /chatter', timeout=30.0)
+    assert bag_client.trigger('pause').success
+    times = bag_client.times()
+    assert max(times) == END_NS and min(times) == START_NS
+    assert [t for t in times if t > END_NS] == []
+
+
 def test_real_time_mode_from_zero(start_server, bag_client, sqlite_bag):
     """Real-time mode with --start-at-zero: /clock from 0 at wall pace, all data plays."""
     path, records = sqlite_bag
