@@ -102,6 +102,9 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int, mode: s
     step_until_recorded(client, recorder, nodes, player)
     log = player.log()
     assert 'every expected participant is ready: /perception, /planning, /control' in log, log
+    # A reader taken as stalled is skipped from then on: its data may come after its /clock.
+    assert 'not acknowledged by every reliable reader' not in log, log
+    assert 'without waiting for stalled reliable readers' not in log, log
     for role, node in nodes.items():
         printed = node.output()
         assert '[ERROR]' not in printed and '[WARN]' not in printed, printed
