@@ -366,12 +366,15 @@ def test_cli_refusals_name_commands_not_services():
 
 def test_ros2_simclock_verb(start_server, client, domain_id):
     """`ros2 simclock status` works where ros2cli is installed."""
-    if importlib.util.find_spec('ros2cli') is None or shutil.which('ros2') is None:
+    # scripts/run_tests.sh runs the venv's pytest without the venv's bin on PATH: look there too.
+    ros2 = shutil.which('ros2', path=os.pathsep.join(
+        [os.path.dirname(sys.executable), os.environ.get('PATH', '')]))
+    if importlib.util.find_spec('ros2cli') is None or ros2 is None:
         pytest.skip('ros2cli is not installed (not on PyPI; see README)')
     start_server()
     client.status()
     result = subprocess.run(
-        ['ros2', 'simclock', 'status'], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+        [ros2, 'simclock', 'status'], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and 'frame:' in result.stdout, result.stderr
 
