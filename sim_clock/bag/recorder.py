@@ -67,6 +67,7 @@ from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
+from sim_clock.node.runtime import loopback_udp_only
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
@@ -404,6 +405,7 @@ def main(args=None) -> int:
         return recorders[0]
     try:
         return spin_until_stopped(make_node, argv, logger_name=NODE_NAME,
+                                  transports=loopback_udp_only,
                                   executor_factory=SingleThreadedExecutor)
     finally:
         close_bag(writer, options.output,

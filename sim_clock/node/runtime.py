@@ -74,6 +74,11 @@ PROFILES_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_P
 PROFILE_FILES = {
     major: os.path.join(os.path.dirname(os.path.abspath(__file__)), f'fastdds{major}_profile.xml')
     for major in PROFILES_VARIABLES}
+#: The recorder's under a LOCALHOST discovery range: the same over UDPv4 on 127.0.0.1 only.
+LOOPBACK_PROFILE_FILES = {
+    major: os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        f'fastdds{major}_loopback_profile.xml')
+    for major in PROFILES_VARIABLES}
 #: How the line of :func:`answer_late_clients` starts where a profiles file was given.
 GIVEN_PROFILES = 'Fast DDS profiles as set'
 #: The ROS distributions on Fast DDS 2; later ones are on Fast DDS 3.
@@ -97,6 +102,32 @@ def fast_dds_major(environ=os.environ) -> int:
     return 3
 
 
+def loopback_udp_only(environ=os.environ) -> Optional[str]:
+    """
+    Under a LOCALHOST discovery range, make Fast DDS use UDPv4 on 127.0.0.1 only; return a line.
+
+    Call before ``rclpy.init`` (the recorder does). rmw_fastrtps puts shared memory under a
+    LOCALHOST range itself; over Fast DDS 2.14 shared memory a recorder stopped receiving
+    from the writers of some processes mid-run, for good (doc/bags.md, "The recorder over
+    UDP"). So the range becomes SYSTEM_DEFAULT with :data:`LOOPBACK_PROFILE_FILES`, whose
+    only transport is UDPv4 on 127.0.0.1: still this host only. Elsewhere, or where the user
+    chose transports or a profiles file, :func:`avoid_shared_memory` decides.
+    """
+    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return None
+    chosen = TRANSPORTS_VARIABLE in environ or any(
+        environ.get(name) for name in PROFILES_VARIABLES.values())
+    if (environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE') != 'LOCALHOST' or chosen
+            or environ.get('ROS_LOCALHOST_ONLY') == '1'):
+        return avoid_shared_memory(environ)
+    environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SYSTEM_DEFAULT'
+    major = fast_dds_major(environ)
+    environ[PROFILES_VARIABLES[major]] = LOOPBACK_PROFILE_FILES[major]
+    return (f'Fast DDS over UDPv4 on 127.0.0.1 only ({LOOPBACK_PROFILE_FILES[major]}, '
+            'ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT): no shared memory, which lost '
+            'writers mid-recording')
+
+
 def answer_late_clients(environ=os.environ) -> Optional[str]:
     """
     Load our Fast DDS profile unless a profiles file is given; return a line to log.
@@ -108,6 +139,9 @@ def answer_late_clients(environ=os.environ) -> Optional[str]:
     if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
         return None
     given = [name for name in PROFILES_VARIABLES.values() if environ.get(name)]
+    if given and environ[given[0]] in LOOPBACK_PROFILE_FILES.values():
+        return (f'Fast DDS profile {environ[given[0]]}: UDPv4 on 127.0.0.1 only; answers wait '
+                'up to 2 s for a new client; acknowledgements asked for every 1 ms')
     if given:
         return (f'{GIVEN_PROFILES}: {given[0]}={environ[given[0]]}, not the one of sim_clock: '
                 'steps held for readers (flow control, ack_timeout) wait up to one '
@@ -139,7 +173,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,
-                       executor_factory: Callable[[], object] = make_executor) -> int:
+                       executor_factory: Callable[[], object] = make_executor,
+                       transports: Optional[Callable[[], Optional[str]]] = None) -> int:
     """
     Init rclpy, make the node and spin it until it is done, Ctrl-C or SIGTERM; return 0 or 1.
 
@@ -149,7 +184,8 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
     notes that the process stops, so that a callback waiting for something cuts the wait
     short) and ``finish(executor)`` (run once the loop ended, whatever ended it, before the
     node is destroyed). An invalid configuration (a refused parameter) ends it at once with a
-    FATAL line and 1.
+    FATAL line and 1. ``transports``: what chooses Fast DDS's transports before ``rclpy.init``
+    (default :func:`avoid_shared_memory`; the recorder's :func:`loopback_udp_only`).
 
     SIGINT and SIGTERM are taken here, not by rclpy: rclpy's handler shuts the context down
     from a thread of its own, under a callback that may be publishing, which then fails (a
@@ -167,7 +203,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
             stop()
     # Installed before rclpy.init: a signal while the node is made ends the process quietly too.
     previous = {number: signal.signal(number, on_signal) for number in STOP_SIGNALS}
-    transports = avoid_shared_memory()
+    transports = (transports or avoid_shared_memory)()
     profile = answer_late_clients()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)

@@ -20,6 +20,8 @@ import pytest
 from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.runtime import fast_dds_major
 from sim_clock.node.runtime import GIVEN_PROFILES
+from sim_clock.node.runtime import LOOPBACK_PROFILE_FILES
+from sim_clock.node.runtime import loopback_udp_only
 from sim_clock.node.runtime import PROFILE_FILES
 
 
@@ -58,11 +60,12 @@ def test_the_fast_dds_here_is_found():
     assert fast_dds_major({'ROS_DISTRO': 'rolling'}) == 3
 
 
+@pytest.mark.parametrize('files', [PROFILE_FILES, LOOPBACK_PROFILE_FILES])
 @pytest.mark.parametrize('major, element', [(2, 'heartbeatPeriod'), (3, 'heartbeat_period')])
-def test_our_fast_dds_profiles_raise_the_waits(major, element):
+def test_our_fast_dds_profiles_raise_the_waits(major, element, files):
     """Each file sets max_blocking_time 2 s and a 1 ms heartbeat, spelled for its Fast DDS."""
     import xml.etree.ElementTree as ElementTree
-    tree = ElementTree.parse(PROFILE_FILES[major])
+    tree = ElementTree.parse(files[major])
     namespace = {'dds': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
     writer = tree.find('.//dds:data_writer', namespace)
     assert writer.get('is_default_profile') == 'true'
@@ -70,3 +73,31 @@ def test_our_fast_dds_profiles_raise_the_waits(major, element):
     assert blocking.find('dds:sec', namespace).text == '2'
     heartbeat = writer.find(f'dds:times/dds:{element}', namespace)
     assert heartbeat.find('dds:nanosec', namespace).text == '1000000'
+
+
+@pytest.mark.parametrize('distro, major', [('jazzy', 2), ('kilted', 3)])
+def test_the_recorder_takes_loopback_udp_under_a_localhost_range(distro, major):
+    """LOCALHOST: SYSTEM_DEFAULT with our UDPv4-on-127.0.0.1 profile, which is then ours."""
+    environ = {'ROS_DISTRO': distro, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    assert 'UDPv4 on 127.0.0.1' in loopback_udp_only(environ)
+    variable = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_PROFILES_FILE'}[major]
+    assert environ == {'ROS_DISTRO': distro, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT',
+                       variable: LOOPBACK_PROFILE_FILES[major]}
+    line = answer_late_clients(environ)
+    assert not line.startswith(GIVEN_PROFILES)
+    assert environ[variable] == LOOPBACK_PROFILE_FILES[major]
+
+
+@pytest.mark.parametrize('environ', [
+    {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'FASTRTPS_DEFAULT_PROFILES_FILE': '/mine.xml'},
+    {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'FASTDDS_BUILTIN_TRANSPORTS': 'SHM'},
+    {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET'},
+    {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'},
+])
+def test_the_recorder_leaves_a_users_choice_and_other_ranges_alone(environ):
+    """A profiles file or transports given, another range or middleware: the range stays."""
+    range_before = environ['ROS_AUTOMATIC_DISCOVERY_RANGE']
+    loopback_udp_only(environ)
+    assert environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] == range_before
+    assert LOOPBACK_PROFILE_FILES[2] not in environ.values()
+    assert LOOPBACK_PROFILE_FILES[3] not in environ.values()
