@@ -20,7 +20,6 @@ service and message types only.
 """
 
 from sim_clock.client.api import SimClockClient
-from sim_clock.client.results import Progress
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
@@ -30,10 +29,12 @@ from sim_clock.client.results import SimClockRefused
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
+from sim_clock.progress_report import Playback
+from sim_clock.progress_report import ProgressReport
 
 __all__ = [
-    'Progress', 'ResetEvent', 'SeekResult', 'SimClockClient', 'SimClockError', 'SimClockLate',
-    'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
+    'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient', 'SimClockError',
+    'SimClockLate', 'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
     'Status',
     'StepResult',
 ]

@@ -42,7 +42,6 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sim_clock.client.results import Progress
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
@@ -64,6 +63,8 @@ from sim_clock.msg import Reset
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import RESET_QOS
 from sim_clock.names import SERVICE_QOS
+from sim_clock.progress_report import Playback
+from sim_clock.progress_report import ProgressReport
 from sim_clock.srv import GetProgress
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
@@ -316,13 +317,13 @@ class SimClockClient:
             raise SimClockRefused(self.server, f'a seek to {time_ns} ns', response.message)
         return SeekResult(join_ns(response.clock), response.epoch)
 
-    def progress(self) -> Progress:
+    def progress(self) -> ProgressReport:
         """Return where a bag player's replay is (``~/get_progress``; changes nothing)."""
         r = self._call(GetProgress, 'get_progress', GetProgress.Request())
-        return Progress(
+        return ProgressReport(
             bag_time_ns=join_ns(r.bag_time), start_ns=join_ns(r.start), end_ns=join_ns(r.end),
             percent=r.percent, messages_out=r.messages_out, messages_total=r.messages_total,
-            rate=r.rate, time_left=r.time_left, epoch=r.epoch, playback=r.playback)
+            rate=r.rate, time_left=r.time_left, epoch=r.epoch, playback=Playback(r.playback))
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

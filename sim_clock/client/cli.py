@@ -394,7 +394,7 @@ def format_progress(progress) -> str:
         left = f'{progress.time_left:.1f} s'
     rate = f'{progress.rate:.3f}x' if progress.rate > 0 else '- (not measured: paused or idle)'
     return '\n'.join([
-        f'playback:  {progress.playback}',
+        f'playback:  {progress.playback.value}',
         f'bag time:  {format_time(progress.bag_time_ns)} ({progress.percent:.1f}% of '
         f'{format_time(progress.start_ns)} to {format_time(progress.end_ns)})',
         f'messages:  {progress.messages_out} of {progress.messages_total} out since the last '
@@ -407,12 +407,7 @@ def format_progress(progress) -> str:
 
 def format_progress_line(progress) -> str:
     """Return the one line ``progress --follow`` shows: the bag player's own progress line."""
-    from sim_clock.progress_report import Playback
-    from sim_clock.progress_report import ProgressReport
-    return ProgressReport(
-        progress.bag_time_ns, progress.start_ns, progress.end_ns, progress.percent,
-        progress.messages_out, progress.messages_total, progress.rate, progress.time_left,
-        progress.epoch, Playback(progress.playback)).line() + f'  epoch {progress.epoch}'
+    return progress.line() + f'  epoch {progress.epoch}'
 
 
 def format_reset(event) -> str:

@@ -119,30 +119,6 @@ class SeekResult:
 
 
 @dataclass(frozen=True)
-class Progress:
-    """Where a bag player's replay is, as ``~/get_progress`` reports it (``*_ns``: times)."""
-
-    #: The bag timestamp reached: every message stamped up to it is out.
-    bag_time_ns: int
-    #: The bag's first and last timestamps.
-    start_ns: int
-    end_ns: int
-    #: bag_time from start (0) to end (100).
-    percent: float
-    #: Messages published since the last reset, and those of the topics that play, in all.
-    messages_out: int
-    messages_total: int
-    #: Measured pace, bag seconds per wall second; 0: paused, standing still or not measured.
-    rate: float
-    #: Wall seconds to the end at that pace; 0: at or past the end; -1: unknown.
-    time_left: float
-    #: Resets so far: messages_out counts from the last one.
-    epoch: int
-    #: How the bag plays now: 'playing', 'paused' or 'stepped' (sync mode).
-    playback: str
-
-
-@dataclass(frozen=True)
 class ResetEvent:
     """A reset of the server's time, as ``~/resets`` announces it (times are /clock times)."""
 
