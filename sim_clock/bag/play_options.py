@@ -104,32 +104,27 @@ def _not_negative_seconds(flag: str):
     return parse
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-        if not value > 0:
-            raise Refused('')
-        real_time_factor_from_float(value)
-    except (ValueError, Refused) as error:
-        reason = getattr(error, 'reason', '') or 'more than 0 (1.0: the recorded pace)'
-        raise argparse.ArgumentTypeError(
-            f'-r/--rate must be a number more than 0 (the real_time_factor parameter): '
-            f'{reason}; got {text!r}') from None
-    return value
+def _positive_number(what: str, check, allowed: str):
+    """Return an argument type: a number more than 0 that ``check`` (a parameter's) accepts."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+            if not value > 0:
+                raise Refused('')
+            check(value)
+        except (ValueError, Refused) as error:
+            reason = getattr(error, 'reason', '') or allowed
+            raise argparse.ArgumentTypeError(f'{what}: {reason}; got {text!r}') from None
+        return value
+    return parse
 
 
-def _clock_hz(text: str) -> float:
-    try:
-        value = float(text)
-        if not value > 0:
-            raise Refused('')
-        publish_period_from_rate(value)
-    except (ValueError, Refused) as error:
-        reason = getattr(error, 'reason', '') or 'more than 0 Hz'
-        raise argparse.ArgumentTypeError(
-            f'--clock takes a rate in Hz (the publish_rate parameter): {reason}; '
-            f'got {text!r}') from None
-    return value
+_rate = _positive_number(
+    '-r/--rate must be a number more than 0 (the real_time_factor parameter)',
+    real_time_factor_from_float, 'more than 0 (1.0: the recorded pace)')
+_clock_hz = _positive_number(
+    '--clock takes a rate in Hz (the publish_rate parameter)', publish_period_from_rate,
+    'more than 0 Hz')
 
 
 def _regex(flag: str):
