@@ -21,6 +21,7 @@ participant helper and the recorder report through :class:`ReadyReports`; any no
 """
 
 import time
+from typing import Callable
 from typing import Iterable
 from typing import Optional
 from typing import Tuple
@@ -53,11 +54,17 @@ class ReadyReports:
     Call :meth:`look` often (each turn of the node's loop); it looks at the counts at most
     every :data:`LOOK_NS` and publishes only a change (the topic is transient local: the
     server gets the last one even if it starts later).
+
+    ``pending``: the topics the node will read but has no reader of yet (a recorder that
+    waits to learn a topic's type), each said as a reader that matched no writer: the server
+    then holds the frames until that reader exists and has matched the writers it expects.
     """
 
     def __init__(self, node: Node, server: str = DEFAULT_SERVER, name: Optional[str] = None,
-                 leave_out: Iterable[str] = ()):
+                 leave_out: Iterable[str] = (),
+                 pending: Callable[[], Iterable[str]] = tuple):
         self._node = node
+        self._pending = pending
         self.name = name or node.get_fully_qualified_name()
         prefix = server.rstrip('/')
         #: The writer of the reports, which no report counts.
@@ -76,6 +83,8 @@ class ReadyReports:
         writers, readers = endpoint_counts(self._node, self._leave_out)
         writers = tuple(item for item in writers if not item[0].startswith(self._prefix))
         readers = tuple(item for item in readers if not item[0].startswith(self._prefix))
+        read = {topic for topic, _ in readers}
+        readers += tuple(sorted((topic, 0) for topic in set(self._pending()) - read))
         if (writers, readers) == self._said:
             return False
         self._said = (writers, readers)

@@ -349,15 +349,29 @@ class Participant:
         self._publish_done()
 
     def _drain(self) -> None:
-        """Take everything that has arrived, on every subscription, until nothing is ready."""
+        """
+        Take everything that has arrived, on every subscription, until nothing is left.
+
+        The stack's subscriptions are taken directly (``take_message`` until it returns None),
+        not through the executor: its wait set can show a subscription as not ready while a
+        message its writer already has acknowledged waits in the reader's queue, and a burst
+        would then be split over two rounds. The server's topics go through the executor.
+        """
         while True:
             try:
                 handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0)
             except TimeoutException:
-                return
+                break
             handler()
             if handler.exception() is not None:
                 raise handler.exception()
+        for _, _, inbox, subscription in self._inputs:
+            with subscription.handle:
+                while True:
+                    taken = subscription.handle.take_message(String, True)
+                    if taken is None:
+                        break
+                    inbox.append(taken[0])
 
     def _await(self, counts: dict, where: str) -> None:
         """Wait until each subscription holds as many messages as ``counts`` says."""

@@ -157,7 +157,8 @@ class Recorder(Node):
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         # Named in the server's expected_participants, the recorder holds the first frame
         # until its readers have matched the stack's writers: it says so on ~/ready.
-        self._ready = ReadyReports(self, server)
+        # Topics still waiting for a type count as readers that matched nothing.
+        self._ready = ReadyReports(self, server, pending=lambda: self._waiting)
         self._ready.look()
         if all_topics:
             self.get_logger().info(

@@ -35,6 +35,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
@@ -344,19 +345,14 @@ def test_recorder_writes_simulated_time(start_server, bag_client, sqlite_bag, tm
     from rosbags.typesys import Stores
     path, records = sqlite_bag
     output = str(tmp_path / 'recorded')
-    _start_player(start_server, path, SYNC)
+    # Started together and stepped at once, as a launch file does: the player holds the
+    # first frame until the recorder says its readers matched the player's writers (its first
+    # reader of the best-effort /pose is reliable, matches nothing, and is made again).
+    _start_player(start_server, path,
+                  {**SYNC, 'expected_participants': [f'/{RECORDER_NODE_NAME}']})
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(END_NS / NS), '-t', '/chatter', '/pose', '/absent'])
     bag_client.wait_matched(['/chatter', '/pose'])
-    bag_client.spin_until(
-        lambda: 'recording /pose' in recorder.log() and 'recording /chatter' in recorder.log(),
-        'the recorder to subscribe')
-    bag_client.spin_until(lambda: bag_client.node.count_subscribers('/pose') >= 2,
-                          'the recorder on /pose')
-    # The player republishes frame 0 while idle: once the recorder has one /clock, every
-    # message of the steps has a /clock published before it.
-    bag_client.spin_until(lambda: 'first /clock received' in recorder.log(),
-                          'the recorder to receive /clock')
     _step_through(bag_client, records)
     assert recorder.process.wait(30) == 0
     summary = recorder.log()
