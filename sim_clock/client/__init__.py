@@ -20,6 +20,7 @@ service and message types only.
 """
 
 from sim_clock.client.api import SimClockClient
+from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
@@ -33,8 +34,8 @@ from sim_clock.progress_report import Playback
 from sim_clock.progress_report import ProgressReport
 
 __all__ = [
-    'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient', 'SimClockError',
-    'SimClockLate', 'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
+    'FrameEvents', 'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient',
+    'SimClockError', 'SimClockLate', 'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
     'Status',
     'StepResult',
 ]

@@ -42,6 +42,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
@@ -51,6 +52,7 @@ from sim_clock.client.results import SimClockRefused
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
+from sim_clock.core.frame_events import FrameEvent
 from sim_clock.core.rules import check_whole_steps
 from sim_clock.core.rules import frames_until
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
@@ -65,6 +67,7 @@ from sim_clock.names import RESET_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.progress_report import Playback
 from sim_clock.progress_report import ProgressReport
+from sim_clock.srv import GetFrameEvents
 from sim_clock.srv import GetProgress
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
@@ -92,7 +95,7 @@ SERVICE_TYPES = {
     'get_status': GetStatus, 'step': Step, 'sync_mode_cmd': SyncModeCmd, 'join': Join,
     'leave': Leave, 'pause': Trigger, 'resume': Trigger, 'reset': Trigger, 'step_once': Trigger,
     'set_sync': SetBool, 'set_parameters': SetParameters, 'seek': Seek,
-    'get_progress': GetProgress,
+    'get_progress': GetProgress, 'get_frame_events': GetFrameEvents,
 }
 
 _instances = itertools.count()
@@ -300,6 +303,22 @@ class SimClockClient:
             output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
             output_gates_slowest=tuple(r.output_gates_slowest),
             output_gates_waiting=tuple(r.output_gates_waiting))
+
+    def frame_events(self, after: int = 0, max_events: int = 0) -> FrameEvents:
+        """
+        Return the server's frame timeline after sequence ``after`` (``~/get_frame_events``).
+
+        ``max_events``: at most so many, the oldest first (0: all kept). Changes nothing.
+        """
+        r = self._call(GetFrameEvents, 'get_frame_events',
+                       GetFrameEvents.Request(after=after, max_events=max_events))
+        return FrameEvents(
+            events=tuple(FrameEvent(
+                sequence=e.sequence, kind=e.kind, epoch=e.epoch, sim_ns=e.sim_ns,
+                start_ns=e.start_ns, end_ns=e.end_ns, name=e.name, count=e.count,
+                success=e.success, detail=e.detail) for e in r.events),
+            dropped=r.dropped, last_sequence=r.last_sequence, capacity=r.capacity,
+            now_ns=r.now_ns)
 
     def seek(self, time_ns: int) -> SeekResult:
         """

@@ -111,6 +111,22 @@ class Status:
 
 
 @dataclass(frozen=True)
+class FrameEvents:
+    """A piece of the server's frame timeline, as ``~/get_frame_events`` answers it."""
+
+    #: The events (sim_clock.core.frame_events.FrameEvent), in the order recorded.
+    events: tuple
+    #: Events after the one asked from that had left the server's ring already.
+    dropped: int
+    #: The sequence of the last event the server recorded (0: none).
+    last_sequence: int
+    #: The server's ring length (its frame_events parameter); 0: recording is off.
+    capacity: int
+    #: The server's steady clock when it answered, ns (the events' start_ns and end_ns clock).
+    now_ns: int
+
+
+@dataclass(frozen=True)
 class SeekResult:
     """Where a bag player's seek left time: the /clock time in ns and the epoch (resets)."""
 
