@@ -18,7 +18,7 @@ The ``simclock`` command line: ``ros2 run sim_clock simclock <command>`` or ``ro
 Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage, 3 no answer
 (the server is not running on this ROS_DOMAIN_ID, or did not answer in time). ``diff`` needs no
 server: 0 the same recordings, 1 different (the first difference is printed), 2 a bag that
-cannot be read.
+cannot be read. ``trace``: 1 the server records no frame events, 2 the file cannot be written.
 """
 
 import argparse
@@ -56,6 +56,7 @@ SERVICES = {
     'status': 'get_status', 'step': 'step', 'pause': 'pause', 'resume': 'resume',
     'reset': 'reset', 'sync': 'set_sync', 'rate': 'set_parameters', 'mode': 'set_parameters',
     'resets': 'get_status', 'seek': 'seek', 'progress': 'get_progress',
+    'trace': 'get_frame_events',
 }
 #: The services that only a bag player has (a clock server has get_status but not these).
 BAG_SERVICES = ('seek', 'get_progress')
@@ -210,6 +211,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     diff.add_argument('bag_a', metavar='BAG_A',
                       help='a rosbag2 directory, or a .mcap or .db3 file')
     diff.add_argument('bag_b', metavar='BAG_B', help='the bag to compare it with')
+    trace = command('trace', "write the server's frame timeline to a trace file (Chrome's "
+                             'trace format: open it in ui.perfetto.dev or chrome://tracing)')
+    trace.add_argument('--out', required=True, metavar='FILE', help='the trace file to write')
+    span = trace.add_mutually_exclusive_group()
+    span.add_argument('--frames', type=frames_argument, metavar='N',
+                      help='from the N-th last frame on (default: every event the ring holds)')
+    span.add_argument('--follow', type=positive_seconds_argument, metavar='SECONDS',
+                      help='what is recorded over SECONDS of wall time from now, read a few '
+                           'times a second (Ctrl-C: stop early and write what came)')
 
 
 def check_arguments(args) -> str:
@@ -482,6 +492,9 @@ def run(args) -> int:
             return refresh(lambda: format_progress_line(client.progress()), args.interval)
         if args.command == 'resets':
             return follow_resets(client, args.count)
+        if args.command == 'trace':
+            from sim_clock.client.frame_trace import take_trace
+            return take_trace(client, args.out, args.frames, args.follow)
         print(_carry_out(client, args))
         sys.stdout.flush()
         return 0
