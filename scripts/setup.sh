@@ -46,6 +46,26 @@ for file in "${files[@]}"; do
   fi
 done
 
+# Tests: headless Chromium opens the timeline report (test/client/test_report_in_browser.py).
+# Debian's package, once; where it cannot be installed the set-up goes on and that test
+# skips, saying so.
+if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null; then
+  mkdir -p "$build"
+  log="$build/chromium-install.log"
+  as_root=()
+  if [ "$(id -u)" != 0 ]; then
+    as_root=(sudo -n)
+  fi
+  echo "setup: installing chromium with apt-get (the report's browser test)"
+  # With its recommended packages: the fonts the page's text is drawn with come among them.
+  if ! { ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+         && ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive \
+              apt-get install -y -qq chromium; } > "$log" 2>&1; then
+    echo "setup: could not install chromium (apt-get failed, see $log): the browser test" \
+         "of the report will be skipped" >&2
+  fi
+fi
+
 # The package: CMake generates the interfaces and installs everything into the venv prefix.
 export PATH="$venv/bin:$PATH"
 export AMENT_PREFIX_PATH="$venv"

@@ -19,6 +19,7 @@ Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage
 (the server is not running on this ROS_DOMAIN_ID, or did not answer in time). ``diff`` needs no
 server: 0 the same recordings, 1 different (the first difference is printed), 2 a bag that
 cannot be read. ``trace``: 1 the server records no frame events, 2 the file cannot be written.
+``report`` needs no server: 2 a trace that cannot be read or a page that cannot be written.
 """
 
 import argparse
@@ -220,6 +221,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     span.add_argument('--follow', type=positive_seconds_argument, metavar='SECONDS',
                       help='what is recorded over SECONDS of wall time from now, read a few '
                            'times a second (Ctrl-C: stop early and write what came)')
+    report = command('report', 'summarise a trace file written by trace, no server needed: '
+                               'print the participants and gates, slowest first, and with '
+                               '--html write a page of where the time went')
+    report.add_argument('trace_file', metavar='TRACE', help='a file written by simclock trace')
+    report.add_argument('--html', metavar='FILE',
+                        help='write the report as one self-contained HTML page')
 
 
 def check_arguments(args) -> str:
@@ -467,6 +474,9 @@ def run(args) -> int:
         return EXIT_USAGE
     if args.command == 'diff':
         return diff_bags(args.bag_a, args.bag_b)
+    if args.command == 'report':
+        from sim_clock.client.report import report_command
+        return report_command(args.trace_file, args.html)
     import rclpy
     from sim_clock.client.api import SimClockClient
     from sim_clock.client.api import SimClockRefused
