@@ -1,0 +1,149 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``simclock trace`` and ``simclock report`` on a real run, as a user takes them.
+
+A server in sync mode, two participant processes, one of which works 20 ms in one frame of
+every ten; 50 frames stepped and traced (after 5 that are not). The trace file must show each
+participant on its own track and the slow one's work in its holds; the report, as headless
+Chromium renders it, must put the slow participant first.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+from frame_timeline import Page
+from harness import ChildProcess
+from harness import executable
+from harness import TIMEOUT
+import pytest
+from sim_clock.srv import Step
+
+MS = 1_000_000
+STEP_NS = 10 * MS
+FRAMES = 50
+#: Frames stepped before those traced.
+WARM_UP = 5
+#: How long the slow participant works in one frame of every ten.
+WORK_NS = 20 * MS
+
+#: A participant that works WORK_NS in its tenth, twentieth, ... frame (argv: name, slow 0/1).
+#: It prints 'joined' once the server reads its dones.
+PARTICIPANT = """
+import sys, time
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client.participant import Participant
+name, slow = sys.argv[1], sys.argv[2] == '1'
+rclpy.init()
+node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
+frames = []
+def tick():
+    frames.append(node.get_clock().now().nanoseconds)
+    if slow and len(frames) % 10 == 0:
+        time.sleep(0.02)  # the work of a slow node under test, one frame in ten
+node.create_timer(0.01, tick)
+participant = Participant(node, name=name, period=0.01)
+while participant._done.get_subscription_count() < 1:
+    participant.executor.spin_once(timeout_sec=0.05)
+print('joined', flush=True)
+try:
+    while rclpy.ok():
+        participant.spin_once()
+except KeyboardInterrupt:
+    pass
+participant.close()
+rclpy.try_shutdown()
+"""
+
+
+def _simclock(domain_id: int, *args) -> subprocess.CompletedProcess:
+    result = subprocess.run([executable('simclock'), *args], capture_output=True, text=True,
+                            env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+                            timeout=TIMEOUT * 4)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_a_trace_and_its_report_name_the_slow_participant(
+        start_server, client, domain_id, tmp_path):
+    """One track per participant; /slow's tenth frames held 20 ms; the report puts it first."""
+    start_server({'sync': True, 'time_step': STEP_NS / 1e9})
+    children = [ChildProcess(domain_id, PARTICIPANT, str(tmp_path), args=(name, slow))
+                for name, slow in (('fast', 0), ('slow', 1))]
+    try:
+        for child in children:
+            child.expect('joined')
+        client.spin_until(lambda: len(client.status().participants) == 2, 'both participants')
+        # The first frames also pay for the first /clock each process takes: stepped apart,
+        # and left out of the trace by --frames.
+        for steps in (WARM_UP, FRAMES):
+            response = client.call(Step, 'step', Step.Request(steps=steps), timeout=60.0)
+            assert response.success, response.message
+        trace_path = tmp_path / 'run.json'
+        line = _simclock(domain_id, 'trace', '--out', str(trace_path), '--frames',
+                         str(FRAMES)).stdout
+    finally:
+        for child in children:
+            child.stop()
+    trace = json.loads(trace_path.read_text())
+    kinds = [entry['args']['kind'] for entry in trace['traceEvents'] if entry['ph'] != 'M']
+    assert line == (f'{len(kinds)} events, {FRAMES} frames, 2 participants, 0 gates: '
+                    f'{trace_path}\n'), kinds
+    assert (kinds.count('frame'), kinds.count('done'), kinds.count('step')) == (
+        FRAMES, 2 * FRAMES, 1), kinds
+    tracks = {entry['tid']: entry['args']['name'] for entry in trace['traceEvents']
+              if entry['ph'] == 'M' and entry['name'] == 'thread_name'}
+    participants = sorted(name for name in tracks.values() if name.startswith('participant '))
+    assert participants == ['participant fast', 'participant slow']
+    slow_track = next(tid for tid, name in tracks.items() if name == 'participant slow')
+    holds = {}
+    for entry in trace['traceEvents']:
+        if entry['ph'] == 'M' or entry['args']['kind'] != 'done':
+            continue
+        args = entry['args']
+        assert (entry['tid'] == slow_track) == (args['name'] == 'slow'), entry
+        if args['name'] == 'slow':
+            holds[args['sim_ns'] // STEP_NS] = args['end_ns'] - args['start_ns']
+    assert sorted(holds) == list(range(WARM_UP + 1, WARM_UP + FRAMES + 1))
+    # /slow works in its 10th, 20th, ... frame. A hold also has the time it takes to receive
+    # /clock and say done, which the other frames' holds are made of: the worked frames'
+    # median hold, less the others' median, is the 20 ms of work, within 10%. Medians: one
+    # frame delayed by the machine's other load does not decide. Each worked frame's hold is
+    # at least the work less 10%: a hold starts once /clock is published to every reader,
+    # and a participant may start on it a little before that.
+    worked = sorted(holds[frame] for frame in (10, 20, 30, 40, 50))
+    assert worked[0] >= WORK_NS - WORK_NS // 10, holds
+    other = sorted(hold for frame, hold in holds.items() if frame % 10)
+    work = worked[len(worked) // 2] - other[len(other) // 2]
+    assert abs(work - WORK_NS) <= WORK_NS // 10, (worked, other)
+
+    page_path = tmp_path / 'report.html'
+    printed = _simclock(domain_id, 'report', str(trace_path), '--html', str(page_path)).stdout
+    assert printed.splitlines()[2].split()[:3] == ['slow', 'participant', str(FRAMES)], printed
+    chromium = shutil.which('chromium')
+    if chromium is None:
+        pytest.skip('chromium is not on PATH (scripts/setup.sh --test installs it): the '
+                    'report was written, not rendered')
+    dom = subprocess.run(
+        [chromium, '--headless', '--no-sandbox', '--disable-gpu',
+         f'--user-data-dir={tmp_path / "profile"}', '--dump-dom', page_path.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr
+    rows = Page(dom.stdout).find('tr', within='holders', cls='holder')
+    assert [(row.attrs['data-name'], row.attrs['data-kind']) for row in rows] == [
+        ('slow', 'participant'), ('fast', 'participant')]
