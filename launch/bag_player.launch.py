@@ -61,6 +61,9 @@ PARAMETER_ARGUMENTS = {
                     "entries separated by spaces or commas, e.g. '/cmd@0.05 /odom:2'; '' none.",
     'expected_participants': 'Nodes no frame goes out without, until each said on ~/ready that '
                              "its endpoints matched, e.g. '/perception /planning'; '' none.",
+    'frame_events': 'How many frame events the server keeps for trace, report and top; 0 '
+                    'none.',
+    'publish_frame_events': 'Also publish each frame event on ~/frame_events (true/false).',
 }
 #: The player's own parameter and its default (the others are in config/sim_clock.yaml).
 PLAYER_DEFAULTS = {'loop': False}

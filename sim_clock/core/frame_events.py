@@ -25,6 +25,7 @@ numbered from 1 in the order recorded; a reader asks for those after the last it
 
 from collections import deque
 from dataclasses import dataclass
+import itertools
 from typing import Callable
 from typing import List
 from typing import Optional
@@ -70,8 +71,10 @@ class FrameEventRing:
     """
     The last ``length`` events, numbered 1, 2, ... in the order recorded.
 
-    ``length`` 0 turns recording off: :meth:`record` then costs one comparison. ``listener``
-    (optional) is called with each event recorded (to publish it).
+    Kept as plain tuples (the fields of :class:`FrameEvent` in order) and made events when
+    read: recording stays cheap enough to leave on. ``length`` 0 turns recording off; the
+    recording methods then return at once. ``listener`` (optional) is called with each event
+    recorded (to publish it).
     """
 
     def __init__(self, length: int = DEFAULT_LENGTH,
@@ -86,23 +89,40 @@ class FrameEventRing:
     def resize(self, length: int) -> None:
         """Keep at most ``length`` events from now on (the newest kept); 0 turns it off."""
         check_length(length)
-        kept = list(self._events)[-length:] if length else []
+        kept = list(self._events)[-length:] if length and self.length else []
         self._events = deque(kept, maxlen=length or 1)
         self.length = length
 
     def record(self, kind: int, epoch: int, sim_ns: int, start_ns: int,
                end_ns: Optional[int] = None, name: str = '', count: int = 0,
-               success: bool = True, detail: str = '') -> Optional[FrameEvent]:
-        """Record one event (``end_ns`` None: an instant); return it, or None when off."""
+               success: bool = True, detail: str = '') -> int:
+        """Record one event (``end_ns`` None: an instant); return its sequence (0: off)."""
         if not self.length:
-            return None
+            return 0
         self.last_sequence += 1
-        event = FrameEvent(self.last_sequence, kind, epoch, sim_ns, start_ns,
-                           start_ns if end_ns is None else end_ns, name, count, success, detail)
-        self._events.append(event)
+        item = (self.last_sequence, kind, epoch, sim_ns, start_ns,
+                start_ns if end_ns is None else end_ns, name, count, success, detail)
+        self._events.append(item)
         if self.listener is not None:
-            self.listener(event)
-        return event
+            self.listener(FrameEvent(*item))
+        return self.last_sequence
+
+    def record_frames(self, epoch: int, times: range, first_number: int, now_ns: int) -> None:
+        """
+        Record a FRAME event for each /clock time in ``times``, all out at ``now_ns``.
+
+        Their frame numbers count from ``first_number``.
+        """
+        if not self.length:
+            return
+        first = self.last_sequence + 1
+        self.last_sequence += len(times)
+        items = [(first + k, FRAME, epoch, time_ns, now_ns, now_ns, '', first_number + k, True,
+                  '') for k, time_ns in enumerate(times)]
+        self._events.extend(items)
+        if self.listener is not None:
+            for item in items:
+                self.listener(FrameEvent(*item))
 
     def after(self, sequence: int, limit: int = 0) -> Tuple[List[FrameEvent], int]:
         """
@@ -111,11 +131,13 @@ class FrameEventRing:
         ``events`` oldest first, at most ``limit`` of them (0: all); ``dropped``: how many
         events above ``sequence`` had left the ring already.
         """
-        events = self._events if self.length else ()
-        first = events[0].sequence if events else self.last_sequence + 1
+        items = self._events if self.length else ()
+        first = items[0][0] if items else self.last_sequence + 1
         dropped = max(0, first - 1 - sequence)
-        kept = [event for event in events if event.sequence > sequence]
-        return (kept[:limit] if limit else kept), dropped
+        skip = max(0, sequence - first + 1)
+        kept = [FrameEvent(*item) for item in itertools.islice(
+            items, skip, skip + limit if limit else None)]
+        return kept, dropped
 
 
 def check_length(length: int) -> None:

@@ -29,6 +29,9 @@ from typing import Optional
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.clock_rate import ClockRateCap
+from sim_clock.core.frame_events import check_length
+from sim_clock.core.frame_events import DEFAULT_LENGTH
+from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.core.gates import check_periods
 from sim_clock.core.gates import Gates
 from sim_clock.core.gates import parse_gates
@@ -51,6 +54,7 @@ from sim_clock.core.rules import parse_mode
 from sim_clock.core.rules import participant_timeout_from_seconds
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
+from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
@@ -72,6 +76,9 @@ class Core:
     gates: Gates = field(default_factory=Gates)
     #: The nodes no frame goes out without (expected_participants).
     roster: Roster = field(default_factory=Roster)
+    #: The frame timeline (frame_events), and whether each event is published.
+    frame_events: FrameEventRing = field(default_factory=FrameEventRing)
+    publish_frame_events: bool = False
 
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""
@@ -178,6 +185,19 @@ SETTINGS = (
         'those of the others named; until then a step waits (past participant_timeout it '
         "stops and names what each lacks) and free run waits. '' : none.",
         parse_expected, constraints='node names, each at most once', dynamic=True),
+    Setting(
+        'frame_events', DEFAULT_LENGTH,
+        "How many frame events the server keeps (each frame out, each participant's done, "
+        'each gated output, acknowledgement waits, step calls, resets; doc/timeline.md), '
+        'read with ~/get_frame_events and simclock trace, report and top. 0: none recorded. '
+        'A change keeps the newest.',
+        lambda value: _frame_events_length(value),
+        constraints='0 (off) to 10000000 events'),
+    Setting(
+        'publish_frame_events', False,
+        'Also publish each frame event on ~/frame_events as it is recorded (to record them '
+        'in a bag, say).',
+        parse_bool('publish_frame_events')),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -253,6 +273,10 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
         core.rate_cap.set_max_rate(parsed['max_clock_rate'])
     if 'expected_participants' in parsed:
         core.roster.configure(parsed['expected_participants'])
+    if 'frame_events' in parsed:
+        core.frame_events.resize(parsed['frame_events'])
+    if 'publish_frame_events' in parsed:
+        core.publish_frame_events = parsed['publish_frame_events']
 
 
 def initial(values: Mapping[str, object], **timeline_options) -> Core:
@@ -269,7 +293,8 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
     roster.configure(parsed['expected_participants'])
     return Core(timeline, Pacing(parsed['publish_rate']),
                 Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'],
-                ClockRateCap(parsed['max_clock_rate']), gates, roster)
+                ClockRateCap(parsed['max_clock_rate']), gates, roster,
+                FrameEventRing(parsed['frame_events']), parsed['publish_frame_events'])
 
 
 def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:
@@ -279,6 +304,15 @@ def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:
     if time_step_from_seconds(time_step_now) != status.time_step_ns:
         values['time_step'] = status.time_step_ns / NS_PER_SEC
     return values
+
+
+def _frame_events_length(value) -> int:
+    """Validate the frame timeline's length (events kept; 0: off)."""
+    try:
+        check_length(value)
+    except ValueError as error:
+        raise Refused(str(error)) from None
+    return value
 
 
 _ANY = Setting('', None, '', lambda value: value)

@@ -25,8 +25,10 @@ Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is 
 """
 
 import time
+from typing import Callable
 from typing import Dict
 from typing import List
+from typing import Optional
 from typing import Set
 from typing import Tuple
 
@@ -46,7 +48,10 @@ class Acknowledgements:
     flow control and a bag's lockstep frames share what they learnt of stalled readers.
     """
 
-    def __init__(self):
+    def __init__(self, on_wait: Optional[Callable[[List[str], int, int, List[str]], None]] = None):
+        #: Called after each wait of :meth:`wait_now` that had to wait: (topics, start and end
+        #: in steady ns, the topics that stalled), for the frame timeline.
+        self.on_wait = on_wait
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
         #: topic -> ns that waits for its readers (``wait_now``) took since ``take_waits``
@@ -87,10 +92,10 @@ class Acknowledgements:
         A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
         Once the node is stopped, it returns at once with nothing left.
         """
-        now = time.monotonic_ns()
+        now = start = time.monotonic_ns()
         deadline = now + timeout_ns
         pending, skipped = self.begin(publishers)
-        waited = self._waited
+        waited, topics = self._waited, [publisher.topic_name for publisher in pending]
         while pending and now < deadline:
             if self._stopped:
                 return []
@@ -102,6 +107,8 @@ class Acknowledgements:
             pending, now = still, after
         stalled = self.finish(pending, skipped)
         self._stalled_now.update(stalled)
+        if self.on_wait is not None and (topics or stalled):
+            self.on_wait(topics or stalled, start, now, stalled)
         return stalled
 
     def caught_up(self, publisher, timeout_ns: int) -> bool:

@@ -38,6 +38,7 @@ Steps run one at a time, in the order they came.
 """
 
 from collections import deque
+import dataclasses
 from dataclasses import dataclass
 import time
 from typing import Callable
@@ -46,6 +47,8 @@ from typing import Optional
 from typing import Tuple
 
 from sim_clock.core.barrier import MAX_ROUNDS
+from sim_clock.core.frame_events import DONE
+from sim_clock.core.frame_events import GATE
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
@@ -54,6 +57,7 @@ from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.node.acks import describe_waits
+from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.outcomes import StepOutcome
 
 #: The shortest wait the engine's timer is armed for, in ns (a turn of the executor).
@@ -90,6 +94,8 @@ class StepRequest:
     #: far and returns whether to go on: False stops the step at that frame boundary
     #: (``~/simulate_steps``: feedback, cancel).
     progress: Optional[Callable[[int], bool]] = None
+    #: The service it came through, for the frame timeline.
+    service: str = '~/step'
 
 
 class FrameEngine:
@@ -97,11 +103,13 @@ class FrameEngine:
     The frames of one clock server (a ``ClockServer``), published by ``sink``.
 
     ``core``: the server's settings core (timeline, barrier, pacing, rate cap, ack timeout);
-    ``acks``: the node's one :class:`~sim_clock.node.acks.Acknowledgements`.
+    ``acks``: the node's one :class:`~sim_clock.node.acks.Acknowledgements`; ``events``: the
+    frame timeline (:class:`~sim_clock.node.frame_events.FrameTimeline`).
     """
 
-    def __init__(self, server, sink, core, acks):
+    def __init__(self, server, sink, core, acks, events: FrameTimeline):
         self._server = server
+        self._events = events
         self.sink = sink
         self._core = core
         self._timeline = core.timeline
@@ -127,6 +135,8 @@ class FrameEngine:
 
     def step(self, request: StepRequest) -> None:
         """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
+        if self._events.ring.length:
+            request = self._recorded(request)
         if (self._running is None and not self._steps and request.progress is None
                 and not self._core.ack_timeout_ns and not self.barrier_applies()
                 and not self._expected_hold()):
@@ -136,6 +146,18 @@ class FrameEngine:
         self._steps.append(request)
         if self._running is None:
             self._resume()
+
+    def _recorded(self, request: StepRequest) -> StepRequest:
+        """Return ``request`` with a reply that also records the call in the frame timeline."""
+        start, frame, epoch = time.monotonic_ns(), self._timeline.frame, self._timeline.epoch
+        reply = request.reply
+
+        def recorded(outcome: StepOutcome) -> None:
+            frames = outcome.frame - frame if outcome.epoch == epoch else outcome.frame
+            self._events.step(request.service, request.user_id, outcome.clock_ns, start,
+                              frames, outcome.success, outcome.message)
+            reply(outcome)
+        return dataclasses.replace(request, reply=recorded)
 
     def _quick_step(self, request: StepRequest) -> StepOutcome:
         """Take a step whose frames nothing waits for: all of them in one call; answer it."""
@@ -196,6 +218,7 @@ class FrameEngine:
             late, silent = ((await self._finished())
                             if not barrier.clear or self._gates.awaited else self._clear())
             if late or silent:
+                self._missed(late, silent)
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for {_describe(late, silent)}; '
                     f'{steps - remaining} of {steps} frames done', late=late + silent)
@@ -319,14 +342,33 @@ class FrameEngine:
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
         acks = self._acks
-        deadline = time.monotonic_ns() + timeout_ns
+        start = time.monotonic_ns()
+        deadline = start + timeout_ns
         pending, skipped = acks.begin(self.sink.publishers())
+        topics = [publisher.topic_name for publisher in pending]
         while pending:
             pending = acks.wait_slice(pending, deadline)
             if not pending or time.monotonic_ns() >= deadline:
                 break
             await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
-        return acks.finish(pending, skipped)
+        unacknowledged = acks.finish(pending, skipped)
+        self._events.acknowledged(topics or unacknowledged, self._server.clock_now(), start,
+                                  time.monotonic_ns(), unacknowledged)
+        return unacknowledged
+
+    def _missed(self, late: List[str], silent: List[str]) -> None:
+        """Record the participants and gated outputs a frame stopped waiting for."""
+        if not self._events.ring.length:
+            return
+        for name in late:
+            participant = self._barrier.participants.get(name)
+            if participant is not None and participant.awaited_ns is not None:
+                self._events.missed(DONE, [name], participant.awaited_ns,
+                                    participant.awaited_since_ns)
+        for topic in silent:
+            gate = self._gates.gates.get(topic)
+            if gate is not None and gate.awaited_ns is not None:
+                self._events.missed(GATE, [topic], gate.awaited_ns, gate.awaited_since_ns)
 
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
@@ -425,10 +467,14 @@ class FrameEngine:
             if gated:  # what the gated topics carry from now on answers these frames
                 server.output_gates.drain()
         self.sink.publish_frames(frames)
+        now = time.monotonic_ns()  # when they went out: participants and gates hold from here
+        if self._events.ring.length:
+            offset = server.clock_ns(0)
+            self._events.frames(range(frames.start + offset, frames.stop + offset, frames.step),
+                                self._timeline.frame - len(frames) + 1, now)
         server.published()
         if holds:
             server.participants.frame_out(last)  # after its data and /clock
-            now = time.monotonic_ns()
             self._barrier.published(last, now)
             if gated:
                 self._gates.published(before, last, now)
@@ -496,6 +542,7 @@ class FrameEngine:
                 'free run goes on', throttle_duration_sec=5.0)
         silent = gates.late(time.monotonic_ns())
         if silent:
+            self._missed([], silent)
             gates.release(silent)
             self._server.get_logger().warning(
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '

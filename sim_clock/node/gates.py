@@ -107,8 +107,13 @@ class OutputGates:
 
     def _on_message(self, topic: str) -> None:
         # Not (msg, info): rclpy 7's EventsExecutor fails on callbacks that take the info.
-        if self.gates.arrived(topic, time.monotonic_ns()) and not self.gates.awaited:
-            self._go_on()
+        gate, now = self.gates.gates.get(topic), time.monotonic_ns()
+        awaited = None if gate is None else (gate.awaited_ns, gate.awaited_since_ns)
+        if self.gates.arrived(topic, now):
+            if awaited is not None and awaited[0] is not None:
+                self._server.frame_timeline.gate(topic, awaited[0], awaited[1], now)
+            if not self.gates.awaited:
+                self._go_on()
 
     def _on_matched(self, topic: str, writers: int) -> None:
         if self.gates.matched(topic, writers, time.monotonic_ns()):

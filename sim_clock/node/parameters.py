@@ -67,6 +67,11 @@ EFFECTS = {
     'expected_participants': lambda value: (
         f'no frame goes out until these are ready: {value}' if value
         else 'no node is expected'),
+    'frame_events': lambda value: (
+        f'the last {value} frame events are kept' if value else 'no frame event is recorded'),
+    'publish_frame_events': lambda value: (
+        'each frame event is published on ~/frame_events' if value
+        else 'frame events are not published'),
 }
 
 

@@ -139,6 +139,9 @@ class Participants:
         counts = dict(zip(msg.topics, msg.counts))
         if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds,
                         msg.next_frame):
+            self._server.frame_timeline.done(
+                msg.name, time_ns, barrier.participants[msg.name].awaited_since_ns, now,
+                msg.round)
             self._released()
 
     def _released(self) -> None:

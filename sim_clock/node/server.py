@@ -55,6 +55,7 @@ from sim_clock.node.alarm import ClockSourceAlarm
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
@@ -103,8 +104,12 @@ class ClockServer(Node):
         self._reset_events = ResetEvents(self)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        #: What the server does with each frame, as it happens (~/get_frame_events).
+        self.frame_timeline = FrameTimeline(self, self._core.frame_events,
+                                            lambda: self._timeline.epoch)
+        self.frame_timeline.publish(self._core.publish_frame_events)
         #: The one owner of this node's acknowledgement waits and stalled readers.
-        self.acks = Acknowledgements()
+        self.acks = Acknowledgements(on_wait=self._acknowledgement_wait)
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
@@ -113,7 +118,7 @@ class ClockServer(Node):
         sink = CappedSink(self.views.wrap(make_sink(self)), self, self._core.rate_cap)
         # One executor runs every callback, on one thread: the timeline needs no lock.
         #: Every frame of every mode goes through it.
-        self.engine = FrameEngine(self, sink, self._core, self.acks)
+        self.engine = FrameEngine(self, sink, self._core, self.acks, self.frame_timeline)
         self._control = ControlServices(self)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(
@@ -295,16 +300,25 @@ class ClockServer(Node):
 
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
+        if 'publish_frame_events' in parsed:
+            self.frame_timeline.publish(parsed['publish_frame_events'])
         if 'output_gates' in parsed:
             self.output_gates.refresh()
         if 'expected_participants' in parsed:
             self.expected.look()
+
+    def _acknowledgement_wait(self, topics, start_ns: int, end_ns: int, stalled) -> None:
+        """Record a frame's wait for its readers (flow control, a bag frame's data)."""
+        self.frame_timeline.acknowledged(topics, self.clock_now(), start_ns, end_ns, stalled)
 
     def dispatch(self) -> None:
         """Announce, publish and mirror the changes the timeline recorded since the last call."""
         changes = self._timeline.take_changes()
         for change in changes:
             log_change(self.get_logger(), change, self.clock_ns(change.time_after_ns))
+            if change.reset:
+                self.frame_timeline.reset(change.epoch, self.clock_ns(change.time_before_ns),
+                                          self.clock_ns(change.time_after_ns), change.cause)
             for listener in self._listeners:
                 listener(change)
         if any(change.reset for change in changes):

@@ -122,7 +122,7 @@ class ControlServices:
         def answer(outcome):
             response.success, response.message = outcome.success, outcome.message
         self._server.step(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
-            self._step_once_replies, response, answer)))
+            self._step_once_replies, response, answer), service='~/step_once'))
         return response
 
     def _on_sync_mode_cmd(self, request, response):

@@ -147,7 +147,8 @@ class SimulationInterfaces:
             response.result = _result(outcome.success, '' if outcome.success else outcome.message)
         self._server.step(StepRequest(
             user_id=ANONYMOUS_USER, steps=request.steps,
-            reply=answer_later(self._step_replies, response, answer)))
+            reply=answer_later(self._step_replies, response, answer),
+            service='~/step_simulation'))
         return response
 
     async def _on_simulate_steps(self, goal):
@@ -170,7 +171,8 @@ class SimulationInterfaces:
             return True
         finished = Future()
         self._server.step(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
-                                      reply=finished.set_result, progress=progress))
+                                      reply=finished.set_result, progress=progress,
+                                      service='~/simulate_steps'))
         outcome = await finished
         if outcome.success:
             goal.succeed()

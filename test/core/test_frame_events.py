@@ -62,10 +62,14 @@ def test_a_ring_resized_keeps_the_newest_and_numbers_on():
     assert [e.sequence for e in ring.after(0)[0]] == [5, 6]
     assert seen[-1].duration_ns == 5 and seen[-1].kind_name == 'done'
     ring.resize(0)
-    assert ring.record(FRAME, 0, 5, 5) is None
+    assert ring.record(FRAME, 0, 5, 5) == 0
     assert ring.after(0)[0] == []
     ring.resize(3)
-    assert ring.record(FRAME, 0, 6, 6).sequence == 7
+    assert ring.record(FRAME, 0, 6, 6) == 7
+    ring.record_frames(0, range(10, 40, 10), 3, 99)
+    assert [(e.sequence, e.sim_ns, e.count) for e in ring.after(7)[0]] == [
+        (8, 10, 3), (9, 20, 4), (10, 30, 5)]
+    assert ring.after(0)[1] == 7
 
 
 @pytest.mark.parametrize('length', [-1, MAX_LENGTH + 1, 2.0, True, '10'])
