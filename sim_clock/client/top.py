@@ -113,17 +113,17 @@ def render_top(status, events: Sequence[FrameEvent], now_ns: int, width: int, wi
         lines += [_holding_line(status, (), now_ns),
                   'the server records no frame events: its ring is off (parameter '
                   'frame_events is 0).',
-                  f'turn it on: ros2 param set {server} frame_events {DEFAULT_LENGTH} (or '
-                  f'start the server with -p frame_events:={DEFAULT_LENGTH})']
+                  f'turn it on: ros2 param set {server} frame_events {DEFAULT_LENGTH}',
+                  f'        or: start the server with -p frame_events:={DEFAULT_LENGTH}']
         return [_clip(line, width) for line in lines]
     since_ns = now_ns - window_ns
     recent = [event for event in events if event.end_ns > since_ns]
     lines += [_pace_line(status, recent, window_ns), _holding_line(status, events, now_ns)]
     lines += _holder_table(recent, window_ns, width)
     if lost:
-        lines.append(f'{lost} events not read since the last refresh: the ring (frame_events '
-                     f'{capacity}) turned over faster than the refreshes, or more came than '
-                     f'one refresh reads ({MAX_EVENTS_PER_POLL}); the figures leave them out')
+        lines += [f'{lost} events missed since the last refresh (the figures leave them out):',
+                  f'the ring (frame_events {capacity}) turned over, or more than '
+                  f'{MAX_EVENTS_PER_POLL} came']
     return [_clip(line, width) for line in lines]
 
 
@@ -325,9 +325,9 @@ def poll(client, recent: RecentEvents) -> None:
         after = 0  # a new server: read its ring from the start
         answer = client.frame_events(after=0, max_events=MAX_EVENTS_PER_POLL)
     newest_from = answer.last_sequence - MAX_EVENTS_PER_POLL
+    more_waiting = bool(answer.events) and answer.events[-1].sequence < answer.last_sequence
     skipped = 0
-    if answer.events and answer.events[-1].sequence < answer.last_sequence \
-            and newest_from > after:
+    if more_waiting and newest_from > after:
         skipped = newest_from - after
         answer = client.frame_events(after=newest_from, max_events=MAX_EVENTS_PER_POLL)
     recent.add(answer, skipped)
