@@ -27,6 +27,7 @@ from rclpy.qos import ReliabilityPolicy
 from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEvent
+from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
 from sim_clock.core.frame_events import STEP
 from sim_clock.core.frame_stats import holders
@@ -203,3 +204,43 @@ def test_frames_stay_exact_across_a_bag_loop_and_changes_of_mode(
     # Free run covers the whole bag in each epoch before its loop: frames 0.1 s to 1.0 s.
     last = _check_epochs(events, 100 * MS)
     assert last[4].sim_ns == 1000 * MS
+
+
+#: A node that publishes on /cmd at each 50 ms of its ROS time; 'ready' once matched.
+CONTROLLER = """
+import rclpy
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node('controller', parameter_overrides=[Parameter('use_sim_time', value=True)])
+publisher = node.create_publisher(String, '/cmd', 10)
+node.create_timer(0.05, lambda: publisher.publish(String(data='go')))
+while publisher.get_subscription_count() < 1:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+rclpy.try_shutdown()
+"""
+
+
+def test_a_gated_output_is_an_event_of_its_frame(start_server, client, domain_id, tmp_path):
+    """Each gated frame has its gate's event: from that frame's /clock to the message."""
+    start_server({'sync': True, 'time_step': STEP_NS / 1e9, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    controller = ChildProcess(domain_id, CONTROLLER, str(tmp_path))
+    try:
+        controller.expect('ready')
+        response = client.call(Step, 'step', Step.Request(steps=20), timeout=30.0)
+        assert response.success, response.message
+        events = _events(client)[1]
+    finally:
+        controller.stop()
+    out = {e.sim_ns: e.start_ns for e in events if e.kind == FRAME}
+    gated = [e for e in events if e.kind == GATE]
+    assert [(e.name, e.sim_ns, e.success) for e in gated] == [
+        ('/cmd', k * 50 * MS, True) for k in range(1, 5)]
+    assert all(e.start_ns == out[e.sim_ns] < e.end_ns for e in gated), gated
+    assert [h.name for h in holders(events)] == ['/cmd']
