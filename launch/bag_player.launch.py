@@ -22,11 +22,14 @@ Replay a bag as the clock server: the bag's time is /clock, in every clock mode.
 Parameters come from ``params_file`` (config/sim_clock.yaml by default). Each parameter is also
 a launch argument (``--show-args`` lists them with their defaults): an argument given overrides
 the file, whatever its value; one not given (its default ``params_file``) leaves the file's
-value, ``use_sim_time`` included. ``topics``, ``start_at_zero``, ``progress``
-and ``remappings`` are the player's command line and the node's remappings.
+value, ``use_sim_time`` included. ``topics``, ``start_at_zero``, ``progress``, ``follow_clock``
+and ``play_args`` (any other ``ros2 bag play`` flags the player takes, as one text:
+``play_args:='--start-offset 2 --exclude-topics /tf -i second_bag'``) are the player's command
+line; ``remappings`` the node's remappings.
 """
 
 import os
+import shlex
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -103,6 +106,11 @@ def _node(context):
         arguments.append('--start-at-zero')
     if not yaml.safe_load(configuration['progress']):
         arguments.append('--no-progress')
+    if yaml.safe_load(configuration['follow_clock']):
+        arguments.append('--follow-clock')
+    # Checked by the player itself, before any ROS entity exists: a wrong flag ends it with
+    # one line naming the flag (exit 2).
+    arguments += shlex.split(configuration['play_args'])
     return [Node(
         package='sim_clock',
         executable='bag_player',
@@ -133,6 +141,15 @@ def generate_launch_description():
             description='A progress line in the log every 5 s while playing (the player writes '
                         'to launch, not to a terminal); false: none (~/get_progress answers '
                         'either way).'),
+        DeclareLaunchArgument(
+            'follow_clock', default_value='false',
+            description='Publish no /clock: play each message once /clock from another source '
+                        'reaches its stamp (doc/bags.md, "Following another clock").'),
+        DeclareLaunchArgument(
+            'play_args', default_value='',
+            description="Other 'ros2 bag play' flags for the player, as one text, e.g. "
+                        "'--start-offset 2 --exclude-topics /tf -i second_bag' "
+                        '(doc/bags.md lists them).'),
         DeclareLaunchArgument(
             'remappings', default_value='',
             description="Topic remappings 'from:=to', separated by spaces or commas."),

@@ -151,6 +151,17 @@ FIGURES = [
            f'free run at rtf 0 beside those processes, under max_clock_rate {CAP_HZ:g} Hz '
            '(baseline: the same without a cap)'),
 ]
+FIGURES += [
+    Figure('frame_events_step_p50', 'us', 'ratio<=', 1.05,
+           'step_latency_p50 (client on the single-threaded executor) with the frame timeline '
+           'on, its default (baseline: the same with frame_events:=0)'),
+    Figure('frame_events_step_1000', 'frames/s', 'ratio>=', 0.95,
+           'step_1000_throughput with the frame timeline on (baseline: frame_events:=0)'),
+    Figure('frame_events_free_run', 'frames/s', 'ratio>=', 0.95,
+           'free_run_throughput with the frame timeline on (baseline: frame_events:=0)'),
+    Figure('frame_events_participants_1', 'frames/s', 'ratio>=', 0.95,
+           'participants_1_fps with the frame timeline on (baseline: frame_events:=0)'),
+]
 BY_NAME = {figure.name: figure for figure in FIGURES}
 
 
@@ -555,8 +566,53 @@ def clock_rate_cap(bench: Bench, settings: Settings) -> Dict[str, tuple]:
             'free_run_throughput_capped': (fps_capped, fps_free)}
 
 
+def frame_events(bench: Bench, settings: Settings) -> Dict[str, tuple]:
+    """
+    Measure the frame timeline's cost: step, free-run and participant figures, on and off.
+
+    On is its default length (10000 events); off is ``frame_events:=0``. Each pair runs back
+    to back, on and off in turn, so that both see the same machine.
+    """
+    measured = {}
+    calls = ['--calls', settings.latency_calls, '--warmup', max(10, settings.latency_calls // 10)]
+    frames = ['--frames', settings.barrier_frames, '--warmup', 50]
+    warmup = settings.frames // 10
+    for length in (10_000, 0):
+        bench.server(sync=True, time_step=0.001, frame_events=length, cpu=SERVER_CPU)
+        latency = bench.role('step-latency', '--executor', 'single', '--server', '/sim_clock',
+                             *calls, cpu=CLIENT_CPU).result(TIMEOUT * 5)
+        bench.stop_all()
+        bench.ready(bench.role('listener'))
+        bench.server(sync=True, time_step=0.001, frame_events=length)
+        stepped = bench.role('step-throughput', '--calls', settings.throughput_calls,
+                             '--steps', 1000).result(TIMEOUT * 5)
+        bench.stop_all()
+        bench.ready(bench.role('listener'))
+        bench.server(real_time_factor=0.0, time_step=0.001, frame_events=length)
+        probe = bench.role('status', '--marks', warmup, warmup + settings.frames)
+        probe.expect('mark', TIMEOUT)
+        probe.expect('mark', TIMEOUT * 10)
+        free = probe.result()
+        bench.stop_all()
+        bench.server(real_time_factor=0.0, time_step=0.001, paused=True, frame_events=length)
+        participant = bench.role('participant', *frames)
+        bench.ready(participant)
+        bench.role('call-trigger', '--name', 'resume').result(TIMEOUT)
+        held = participant.result(TIMEOUT * 10)['fps']
+        bench.stop_all()
+        measured[length] = (latency['p50_us'], stepped['fps'], free['fps'], held)
+        print(f'    frame_events {length}: step p50 {latency["p50_us"]:.0f} us, step(1000) '
+              f'{stepped["fps"]:.0f} frames/s, free run {free["fps"]:.0f} frames/s, 1 '
+              f'participant {held:.0f} frames/s', flush=True)
+    on, off = measured[10_000], measured[0]
+    return {'frame_events_step_p50': (on[0], off[0]),
+            'frame_events_step_1000': (on[1], off[1]),
+            'frame_events_free_run': (on[2], off[2]),
+            'frame_events_participants_1': (on[3], off[3])}
+
+
 CASES = [step_latency, throughput, pacing, publishing_cpu, participants, step_latency_udp,
-         acked_step, clock_rate_cap]
+         acked_step, clock_rate_cap, frame_events]
 
 
 # -- summary ---------------------------------------------------------------------------------

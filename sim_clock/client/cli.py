@@ -30,6 +30,10 @@ import signal
 import sys
 import time
 
+from sim_clock.client.top import DEFAULT_INTERVAL_S
+from sim_clock.client.top import DEFAULT_WINDOW_S
+from sim_clock.client.top import run_top
+from sim_clock.client.top import window_argument
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import Refused
@@ -57,7 +61,7 @@ SERVICES = {
     'status': 'get_status', 'step': 'step', 'pause': 'pause', 'resume': 'resume',
     'reset': 'reset', 'sync': 'set_sync', 'rate': 'set_parameters', 'mode': 'set_parameters',
     'resets': 'get_status', 'seek': 'seek', 'progress': 'get_progress',
-    'trace': 'get_frame_events',
+    'trace': 'get_frame_events', 'top': 'get_frame_events',
 }
 #: The services that only a bag player has (a clock server has get_status but not these).
 BAG_SERVICES = ('seek', 'get_progress')
@@ -207,6 +211,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     progress.add_argument('--interval', type=positive_seconds_argument, default=1.0,
                           metavar='S',
                           help='seconds between refreshes with --follow (default: %(default)s)')
+    top = command('top', 'a live view of where simulated time goes: the frame, the measured '
+                         'real-time factor, who holds the frame and for how long, and each '
+                         "participant's and output gate's hold times, slowest first; q or "
+                         'Ctrl-C ends it. Not to a terminal: a plain snapshot every interval, '
+                         'a blank line between them, until Ctrl-C')
+    top.add_argument('--once', action='store_true',
+                     help='print one plain snapshot (no escape codes) and exit')
+    top.add_argument('--interval', type=positive_seconds_argument, default=DEFAULT_INTERVAL_S,
+                     metavar='S', help='seconds between refreshes (default: %(default)s)')
+    top.add_argument('--window', type=window_argument, default=DEFAULT_WINDOW_S, metavar='S',
+                     help='the last S seconds of frames the pace and hold times are measured '
+                          'over (default: %(default)s)')
     diff = command('diff', 'compare two recordings, no server needed: exit 0 if the same, 1 if '
                            'not (naming the first message that differs), 2 if one is unreadable')
     diff.add_argument('bag_a', metavar='BAG_A',
@@ -505,6 +521,8 @@ def run(args) -> int:
         if args.command == 'trace':
             from sim_clock.client.frame_trace import take_trace
             return take_trace(client, args.out, args.frames, args.follow)
+        if args.command == 'top':
+            return run_top(client, args.interval, args.window, args.once, client.server)
         print(_carry_out(client, args))
         sys.stdout.flush()
         return 0

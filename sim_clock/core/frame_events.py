@@ -25,7 +25,6 @@ numbered from 1 in the order recorded; a reader asks for those after the last it
 
 from collections import deque
 from dataclasses import dataclass
-import itertools
 from typing import Callable
 from typing import List
 from typing import Optional
@@ -67,20 +66,47 @@ class FrameEvent:
         return self.end_ns - self.start_ns
 
 
+class _FrameRun:
+    """Frames out in one call, kept as one item: ``count`` FRAME events, made when read."""
+
+    __slots__ = ('first', 'epoch', 'time_ns', 'step_ns', 'count', 'now_ns', 'number')
+
+    def __init__(self, first: int, epoch: int, times: range, now_ns: int, number: int):
+        self.first, self.epoch, self.now_ns, self.number = first, epoch, now_ns, number
+        self.time_ns, self.step_ns, self.count = times.start, times.step, len(times)
+
+    def drop(self, count: int) -> None:
+        """Forget its first ``count`` frames."""
+        self.first += count
+        self.number += count
+        self.time_ns += count * self.step_ns
+        self.count -= count
+
+    def items(self, skip: int = 0):
+        """Yield its events from the ``skip``-th, as the tuples of :class:`FrameEvent`."""
+        now = self.now_ns
+        for k in range(skip, self.count):
+            yield (self.first + k, FRAME, self.epoch, self.time_ns + k * self.step_ns, now, now,
+                   '', self.number + k, True, '')
+
+
 class FrameEventRing:
     """
     The last ``length`` events, numbered 1, 2, ... in the order recorded.
 
-    Kept as plain tuples (the fields of :class:`FrameEvent` in order) and made events when
-    read: recording stays cheap enough to leave on. ``length`` 0 turns recording off; the
-    recording methods then return at once. ``listener`` (optional) is called with each event
-    recorded (to publish it).
+    Kept as plain tuples (the fields of :class:`FrameEvent` in order), a run of frames out
+    at once as one item, and made events when read: recording stays cheap enough to leave on
+    at a million frames a second. ``length`` 0 turns recording off; the recording methods
+    then return at once. ``listener`` (optional) is called with each event recorded (to
+    publish it).
     """
 
     def __init__(self, length: int = DEFAULT_LENGTH,
                  listener: Optional[Callable[[FrameEvent], None]] = None):
         check_length(length)
-        self._events = deque(maxlen=length or 1)
+        self._items = deque()
+        #: How many events the items hold.
+        self._count = 0
         self.length = length
         #: The sequence of the last event recorded (0: none yet).
         self.last_sequence = 0
@@ -89,9 +115,8 @@ class FrameEventRing:
     def resize(self, length: int) -> None:
         """Keep at most ``length`` events from now on (the newest kept); 0 turns it off."""
         check_length(length)
-        kept = list(self._events)[-length:] if length and self.length else []
-        self._events = deque(kept, maxlen=length or 1)
         self.length = length
+        self._trim()
 
     def record(self, kind: int, epoch: int, sim_ns: int, start_ns: int,
                end_ns: Optional[int] = None, name: str = '', count: int = 0,
@@ -102,7 +127,10 @@ class FrameEventRing:
         self.last_sequence += 1
         item = (self.last_sequence, kind, epoch, sim_ns, start_ns,
                 start_ns if end_ns is None else end_ns, name, count, success, detail)
-        self._events.append(item)
+        self._items.append(item)
+        self._count += 1
+        if self._count > self.length:
+            self._trim()
         if self.listener is not None:
             self.listener(FrameEvent(*item))
         return self.last_sequence
@@ -113,16 +141,33 @@ class FrameEventRing:
 
         Their frame numbers count from ``first_number``.
         """
-        if not self.length:
+        if not self.length or not times:
             return
-        first = self.last_sequence + 1
-        self.last_sequence += len(times)
-        items = [(first + k, FRAME, epoch, time_ns, now_ns, now_ns, '', first_number + k, True,
-                  '') for k, time_ns in enumerate(times)]
-        self._events.extend(items)
-        if self.listener is not None:
-            for item in items:
+        run = _FrameRun(self.last_sequence + 1, epoch, times, now_ns, first_number)
+        self.last_sequence += run.count
+        if self.listener is not None:  # each one, before the ring drops any
+            for item in run.items():
                 self.listener(FrameEvent(*item))
+        self._items.append(run)
+        self._count += run.count
+        if self._count > self.length:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drop the oldest events beyond the length (all of them when off)."""
+        items = self._items
+        excess = self._count - self.length
+        while excess > 0:
+            head = items[0]
+            size = head.count if type(head) is _FrameRun else 1
+            if size <= excess:
+                items.popleft()
+                self._count -= size
+                excess -= size
+            else:
+                head.drop(excess)
+                self._count -= excess
+                excess = 0
 
     def after(self, sequence: int, limit: int = 0) -> Tuple[List[FrameEvent], int]:
         """
@@ -131,13 +176,22 @@ class FrameEventRing:
         ``events`` oldest first, at most ``limit`` of them (0: all); ``dropped``: how many
         events above ``sequence`` had left the ring already.
         """
-        items = self._events if self.length else ()
-        first = items[0][0] if items else self.last_sequence + 1
+        first = self.last_sequence - self._count + 1
         dropped = max(0, first - 1 - sequence)
-        skip = max(0, sequence - first + 1)
-        kept = [FrameEvent(*item) for item in itertools.islice(
-            items, skip, skip + limit if limit else None)]
-        return kept, dropped
+        events: List[FrameEvent] = []
+        for item in self._items:
+            if limit and len(events) >= limit:
+                break
+            if type(item) is _FrameRun:
+                if item.first + item.count - 1 <= sequence:
+                    continue
+                for fields in item.items(max(0, sequence - item.first + 1)):
+                    events.append(FrameEvent(*fields))
+                    if limit and len(events) >= limit:
+                        break
+            elif item[0] > sequence:
+                events.append(FrameEvent(*item))
+        return events, dropped
 
 
 def check_length(length: int) -> None:

@@ -38,7 +38,6 @@ Steps run one at a time, in the order they came.
 """
 
 from collections import deque
-import dataclasses
 from dataclasses import dataclass
 import time
 from typing import Callable
@@ -157,7 +156,8 @@ class FrameEngine:
             self._events.step(request.service, request.user_id, outcome.clock_ns, start,
                               frames, outcome.success, outcome.message)
             reply(outcome)
-        return dataclasses.replace(request, reply=recorded)
+        request.reply = recorded  # a request of its own, made for this call
+        return request
 
     def _quick_step(self, request: StepRequest) -> StepOutcome:
         """Take a step whose frames nothing waits for: all of them in one call; answer it."""

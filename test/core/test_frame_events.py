@@ -79,6 +79,26 @@ def test_a_ring_refuses_a_length_it_cannot_have(length):
         FrameEventRing(length)
 
 
+@given(length=st.integers(1, 30), runs=st.lists(st.integers(0, 12), max_size=12),
+       after=st.integers(0, 100))
+def test_runs_of_frames_read_as_single_frames(length, runs, after):
+    """A run of frames is its frames, each numbered; the ring trims inside a run; each heard."""
+    heard = []
+    ring, single = FrameEventRing(length, listener=heard.append), FrameEventRing(length)
+    number = 0
+    for size in runs:
+        times = range(number * 10, (number + size) * 10, 10)
+        ring.record_frames(2, times, number, 7)
+        for k, time_ns in enumerate(times):
+            single.record(FRAME, 2, time_ns, 7, count=number + k)
+        ring.record(DONE, 2, 0, 7, 9, name='p')
+        single.record(DONE, 2, 0, 7, 9, name='p')
+        number += size
+    assert ring.after(after) == single.after(after)
+    assert ring.after(after, 3) == single.after(after, 3)
+    assert [e.sequence for e in heard] == list(range(1, ring.last_sequence + 1))
+
+
 def test_percentiles_by_nearest_rank():
     """p50 of 1..100 is 50, p99 is 99; one value is every percentile; none is 0."""
     values = list(range(1, 101))

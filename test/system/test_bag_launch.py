@@ -59,7 +59,7 @@ def generate_test_description():
             launch_arguments={'bag': bag, 'sync': 'true', 'time_step': '0.1',
                               'start_at_zero': 'true', 'topics': '/chatter',
                               'remappings': '/chatter:=/talk', 'publish_rate': '20.0',
-                              'use_sim_time': 'true'}.items()),
+                              'use_sim_time': 'true', 'play_args': '--rate 2.5'}.items()),
         launch_testing.actions.ReadyToTest(),
     ]), {'chatter': [r.key for r in records if r.topic == '/chatter']}
 
@@ -90,6 +90,8 @@ class TestBagPlayerLaunched(unittest.TestCase):
         self.assertEqual((status.frame, status.clock.sec, status.clock.nanosec), (0, 0, 0))
         self.assertIs(client.get_parameter('use_sim_time'), True)
         self.assertIs(client.get_parameter('loop'), False)
+        # play_args: ros2 bag play's --rate is real_time_factor.
+        self.assertEqual(client.get_parameter('real_time_factor'), 2.5)
         node = client.node
         client.spin_until(lambda: node.count_publishers('/talk') == 1, 'a /talk publisher')
         self.assertEqual(node.count_publishers('/chatter'), 0, 'remapped: no /chatter')

@@ -19,12 +19,15 @@ Two participants take every frame; one works 20 ms in one frame of every ten. Th
 names each frame, each done with its hold, the step call, and a reset, exactly.
 """
 
+from bags import write_test_bag
 from harness import ChildProcess
+from harness import executable
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEvent
+from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
 from sim_clock.core.frame_events import STEP
 from sim_clock.core.frame_stats import holders
@@ -37,6 +40,8 @@ MS = 1_000_000
 STEP_NS = 10 * MS
 #: How long the slow participant works in one frame of every ten.
 WORK_NS = 20 * MS
+#: Frames stepped: five of them slow.
+FRAMES = 50
 
 #: A participant that works WORK_NS in each tenth frame it takes (argv: name, slow 0/1).
 SLOW_PARTICIPANT = """
@@ -51,7 +56,9 @@ frames = []
 def tick():
     frames.append(node.get_clock().now().nanoseconds)
     if slow and len(frames) % 10 == 0:
+        start = time.monotonic_ns()
         time.sleep(0.02)  # the work of a slow node under test, one frame in ten
+        print('worked', frames[-1], time.monotonic_ns() - start, flush=True)
 node.create_timer(0.01, tick)
 participant = Participant(node, name=name, period=0.01)
 while participant._done.get_subscription_count() < 1:
@@ -85,7 +92,7 @@ def test_the_timeline_names_who_held_each_frame(start_server, client, domain_id,
         client.spin_until(lambda: len(client.status().participants) == 2, 'both participants')
         _, before = _events(client)
         after = before[-1].sequence if before else 0
-        response = client.call(Step, 'step', Step.Request(steps=30), timeout=30.0)
+        response = client.call(Step, 'step', Step.Request(steps=FRAMES), timeout=30.0)
         assert response.success, response.message
         reply, events = _events(client, after)
         assert reply.capacity == 10_000 and reply.dropped == 0
@@ -93,32 +100,38 @@ def test_the_timeline_names_who_held_each_frame(start_server, client, domain_id,
         assert [e.sequence for e in events] == list(range(after + 1, after + 1 + len(events)))
         frames = [e for e in events if e.kind == FRAME]
         assert [(e.sim_ns, e.count, e.epoch) for e in frames] == [
-            (k * STEP_NS, k, 0) for k in range(1, 31)]
+            (k * STEP_NS, k, 0) for k in range(1, FRAMES + 1)]
         dones = [e for e in events if e.kind == DONE]
         assert sorted((e.name, e.sim_ns) for e in dones) == sorted(
-            (name, k * STEP_NS) for name in ('fast', 'slow') for k in range(1, 31))
+            (name, k * STEP_NS) for name in ('fast', 'slow') for k in range(1, FRAMES + 1))
         out = {e.sim_ns: e.start_ns for e in frames}
         for done in dones:  # each hold starts when its frame went out
             assert done.start_ns == out[done.sim_ns] and done.end_ns > done.start_ns, done
-        # The slow participant's tenth frames hold the frame for its work: their median hold,
-        # less its median hold of the other frames (taking /clock, saying done), is within 10%
-        # of the work. Medians: one frame delayed by the machine's other load does not decide.
-        holds = {e.sim_ns // STEP_NS: e.duration_ns for e in dones if e.name == 'slow'}
-        worked = sorted(hold for frame, hold in holds.items() if frame % 10 == 0)
-        other = sorted(hold for frame, hold in holds.items() if frame % 10)
-        assert min(worked) >= WORK_NS, worked
-        held_for_work = worked[len(worked) // 2] - other[len(other) // 2]
-        assert abs(held_for_work - WORK_NS) <= WORK_NS // 10, (worked, other)
+        # The slow participant held each of its tenth frames for the work it did there, as
+        # it measured it, plus what holding any frame costs it (taking /clock, saying done:
+        # its median hold of the other frames): within 10% of the 20 ms, in the median over
+        # its five slow frames (one frame delayed by the machine's other load does not decide).
+        worked = {}
+        for _ in range(FRAMES // 10):
+            time_ns, work_ns = children[1].expect('worked').split()[-2:]
+            worked[int(time_ns)] = int(work_ns)
+        holds = {e.sim_ns: e.duration_ns for e in dones if e.name == 'slow'}
+        assert sorted(worked) == [k * 10 * STEP_NS for k in range(1, FRAMES // 10 + 1)]
+        other = sorted(hold for time_ns, hold in holds.items() if time_ns not in worked)
+        beyond = sorted(holds[time_ns] - work - other[len(other) // 2]
+                        for time_ns, work in worked.items())
+        assert all(holds[time_ns] >= work for time_ns, work in worked.items()), (holds, worked)
+        assert abs(beyond[len(beyond) // 2]) <= WORK_NS // 10, (beyond, worked, other)
         assert holders(events)[0].name == 'slow'
         steps = [e for e in events if e.kind == STEP]
         assert [(e.name, e.count, e.sim_ns, e.success) for e in steps] == [
-            ('~/step', 30, 30 * STEP_NS, True)]
+            ('~/step', FRAMES, FRAMES * STEP_NS, True)]
         assert steps[0].start_ns < frames[0].start_ns and steps[0].end_ns >= dones[-1].end_ns
 
         assert client.call(Trigger, 'reset', Trigger.Request()).success
         _, events = _events(client, reply.last_sequence)
         resets = [e for e in events if e.kind == RESET]
-        assert [(e.epoch, e.sim_ns, e.count) for e in resets] == [(1, 0, 30 * STEP_NS)], events
+        assert [(e.epoch, e.sim_ns, e.count) for e in resets] == [(1, 0, FRAMES * STEP_NS)], events
     finally:
         for child in children:
             child.stop()
@@ -132,21 +145,102 @@ def test_the_ring_follows_its_parameters(start_server, client):
     assert client.call(Step, 'step', Step.Request(steps=3)).success
     assert _events(client)[0].last_sequence == 0
     published = []
-    client.node.create_subscription(
+    reader = client.node.create_subscription(
         FrameEventMsg, '/sim_clock/frame_events', published.append,
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     assert client.set_parameter('frame_events', 4).successful
     assert client.set_parameter('publish_frame_events', True).successful
-    client.spin_until(lambda: client.node.count_publishers('/sim_clock/frame_events') >= 1,
-                      'the frame events writer')
+    client.spin_until(lambda: reader.get_publisher_count() >= 1, 'the frame events writer')
     assert client.call(Step, 'step', Step.Request(steps=5)).success
     reply, events = _events(client)
     # 5 frames and the step: 6 recorded, the last 4 kept.
     assert (reply.capacity, reply.last_sequence, reply.dropped) == (4, 6, 2)
     assert [(e.kind, e.sim_ns) for e in events] == [
         (FRAME, 6 * STEP_NS), (FRAME, 7 * STEP_NS), (FRAME, 8 * STEP_NS), (STEP, 8 * STEP_NS)]
-    client.spin_until(lambda: len(published) >= 6, 'the published events')
+    client.spin_until(lambda: len(published) >= 6, f'the published events: {published}')
     assert [m.sequence for m in published] == list(range(1, 7))
     refused = client.set_parameter('frame_events', -1)
     assert not refused.successful and 'frame_events must be an integer' in refused.reason
     assert _events(client)[0].capacity == 4
+
+
+def _check_epochs(events, step_ns):
+    """Each epoch's frames a step apart, numbered on; a reset between epochs, from the last."""
+    assert [e.sequence for e in events] == list(range(events[0].sequence,
+                                                      events[0].sequence + len(events)))
+    last = {}
+    for event in events:
+        if event.kind == RESET:
+            before = last.get(event.epoch - 1)
+            assert before is None or event.count == before.sim_ns, (event, before)
+            last[event.epoch] = None
+        elif event.kind == FRAME:
+            previous = last.get(event.epoch)
+            if previous is not None:
+                assert (event.sim_ns - previous.sim_ns, event.count - previous.count) == (
+                    step_ns, 1), (previous, event)
+            last[event.epoch] = event
+    return last
+
+
+def test_frames_stay_exact_across_a_bag_loop_and_changes_of_mode(
+        start_server, client, tmp_path):
+    """A looping bag's resets and a mode change: every epoch's frames exact, each reset named."""
+    path = str(tmp_path / 'bag')
+    write_test_bag(path, 'sqlite3')
+    start_server({'sync': True, 'time_step': 0.1, 'loop': True},
+                 argv=[path, '--start-at-zero'], executable=executable('bag_player'))
+    for _ in range(4):
+        assert client.call(Step, 'step', Step.Request(steps=7), timeout=30.0).success
+    assert client.set_parameter('sync', False).successful  # free run: a reset
+    client.spin_until(lambda: client.status().epoch >= 5, 'free run through two more loops')
+    events = _events(client)[1]
+    _check_epochs(events, 100 * MS)
+    resets = [(e.epoch, e.sim_ns, e.detail) for e in events if e.kind == RESET]
+    loop = 'loop: end of the bag reached'
+    sync_off = 'simulation (sync on) -> simulation (sync off)'
+    assert resets[:5] == [(1, 0, loop), (2, 0, loop), (3, 0, sync_off), (4, 0, loop),
+                          (5, 0, loop)], resets
+    # Free run covers the whole bag in each epoch before its loop: frames 0.1 s to 1.0 s.
+    last = _check_epochs(events, 100 * MS)
+    assert last[4].sim_ns == 1000 * MS
+
+
+#: A node that publishes on /cmd at each 50 ms of its ROS time; 'ready' once matched.
+CONTROLLER = """
+import rclpy
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node('controller', parameter_overrides=[Parameter('use_sim_time', value=True)])
+publisher = node.create_publisher(String, '/cmd', 10)
+node.create_timer(0.05, lambda: publisher.publish(String(data='go')))
+while publisher.get_subscription_count() < 1:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+rclpy.try_shutdown()
+"""
+
+
+def test_a_gated_output_is_an_event_of_its_frame(start_server, client, domain_id, tmp_path):
+    """Each gated frame has its gate's event: from that frame's /clock to the message."""
+    start_server({'sync': True, 'time_step': STEP_NS / 1e9, 'output_gates': '/cmd@0.05'})
+    client.status_when_ready()
+    controller = ChildProcess(domain_id, CONTROLLER, str(tmp_path))
+    try:
+        controller.expect('ready')
+        response = client.call(Step, 'step', Step.Request(steps=20), timeout=30.0)
+        assert response.success, response.message
+        events = _events(client)[1]
+    finally:
+        controller.stop()
+    out = {e.sim_ns: e.start_ns for e in events if e.kind == FRAME}
+    gated = [e for e in events if e.kind == GATE]
+    assert [(e.name, e.sim_ns, e.success) for e in gated] == [
+        ('/cmd', k * 50 * MS, True) for k in range(1, 5)]
+    assert all(e.start_ns == out[e.sim_ns] < e.end_ns for e in gated), gated
+    assert [h.name for h in holders(events)] == ['/cmd']
