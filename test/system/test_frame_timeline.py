@@ -120,7 +120,6 @@ def test_the_timeline_names_who_held_each_frame(start_server, client, domain_id,
         other = sorted(hold for time_ns, hold in holds.items() if time_ns not in worked)
         beyond = sorted(holds[time_ns] - work - other[len(other) // 2]
                         for time_ns, work in worked.items())
-        assert all(holds[time_ns] >= work for time_ns, work in worked.items()), (holds, worked)
         assert abs(beyond[len(beyond) // 2]) <= WORK_NS // 10, (beyond, worked, other)
         assert holders(events)[0].name == 'slow'
         steps = [e for e in events if e.kind == STEP]
