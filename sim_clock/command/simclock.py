@@ -15,8 +15,8 @@
 """``ros2 simclock``: the simclock commands as a ros2cli verb (loaded only by ros2cli)."""
 
 from ros2cli.command import CommandExtension
-from sim_clock.client.cli import add_arguments
 from sim_clock.client.cli import run
+from sim_clock.client.cli_arguments import add_arguments
 
 
 class SimclockCommand(CommandExtension):

@@ -130,7 +130,7 @@ def test_steps_and_parameters_are_not_capped(start_server, client):
 def test_simclock_status_says_the_cap():
     """The publish line names the cap and the stride; without a cap it says nothing more."""
     from sim_clock.client.api import Status
-    from sim_clock.client.cli import format_status
+    from sim_clock.client.cli_format import format_status
     capped = Status('simulation', False, False, 10, 10 * MS, 0, '', 0.0, MS, 100.0,
                     max_clock_rate=100.0, clock_stride=50)
     assert 'publish:   100 Hz idle; free run at most 100 Hz (1 frame in 50)' in format_status(

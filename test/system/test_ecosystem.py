@@ -233,7 +233,7 @@ def test_cli_status_watch_refreshes_until_ctrl_c(start_server, client, domain_id
 
 def test_cli_watch_rate_never_divides_by_zero():
     """Two readings: a rate, or None across a reset or without wall time between them."""
-    from sim_clock.client.cli import measured_rate
+    from sim_clock.client.cli_format import measured_rate
     assert measured_rate(None, (10, 0, 0)) is None
     assert measured_rate((0, 0, 0), (NS, 2 * NS, 0)) == 2.0
     assert measured_rate((0, 5, 0), (NS, 5, 0)) == 0.0  # the same answer twice: time stood
@@ -319,7 +319,7 @@ def test_cli_options_go_on_either_side_of_the_command(start_server, client, doma
 def test_cli_every_command_and_argument_has_help():
     """Each subcommand, and each of its arguments, says what it is for in --help."""
     import argparse
-    from sim_clock.client.cli import add_arguments
+    from sim_clock.client.cli_arguments import add_arguments
     parser = argparse.ArgumentParser(prog='simclock')
     add_arguments(parser)
     commands = next(action for action in parser._actions
@@ -335,7 +335,7 @@ def test_cli_every_command_and_argument_has_help():
 def test_cli_refusals_name_commands_not_services():
     """Every refusal of the time core that names a service reads, in simclock, as a command."""
     import ast
-    from sim_clock.client.cli import for_the_command_line
+    from sim_clock.client.cli_format import for_the_command_line
 
     def text(node) -> str:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):

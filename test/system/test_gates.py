@@ -278,7 +278,7 @@ def test_free_run_logs_a_late_gate_and_goes_on(start_server, client):
 def test_simclock_status_lists_the_gates():
     """Each gate with its last release and slowest wait, then what the frame waits for."""
     from sim_clock.client.api import Status
-    from sim_clock.client.cli import format_status
+    from sim_clock.client.cli_format import format_status
     common = {'mode': 'simulation', 'sync': True, 'paused': False, 'frame': 5,
               'time_ns': 50 * MS, 'epoch': 0, 'owner': '', 'real_time_factor': 1.0,
               'time_step_ns': 10 * MS, 'publish_rate': 100.0}
