@@ -469,6 +469,10 @@ def main(argv=None) -> int:
     except ExternalShutdownException:
         pass
     finally:
+        # The executor first, while the context is valid: left to the garbage collector at
+        # exit, rclpy 9 destroys its signal guard condition after the shutdown and prints an
+        # InvalidHandle traceback.
+        participant.executor.shutdown()
         participant.node.destroy_node()
         rclpy.try_shutdown()
     return 0
