@@ -103,6 +103,8 @@ class Participant:
                  next_frame: bool = False):
         self.node = node
         self.executor = executor or SingleThreadedExecutor(context=node.context)
+        #: Whether the executor is its own, shut down by :meth:`close`.
+        self._owns_executor = executor is None
         if executor is None:
             self.executor.add_node(node)
         self.name = name or node.get_fully_qualified_name()
@@ -442,6 +444,11 @@ class Participant:
                 f'participant {self.name!r} left without an answer from the server: {error}')
         finally:
             self._client.close()
+            if self._owns_executor:
+                # Now, while the context is valid: left to the garbage collector at the
+                # interpreter's exit, rclpy 9's executor destroys its signal guard condition
+                # after the shutdown and prints an InvalidHandle traceback.
+                self.executor.shutdown(timeout_sec=0)
 
     def _leave_served(self) -> bool:
         """Whether the graph this node sees has the server's node, with its ~/leave."""

@@ -60,8 +60,10 @@ node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', va
 fired = []
 def tick():
     fired.append(node.get_clock().now().nanoseconds)
-    if len(fired) % 10 == 0:
+    if len(fired) % 10 == 0 and work:
+        start = time.monotonic_ns()
         time.sleep(work)  # the work of a slow node, one frame in ten
+        print('worked', fired[-1], time.monotonic_ns() - start, flush=True)
 node.create_timer(0.01, tick)
 participant = Participant(node, name=name)
 while participant._done.get_subscription_count() < 1:
@@ -86,8 +88,8 @@ LEAVE_SCREEN = b'\x1b[?25h\x1b[?1049l'
 
 @pytest.fixture
 def stepped(start_server, client, domain_id, tmp_path):
-    """Start a sync-mode server and the two participants; step 50 frames; return the server."""
-    server = start_server({'sync': True, 'time_step': 0.01})
+    """Start a sync-mode server and the two participants; step 50 frames; return planner's."""
+    start_server({'sync': True, 'time_step': 0.01})
     client.status_when_ready()
     children = [ChildProcess(domain_id, PARTICIPANT, str(tmp_path), args=(name, work))
                 for name, work in (('planner', WORK_NS / 1e9), ('tracker', 0.0))]
@@ -97,7 +99,7 @@ def stepped(start_server, client, domain_id, tmp_path):
                       'both participants joined')
     answer = client.step('', FRAMES)
     assert answer.success, answer.message
-    yield server
+    yield children[0]
     for child in children:
         child.stop()
 
@@ -133,10 +135,10 @@ def test_once_prints_the_slow_participant_first_with_its_holds(stepped, client, 
     Its table is the server's own events counted (every event is in the 60 s window, and
     none is recorded while nobody steps): each row to the printed digit. Planner held each
     of the 50 frames, 5 of them for its 20 ms of work: its p99 (with 50 frames, its longest
-    hold) is at least the work, and the work its holds show (the median of its working
-    frames' holds, less the median of the others': taking /clock and saying done) is within
-    10% of 20 ms. Medians, as test_frame_timeline.py takes them: one frame delayed by the
-    machine's other load does not decide.
+    hold) is at least the work, and what its working frames held beyond the work it timed
+    and beyond its median hold of the others (taking /clock and saying done) is, in the
+    median, within 10% of 20 ms. Medians, as test_frame_timeline.py takes them: one frame
+    delayed by the machine's other load does not decide.
     """
     out = _simclock_top_once(domain_id, '--window', '60')
     lines = out.splitlines()
@@ -158,10 +160,14 @@ def test_once_prints_the_slow_participant_first_with_its_holds(stepped, client, 
     assert len(planner.holds_ns) == len(tracker.holds_ns) == FRAMES, out
     assert planner.p99_ns >= WORK_NS, out
     holds = {e.sim_ns: e.duration_ns for e in events if e.kind == DONE and e.name == 'planner'}
-    worked = sorted(hold for sim_ns, hold in holds.items() if sim_ns % (100 * MS) == 0)
-    other = sorted(hold for sim_ns, hold in holds.items() if sim_ns % (100 * MS))
-    held_for_work = worked[len(worked) // 2] - other[len(other) // 2]
-    assert abs(held_for_work - WORK_NS) <= WORK_NS // 10, (worked, other, out)
+    worked = {}
+    for _ in range(FRAMES // 10):  # the work as planner timed it (a sleep overshoots on load)
+        time_ns, work_ns = stepped.expect('worked').split()[-2:]
+        worked[int(time_ns)] = int(work_ns)
+    other = sorted(hold for sim_ns, hold in holds.items() if sim_ns not in worked)
+    beyond = sorted(holds[sim_ns] - work - other[len(other) // 2]
+                    for sim_ns, work in worked.items())
+    assert abs(beyond[len(beyond) // 2]) <= WORK_NS // 10, (beyond, worked, other, out)
 
 
 def test_once_says_when_the_server_records_nothing(start_server, client, domain_id):
