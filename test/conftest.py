@@ -58,6 +58,16 @@ def domain_id() -> int:
 
 
 @pytest.fixture
+def context(domain_id):
+    """Give the test an rclpy context of its own on its domain (init / yield / shutdown)."""
+    import rclpy
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
 def start_server(domain_id, tmp_path):
     """
     Return a function that starts a clock server on this test's domain; stop all at the end.

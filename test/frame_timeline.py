@@ -151,3 +151,37 @@ class Page(HTMLParser):
         """Return the element of that id."""
         return next(element for element in self.elements
                     if element.attrs.get('id') == element_id)
+
+
+#: A participant (sim_clock.client.participant) with a use_sim_time timer due every 10 ms that
+#: works WORK seconds at one firing in ten and times it, printing 'worked <time ns> <ns>'
+#: (argv: name, WORK; 0 never works). It prints 'joined' once the server's done reader has
+#: matched its writer (a done sent before would be lost).
+SLOW_PARTICIPANT = """
+import sys, time
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client.participant import Participant
+name, work = sys.argv[1], float(sys.argv[2])
+rclpy.init()
+node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
+fired = []
+def tick():
+    fired.append(node.get_clock().now().nanoseconds)
+    if len(fired) % 10 == 0 and work:
+        start = time.monotonic_ns()
+        time.sleep(work)  # the work of a slow node under test, one frame in ten
+        print('worked', fired[-1], time.monotonic_ns() - start, flush=True)
+node.create_timer(0.01, tick)
+participant = Participant(node, name=name, period=0.01)
+while participant._done.get_subscription_count() < 1:
+    participant.executor.spin_once(timeout_sec=0.05)
+print('joined', flush=True)
+try:
+    while rclpy.ok():
+        participant.spin_once()
+except KeyboardInterrupt:
+    pass
+participant.close()
+rclpy.try_shutdown()
+"""

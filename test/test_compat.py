@@ -49,15 +49,6 @@ EXECUTORS = [pytest.param(SingleThreadedExecutor, id='single-threaded'),
                  EventsExecutor is None, reason='this rclpy has no EventsExecutor'))]
 
 
-@pytest.fixture
-def context(domain_id):
-    """Give the test an rclpy context of its own (init / yield / shutdown)."""
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain_id)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
 def test_rclpy_still_has_the_private_api_we_use(context):
     """Node._parameter_overrides maps names to Parameters; Node._time_source is a TimeSource."""
     node = rclpy.create_node(

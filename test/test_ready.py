@@ -16,7 +16,6 @@
 
 import time
 
-import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sim_clock.msg import Ready
@@ -26,15 +25,6 @@ from sim_clock.ready import ReadyReports
 from std_msgs.msg import String
 
 TIMEOUT_S = 10.0
-
-
-@pytest.fixture
-def context(domain_id):
-    """Give the test an rclpy context of its own (init / yield / shutdown)."""
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain_id)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 def test_a_pending_topic_is_said_as_a_reader_that_matched_nothing(context):

@@ -20,6 +20,7 @@ names each frame, each done with its hold, the step call, and a reset, exactly.
 """
 
 from bags import write_test_bag
+from frame_timeline import SLOW_PARTICIPANT
 from harness import ChildProcess
 from harness import executable
 from rclpy.qos import QoSProfile
@@ -43,36 +44,6 @@ WORK_NS = 20 * MS
 #: Frames stepped: five of them slow.
 FRAMES = 50
 
-#: A participant that works WORK_NS in each tenth frame it takes (argv: name, slow 0/1).
-SLOW_PARTICIPANT = """
-import sys, time
-import rclpy
-from rclpy.parameter import Parameter
-from sim_clock.client.participant import Participant
-name, slow = sys.argv[1], sys.argv[2] == '1'
-rclpy.init()
-node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
-frames = []
-def tick():
-    frames.append(node.get_clock().now().nanoseconds)
-    if slow and len(frames) % 10 == 0:
-        start = time.monotonic_ns()
-        time.sleep(0.02)  # the work of a slow node under test, one frame in ten
-        print('worked', frames[-1], time.monotonic_ns() - start, flush=True)
-node.create_timer(0.01, tick)
-participant = Participant(node, name=name, period=0.01)
-while participant._done.get_subscription_count() < 1:
-    participant.executor.spin_once(timeout_sec=0.05)
-print('joined', flush=True)
-try:
-    while rclpy.ok():
-        participant.spin_once()
-except KeyboardInterrupt:
-    pass
-participant.close()
-rclpy.try_shutdown()
-"""
-
 
 def _events(client, after=0):
     response = client.call(GetFrameEvents, 'get_frame_events',
@@ -84,8 +55,8 @@ def _events(client, after=0):
 def test_the_timeline_names_who_held_each_frame(start_server, client, domain_id, tmp_path):
     """Frames, dones with their holds, the step and a reset: each once, exact."""
     start_server({'sync': True, 'time_step': STEP_NS / 1e9})
-    children = [ChildProcess(domain_id, SLOW_PARTICIPANT, str(tmp_path), args=(name, slow))
-                for name, slow in (('fast', 0), ('slow', 1))]
+    children = [ChildProcess(domain_id, SLOW_PARTICIPANT, str(tmp_path), args=(name, work))
+                for name, work in (('fast', 0), ('slow', WORK_NS / 1e9))]
     try:
         for child in children:
             child.expect('joined')

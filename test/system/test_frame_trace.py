@@ -27,6 +27,7 @@ import shutil
 import subprocess
 
 from frame_timeline import Page
+from frame_timeline import SLOW_PARTICIPANT
 from harness import ChildProcess
 from harness import executable
 from harness import TIMEOUT
@@ -41,37 +42,6 @@ WARM_UP = 5
 #: How long the slow participant works in one frame of every ten.
 WORK_NS = 20 * MS
 
-#: A participant that works WORK_NS in its tenth, twentieth, ... frame (argv: name, slow 0/1).
-#: It prints 'joined' once the server reads its dones.
-PARTICIPANT = """
-import sys, time
-import rclpy
-from rclpy.parameter import Parameter
-from sim_clock.client.participant import Participant
-name, slow = sys.argv[1], sys.argv[2] == '1'
-rclpy.init()
-node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
-frames = []
-def tick():
-    frames.append(node.get_clock().now().nanoseconds)
-    if slow and len(frames) % 10 == 0:
-        start = time.monotonic_ns()
-        time.sleep(0.02)  # the work of a slow node under test, one frame in ten
-        print('worked', frames[-1], time.monotonic_ns() - start, flush=True)
-node.create_timer(0.01, tick)
-participant = Participant(node, name=name, period=0.01)
-while participant._done.get_subscription_count() < 1:
-    participant.executor.spin_once(timeout_sec=0.05)
-print('joined', flush=True)
-try:
-    while rclpy.ok():
-        participant.spin_once()
-except KeyboardInterrupt:
-    pass
-participant.close()
-rclpy.try_shutdown()
-"""
-
 
 def _simclock(domain_id: int, *args) -> subprocess.CompletedProcess:
     result = subprocess.run([executable('simclock'), *args], capture_output=True, text=True,
@@ -85,8 +55,8 @@ def test_a_trace_and_its_report_name_the_slow_participant(
         start_server, client, domain_id, tmp_path):
     """One track per participant; /slow's tenth frames held 20 ms; the report puts it first."""
     start_server({'sync': True, 'time_step': STEP_NS / 1e9})
-    children = [ChildProcess(domain_id, PARTICIPANT, str(tmp_path), args=(name, slow))
-                for name, slow in (('fast', 0), ('slow', 1))]
+    children = [ChildProcess(domain_id, SLOW_PARTICIPANT, str(tmp_path), args=(name, work))
+                for name, work in (('fast', 0), ('slow', WORK_NS / 1e9))]
     try:
         for child in children:
             child.expect('joined')

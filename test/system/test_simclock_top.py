@@ -32,6 +32,7 @@ import sys
 import termios
 import time
 
+from frame_timeline import SLOW_PARTICIPANT
 from harness import ChildProcess
 from harness import executable
 from harness import TIMEOUT
@@ -46,36 +47,6 @@ MS = 1_000_000
 #: The slow participant's work, one frame in ten, in ns.
 WORK_NS = 20 * MS
 FRAMES = 50
-#: A participant: a use_sim_time timer due every frame (10 ms) that works WORK s at one
-#: firing in ten, run by sim_clock.client.participant. It says 'joined' once its done writer
-#: has matched the server's reader (a done sent before would be lost).
-PARTICIPANT = """
-import sys, time
-import rclpy
-from rclpy.parameter import Parameter
-from sim_clock.client.participant import Participant
-name, work = sys.argv[1], float(sys.argv[2])
-rclpy.init()
-node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
-fired = []
-def tick():
-    fired.append(node.get_clock().now().nanoseconds)
-    if len(fired) % 10 == 0 and work:
-        start = time.monotonic_ns()
-        time.sleep(work)  # the work of a slow node, one frame in ten
-        print('worked', fired[-1], time.monotonic_ns() - start, flush=True)
-node.create_timer(0.01, tick)
-participant = Participant(node, name=name)
-while participant._done.get_subscription_count() < 1:
-    participant.executor.spin_once(timeout_sec=0.05)
-print('joined', flush=True)
-try:
-    while rclpy.ok():
-        participant.spin_once()
-except KeyboardInterrupt:
-    pass
-rclpy.try_shutdown()
-"""
 #: Run a command with the pseudo-terminal on its stdin as its controlling terminal, in a
 #: session of its own (as a shell in a terminal window starts it): Ctrl-C typed there then
 #: sends SIGINT to it.
@@ -91,7 +62,7 @@ def stepped(start_server, client, domain_id, tmp_path):
     """Start a sync-mode server and the two participants; step 50 frames; return planner's."""
     start_server({'sync': True, 'time_step': 0.01})
     client.status_when_ready()
-    children = [ChildProcess(domain_id, PARTICIPANT, str(tmp_path), args=(name, work))
+    children = [ChildProcess(domain_id, SLOW_PARTICIPANT, str(tmp_path), args=(name, work))
                 for name, work in (('planner', WORK_NS / 1e9), ('tracker', 0.0))]
     for child in children:
         child.expect('joined')
