@@ -329,6 +329,7 @@ class FrameEngine:
         while self._unready(1):
             nobody = gates.no_writer(time.monotonic_ns())
             if nobody:
+                self._no_writer(nobody)
                 return nobody
             await Until(gates.deadline_ns())
         return []
@@ -369,6 +370,14 @@ class FrameEngine:
             gate = self._gates.gates.get(topic)
             if gate is not None and gate.awaited_ns is not None:
                 self._events.missed(GATE, [topic], gate.awaited_ns, gate.awaited_since_ns)
+
+    def _no_writer(self, topics: List[str]) -> None:
+        """Record the gates that held a frame for their timeout with no writer matched."""
+        if not self._events.ring.length:
+            return
+        for topic in topics:
+            gate = self._gates.gates[topic]
+            self._events.missed(GATE, [topic], gate.held_ns, gate.held_since_ns)
 
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
@@ -558,6 +567,7 @@ class FrameEngine:
         count = self.sink.limit(self._run_length(FRAMES_PER_TICK))
         if count == 1 and self._unready(1):
             nobody = gates.no_writer(time.monotonic_ns())
+            self._no_writer(nobody)
             gates.release(nobody)
             if nobody:
                 self._server.get_logger().warning(

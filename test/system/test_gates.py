@@ -28,9 +28,12 @@ from harness import ChildProcess
 from harness import SERVICE_QOS
 from harness import stamp_ns
 import pytest
+from sim_clock.msg import FrameEvent as FrameEventMsg
+from sim_clock.srv import GetFrameEvents
 from sim_clock.srv import Step
 
 MS = 1_000_000
+SECOND = 1_000 * MS
 
 #: A plain rclpy node with use_sim_time: a timer of 50 ms of simulated time publishes
 #: std_msgs/String on /cmd, at most LIMIT times (0: always); prints its clock per publish, just
@@ -90,6 +93,12 @@ def _explained(server, *children):
         raise AssertionError('\n'.join(report)) from None
 
 
+def _gate_waits(client, topic, after=0):
+    """Return the server's GATE events for ``topic`` after the sequence number ``after``."""
+    response = client.call(GetFrameEvents, 'get_frame_events', GetFrameEvents.Request(after=after))
+    return [e for e in response.events if e.kind == FrameEventMsg.GATE and e.name == topic]
+
+
 def _wait_subscribed(client, topic='/cmd'):
     client.spin_until(lambda: client.node.count_subscribers(topic) >= 1,
                       f'the server subscribing {topic}')
@@ -121,15 +130,18 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
     client.status_when_ready()
     node = _node(domain_id, tmp_path, limit=3)
     with _explained(server, node):
-        started = time.monotonic()
         response = client.step(steps=100)
-        elapsed = time.monotonic() - started
         assert not response.success
         assert 'output on /cmd (no message after its /clock' in response.message
         assert 'no node publishes' not in response.message
         assert list(response.late) == ['/cmd']
         assert response.frame == 20, response.message   # 200 ms: the 4th gated frame
-        assert 1.0 <= elapsed < 4.0, elapsed
+        # The server's own record: three outputs came, the fourth was waited for the gate's
+        # timeout, not more (the client's wall time would also count discovering ~/step).
+        gate = _gate_waits(client, '/cmd')
+        assert [(e.sim_ns, e.success) for e in gate] == [
+            (50 * MS, True), (100 * MS, True), (150 * MS, True), (200 * MS, False)], gate
+        assert SECOND <= gate[-1].end_ns - gate[-1].start_ns < 2 * SECOND, gate
         assert list(client.status().output_gates_waiting) == ['/cmd']
         # The next step waits for it again, for a whole timeout; without the gate it goes on.
         assert client.set_parameter('output_gates', '').successful
@@ -197,21 +209,24 @@ def test_a_gate_nobody_publishes_stops_the_step_saying_so(start_server, client):
                            'output_gates': '/nobody@0.05:1.0'})
     client.status_when_ready()
     with _explained(server):
-        started = time.monotonic()
         response = client.step(steps=100)
-        elapsed = time.monotonic() - started
         assert not response.success
         assert 'frame 5 is held: no node publishes /nobody' in response.message, \
             response.message
         assert list(response.late) == ['/nobody']
         assert response.frame == 4, response.message    # the frames before the gated one went
-        assert 1.0 <= elapsed < 4.0, elapsed
         assert list(client.status().output_gates_waiting) == ['/nobody']
+        # The server's own record: it held frame 5 for the gate's timeout, not more. (The
+        # client's wall time would also count the discovery of ~/step, which is not the hold.)
+        gate = _gate_waits(client, '/nobody')
+        assert [(e.sim_ns, e.success) for e in gate] == [(50 * MS, False)], gate
+        assert SECOND <= gate[0].end_ns - gate[0].start_ns < 2 * SECOND, gate
         # The next step holds it again, for a whole timeout; without the gate it goes.
-        started = time.monotonic()
         response = client.step(steps=1)
         assert not response.success and response.frame == 4, response.message
-        assert time.monotonic() - started >= 1.0
+        gate = _gate_waits(client, '/nobody', after=gate[0].sequence)
+        assert [(e.sim_ns, e.success) for e in gate] == [(50 * MS, False)], gate
+        assert gate[0].end_ns - gate[0].start_ns >= SECOND, gate
         assert client.set_parameter('output_gates', '').successful
         response = client.step(steps=10)
         assert response.success and response.frame == 14, response.message
