@@ -56,7 +56,7 @@ from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.node.acks import describe_waits
-from sim_clock.node.frame_events import FrameTimeline
+from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.outcomes import StepOutcome
 
 #: The shortest wait the engine's timer is armed for, in ns (a turn of the executor).
@@ -99,36 +99,42 @@ class StepRequest:
 
 class FrameEngine:
     """
-    The frames of one clock server (a ``ClockServer``), published by ``sink``.
+    The frames of one clock server, from :class:`EngineParts`: no node, no server.
 
-    ``core``: the server's settings core (timeline, barrier, pacing, rate cap, ack timeout);
-    ``acks``: the node's one :class:`~sim_clock.node.acks.Acknowledgements`; ``events``: the
-    frame timeline (:class:`~sim_clock.node.frame_events.FrameTimeline`).
+    The time core in ``parts.core`` (timeline, barrier, gates, pacing, rate cap, roster, ack
+    timeout) decides; the engine publishes through ``parts.sink``, says each frame to the
+    participants and gates, waits for them, and announces changes through ``parts.changes``.
+    The server hands :meth:`on_change` every change of the timeline.
     """
 
-    def __init__(self, server, sink, core, acks, events: FrameTimeline):
-        self._server = server
-        self._events = events
-        self.sink = sink
-        self._core = core
+    def __init__(self, parts: EngineParts):
+        self._parts = parts
+        self._events = parts.events
+        self.sink = parts.sink
+        self._core = core = parts.core
         self._timeline = core.timeline
         self._barrier = core.barrier
         self._gates = core.gates
-        self._acks = acks
+        self._acks = parts.acks
+        self._axes = parts.axes
+        self._changes = parts.changes
+        self._pace = parts.pace
+        self._logger = parts.logger
+        self._participants = parts.participants
+        self._expected = parts.expected
         self._steps = deque()
         #: The step running now: (request, coroutine), or None.
         self._running = None
         self._resuming = self._woken = False
         #: What the frames out left to do once finished: a change of the timeline, or None.
         self._boundary: Optional[Callable] = None
-        self._timer = server.create_timer(1.0, self._on_timer, clock=server.steady_clock)
+        self._timer = parts.make_timer(self._on_timer)
         self._timer.cancel()
         self._armed = False
         #: Free run: since when it has waited for expected participants (steady ns), and
         #: whether that was said.
         self._expected_since = None
         self._expected_said = False
-        server.add_change_listener(self._on_change)
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -174,13 +180,13 @@ class FrameEngine:
             request.user_id, request.steps, request.target_frame, request.epoch))
 
     def _refused(self, refused: Refused) -> StepOutcome:
-        self._server.get_logger().warning(
+        self._logger.warning(
             f'step refused: {refused.reason}', throttle_duration_sec=1.0)
         return self._outcome(False, refused.reason)
 
     def _done(self) -> StepOutcome:
         return self._outcome(
-            True, f'frame {self._timeline.frame}, time {self._server.clock_now()} ns'
+            True, f'frame {self._timeline.frame}, time {self._clock_now()} ns'
             + describe_waits(*self._acks.take_waits()))
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
@@ -278,7 +284,7 @@ class FrameEngine:
             return step()
         finally:
             if self._timeline.changed:
-                self._server.dispatch()
+                self._changes.dispatch()
 
     def _clear(self) -> Tuple[List[str], List[str]]:
         """:meth:`_finished` when nothing is awaited: settle, nobody late."""
@@ -305,11 +311,11 @@ class FrameEngine:
     def _expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
         return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
-                and not self._server.expected.look())
+                and not self._expected.look())
 
     async def _expected_ready(self) -> List[str]:
         """Wait until every expected node is ready; return what each lacks past the timeout."""
-        expected = self._server.expected
+        expected = self._expected
         deadline = time.monotonic_ns() + self._barrier.timeout_ns
         while not expected.look():
             now = time.monotonic_ns()
@@ -336,9 +342,9 @@ class FrameEngine:
 
     def _unready(self, count: int, start: bool = True) -> List[str]:
         """Return the gates of the last of the next ``count`` frames with no writer ready."""
-        server, timeline = self._server, self._timeline
-        last = server.clock_ns(timeline.time_ns + count * timeline.time_step_ns)
-        return self._gates.hold(server.clock_now(), last, time.monotonic_ns(), start)
+        timeline, to_clock = self._timeline, self._axes.to_clock
+        last = to_clock(timeline.time_ns + count * timeline.time_step_ns)
+        return self._gates.hold(to_clock(timeline.time_ns), last, time.monotonic_ns(), start)
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
@@ -353,7 +359,7 @@ class FrameEngine:
                 break
             await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
         unacknowledged = acks.finish(pending, skipped)
-        self._events.acknowledged(topics or unacknowledged, self._server.clock_now(), start,
+        self._events.acknowledged(topics or unacknowledged, self._clock_now(), start,
                                   time.monotonic_ns(), unacknowledged)
         return unacknowledged
 
@@ -379,10 +385,14 @@ class FrameEngine:
             gate = self._gates.gates[topic]
             self._events.missed(GATE, [topic], gate.held_ns, gate.held_since_ns)
 
+    def _clock_now(self) -> int:
+        """Return the /clock time of the current time."""
+        return self._axes.to_clock(self._timeline.time_ns)
+
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
         return StepOutcome(success=success, message=message, frame=timeline.frame,
-                           clock_ns=self._server.clock_now(), epoch=timeline.epoch,
+                           clock_ns=self._clock_now(), epoch=timeline.epoch,
                            late=list(late))
 
     # -- the driver of steps ---------------------------------------------------------------------
@@ -457,7 +467,7 @@ class FrameEngine:
         A gated frame whose gates have no writer ready is left out of a longer run: it goes
         alone, held until they have (:meth:`_writers`).
         """
-        now, time_step_ns = self._server.clock_now(), self._timeline.time_step_ns
+        now, time_step_ns = self._clock_now(), self._timeline.time_step_ns
         count = self._gates.frames_until_gated(
             now, time_step_ns, self._barrier.frames_until_due(now, time_step_ns, limit))
         if count > 1 and self._unready(count, start=False):
@@ -468,22 +478,22 @@ class FrameEngine:
         """Publish new frames: data, /clock and views; note them for participants; then settle."""
         if not frames:
             return
-        server, holds, gated = self._server, self.barrier_applies(), False
+        to_clock, holds, gated = self._axes.to_clock, self.barrier_applies(), False
         if holds:
-            last = server.clock_ns(frames[-1])
-            before = server.clock_ns(frames[0] - frames.step)
+            last = to_clock(frames[-1])
+            before = to_clock(frames[0] - frames.step)
             gated = self._gates.gated_in(before, last)
             if gated:  # what the gated topics carry from now on answers these frames
-                server.output_gates.drain()
+                self._parts.gate_readers.drain()
         self.sink.publish_frames(frames)
         now = time.monotonic_ns()  # when they went out: participants and gates hold from here
         if self._events.ring.length:
-            offset = server.clock_ns(0)
+            offset = to_clock(0)
             self._events.frames(range(frames.start + offset, frames.stop + offset, frames.step),
                                 self._timeline.frame - len(frames) + 1, now)
-        server.published()
+        self._pace.published()
         if holds:
-            server.participants.frame_out(last)  # after its data and /clock
+            self._participants.frame_out(last)  # after its data and /clock
             self._barrier.published(last, now)
             if gated:
                 self._gates.published(before, last, now)
@@ -494,19 +504,19 @@ class FrameEngine:
         """Apply what the frames out left to do at their end, once no participant works on them."""
         if self._boundary is not None and self._barrier.clear and not self._gates.awaited:
             change, self._boundary = self._boundary, None
-            self._server.apply_change(change)
+            self._changes.apply(change)
 
     def republish(self) -> None:
         """Publish the current time again (not a new frame), for nodes that start late."""
         self.sink.publish_time(self._timeline.time_ns)
-        self._server.published()
-        self._server.participants.frame_out()  # what was said with it, again
+        self._pace.published()
+        self._participants.frame_out()  # what was said with it, again
 
     def tick(self) -> None:
         """Free run and real time: publish the frames due now; else republish when due."""
-        server, timeline = self._server, self._timeline
+        timeline = self._timeline
         if timeline.release_lapsed_holder():
-            server.dispatch()
+            self._changes.dispatch()
         self._settle()
         if timeline.free_running and self._expected_hold():
             self._free_run_waits_for_expected()
@@ -514,7 +524,7 @@ class FrameEngine:
         elif self.barrier_applies() and timeline.free_running:
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
             frames = self._barrier_frames()
-        elif server.full_speed:
+        elif self._pace.full_speed:
             frames = self._full_speed_batch()
         else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
             frames = timeline.poll(self.sink.limit(FRAMES_PER_TICK))
@@ -522,10 +532,10 @@ class FrameEngine:
             self._expected_since, self._expected_said = None, False
             self._publish(frames)
             if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
-                server.get_logger().error(
+                self._logger.error(
                     'simulated time reached the latest representable value; reset to go on',
                     throttle_duration_sec=10.0)
-        elif self._core.pacing.republish_due(time.monotonic_ns(), server.tick_period_ns):
+        elif self._core.pacing.republish_due(time.monotonic_ns(), self._pace.period_ns):
             self.republish()
 
     def _free_run_waits_for_expected(self) -> None:
@@ -535,17 +545,17 @@ class FrameEngine:
             self._expected_since = now
         elif now - self._expected_since > self._barrier.timeout_ns and not self._expected_said:
             self._expected_said = True
-            self._server.get_logger().warning(
+            self._logger.warning(
                 'free run waits for expected participants that are not ready after '
                 f'participant_timeout ({self._barrier.timeout_ns / 1e9:g} s): '
-                + '; '.join(self._server.expected.describe_missing()))
+                + '; '.join(self._expected.describe_missing()))
 
     def _barrier_frames(self) -> range:
         """Free run with participants or gates: the frames due, up to the next one that waits."""
         barrier, gates = self._barrier, self._gates
         names, topics = barrier.take_runaway()
         if names:
-            self._server.get_logger().error(
+            self._logger.error(
                 f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
                 f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
                 'free run goes on', throttle_duration_sec=5.0)
@@ -553,14 +563,14 @@ class FrameEngine:
         if silent:
             self._missed([], silent)
             gates.release(silent)
-            self._server.get_logger().warning(
+            self._logger.warning(
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             self._settle()
         if not barrier.clear or gates.awaited or self._boundary is not None:
             late = barrier.late(time.monotonic_ns())
             if late:
-                self._server.get_logger().warning(
+                self._logger.warning(
                     f'free run waits for late participants: {", ".join(late)}',
                     throttle_duration_sec=5.0)
             return range(0)
@@ -570,7 +580,7 @@ class FrameEngine:
             self._no_writer(nobody)
             gates.release(nobody)
             if nobody:
-                self._server.get_logger().warning(
+                self._logger.warning(
                     f'free run: no node publishes {", ".join(nobody)} (no writer matched the '
                     f'gate within its timeout); frame {self._timeline.frame + 1} goes out '
                     'without waiting for it', throttle_duration_sec=5.0)
@@ -598,7 +608,8 @@ class FrameEngine:
             frames = poll(limit(full_speed_chunk(published, now - start, deadline - now)))
         return frames
 
-    def _on_change(self, change) -> None:
+    def on_change(self, change) -> None:
+        """Follow a change of the timeline: a step waiting may go on."""
         if change.reset:
             # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
             self._boundary = None

@@ -53,7 +53,6 @@ class OutputGates:
         self._timer = server.create_timer(
             DISCOVERY_PERIOD_S, self.refresh, clock=server.steady_clock)
         server.add_change_listener(self._on_change)
-        self.refresh()
 
     def refresh(self) -> None:
         """Subscribe the gated topics that have a publisher now; drop the ones not gated."""

@@ -32,29 +32,28 @@ import rclpy
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.node import Node
-from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.arguments import check_ros_args
 from sim_clock.arguments import InvalidRosArguments
 from sim_clock.arguments import split_command_line
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
-from sim_clock.core.pacing import FULL_SPEED_TICK_NS
 from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.core.units import split_ns
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
 from sim_clock.node import simulation_interfaces
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import ClockSourceAlarm
+from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
 from sim_clock.node.outcomes import Answer
@@ -67,15 +66,11 @@ from sim_clock.node.publishing import create_clock_publisher
 from sim_clock.node.publishing import FrameSink
 from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants
-from sim_clock.node.resets import log_change
 from sim_clock.node.resets import ResetEvents
-from sim_clock.node.runtime import SIGNAL_LATENCY_S
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
+from sim_clock.node.ticking import Ticker
 from sim_clock.node.views import ClockViews
-
-#: Full speed, frames held for participants or gates: the longest a spin round blocks.
-WAIT_TICK_S = FULL_SPEED_TICK_NS / NS_PER_SEC
 
 
 class ClockServer(Node):
@@ -92,22 +87,27 @@ class ClockServer(Node):
         #: The time coordinates: every conversion between them goes through it.
         self.axes = axes
         clock_offset_ns = axes.clock_offset_ns
-        # With use_sim_time this node's ROS clock follows the frames it publishes.
-        self._own_time_source = detach_time_source(self)
-        self._own_time_msg = ClockMsg()
         values = parameters.declare(self)
-        self._core = settings.initial(values, now_ns=time.monotonic_ns)
-        self._timeline, self._pacing = self._core.timeline, self._core.pacing
+        self._core = core = settings.initial(values, now_ns=time.monotonic_ns)
+        self._timeline, self._pacing = core.timeline, core.pacing
         self._parameter_bridge = parameters.ParameterBridge(
-            self, lambda: self._timeline.status().mode, self._apply_settings, self._core)
-        self._listeners = []
-        self._reset_events = ResetEvents(self)
+            self, lambda: self._timeline.status().mode, self._apply_settings, core)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
-        self.frame_timeline = FrameTimeline(self, self._core.frame_events,
+        self.frame_timeline = FrameTimeline(self, core.frame_events,
                                             lambda: self._timeline.epoch)
-        self.frame_timeline.publish(self._core.publish_frame_events)
+        self.frame_timeline.publish(core.publish_frame_events)
+        #: The one place a change of the timeline is announced; the listeners below, in order.
+        self.changes = TimelineChanges(self._timeline, axes, self.get_logger(),
+                                       self.frame_timeline.reset)
+        #: The tick timer; with use_sim_time this node's ROS clock follows the frames out.
+        self.ticker = Ticker(
+            self._timeline, self._pacing, core.rate_cap, axes,
+            lambda period_s, callback: self.create_timer(period_s, callback,
+                                                         clock=self.steady_clock),
+            self.destroy_timer, detach_time_source(self))
+        self._reset_events = ResetEvents(self)
         #: The one owner of this node's acknowledgement waits and stalled readers.
         self.acks = Acknowledgements(on_wait=self._acknowledgement_wait)
         #: The /clock publisher; the sink publishes on it.
@@ -115,26 +115,30 @@ class ClockServer(Node):
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
         self.views = ClockViews(self)
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.
-        sink = CappedSink(self.views.wrap(make_sink(self)), self, self._core.rate_cap)
-        # One executor runs every callback, on one thread: the timeline needs no lock.
-        #: Every frame of every mode goes through it.
-        self.engine = FrameEngine(self, sink, self._core, self.acks, self.frame_timeline)
-        self._control = ControlServices(self)
+        sink = CappedSink(self.views.wrap(make_sink(self)), self, core.rate_cap)
+        self.participants = Participants(self, core.barrier)
+        #: The subscriptions of the gated topics (output_gates).
+        self.output_gates = OutputGates(self, core.gates)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(
-            self, self._core.roster, self._frame_writers, self._expected_ready,
-            self.steady_clock)
-        self.participants = Participants(self, self._core.barrier)
-        #: The subscriptions of the gated topics (output_gates).
-        self.output_gates = OutputGates(self, self._core.gates)
-        self._tick_timer = self._tick_period_ns = None
-        self._full_speed = self._driven = False
-        self._retime()
+            self, core.roster, self._frame_writers, self._expected_ready, self.steady_clock)
+        # One executor runs every callback, on one thread: the timeline needs no lock.
+        #: Every frame of every mode goes through it.
+        self.engine = FrameEngine(EngineParts(
+            core=core, axes=axes, sink=sink, acks=self.acks, events=self.frame_timeline,
+            changes=self.changes, pace=self.ticker, participants=self.participants,
+            gate_readers=self.output_gates, expected=self.expected, logger=self.get_logger(),
+            make_timer=lambda callback: self.create_timer(1.0, callback,
+                                                          clock=self.steady_clock)))
+        self.changes.listen(self.engine.on_change)
+        self.changes.after_dispatch(self._after_changes)
+        self._control = ControlServices(self)
+        self.ticker.start(self.engine.tick)
+        self.output_gates.refresh()
         self.engine.republish()
         self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
-            self, self._timeline, self._core.barrier, self.steady_clock, self.alarm,
-            self._core.gates)
+            self, self._timeline, core.barrier, self.steady_clock, self.alarm, core.gates)
         self._simulation_interfaces = (simulation_interfaces.SimulationInterfaces(self)
                                        if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
@@ -154,7 +158,7 @@ class ClockServer(Node):
 
     def add_change_listener(self, listener: Callable[[Change], None]) -> None:
         """Call ``listener`` with every change of the timeline, after the server's own."""
-        self._listeners.append(listener)
+        self.changes.listen(listener)
 
     def destroy_node(self) -> None:
         """
@@ -267,10 +271,7 @@ class ClockServer(Node):
 
     def apply_change(self, change: Callable):
         """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
-        try:
-            return change()
-        finally:
-            self.dispatch()
+        return self.changes.apply(change)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -311,83 +312,28 @@ class ClockServer(Node):
         """Record a frame's wait for its readers (flow control, a bag frame's data)."""
         self.frame_timeline.acknowledged(topics, self.clock_now(), start_ns, end_ns, stalled)
 
-    def dispatch(self) -> None:
-        """Announce, publish and mirror the changes the timeline recorded since the last call."""
-        changes = self._timeline.take_changes()
-        for change in changes:
-            log_change(self.get_logger(), change, self.clock_ns(change.time_after_ns))
-            if change.reset:
-                self.frame_timeline.reset(change.epoch, self.clock_ns(change.time_before_ns),
-                                          self.clock_ns(change.time_after_ns), change.cause)
-            for listener in self._listeners:
-                listener(change)
+    def _after_changes(self, changes: list) -> None:
+        """After every dispatch: the new time at once after a reset; the tick; the parameters."""
         if any(change.reset for change in changes):
-            self.engine.republish()  # the new time at once
-        self._retime()
+            self.engine.republish()
+        self.ticker.retime()
         if changes:
             self._parameter_bridge.mirror(settings.mirrored(
                 self._timeline, self.get_parameter('time_step').value))
+
+    def dispatch(self) -> None:
+        """Announce, publish and mirror the changes the timeline recorded since the last call."""
+        self.changes.dispatch()
 
     def clock_now(self) -> int:
         """Return the /clock value of the current time."""
         return self.clock_ns(self._timeline.time_ns)
 
-    def published(self) -> None:
-        """Note that /clock went out: pacing, and this node's own ROS clock (use_sim_time)."""
-        self._pacing.published(time.monotonic_ns())
-        time_source = self._own_time_source
-        if time_source is not None and time_source.ros_time_is_active:
-            stamp = self._own_time_msg.clock
-            stamp.sec, stamp.nanosec = split_ns(self.clock_now())
-            time_source.clock_callback(self._own_time_msg)
-
     # -- the spin loop ---------------------------------------------------------------------------
 
-    @property
-    def full_speed(self) -> bool:
-        """Whether time free-runs as fast as possible (real_time_factor 0)."""
-        return self._full_speed
-
-    @property
-    def tick_period_ns(self) -> int:
-        """Return the period of the tick timer, in ns."""
-        return self._tick_period_ns
-
-    def drive_full_speed(self) -> None:
-        """Leave full-speed free run to the caller's loop, which calls :meth:`advance`."""
-        self._driven = True
-        self._retime()
-
-    def advance(self) -> None:
-        """Publish what is due now, as one tick of the timer does."""
-        self.engine.tick()
-
     def spin_once(self, executor) -> None:
-        """One round of the spin loop: an event, and at full speed a batch of frames."""
-        if not self._driven:
-            self.drive_full_speed()
-        if self._full_speed:
-            # Frames held for participants or gates go on from the callback that ends the wait
-            # (a done, an output): block until it comes, a tick at most (for late ones), instead
-            # of polling a core away from the participants.
-            executor.spin_once(timeout_sec=WAIT_TICK_S if self._core.holding() else 0)
-            self.advance()
-        else:
-            executor.spin_once(timeout_sec=SIGNAL_LATENCY_S)
-
-    def _retime(self) -> None:
-        """Make the tick timer's period fit the current state."""
-        period = self._timeline.frame_period_ns()
-        self._core.rate_cap.pace(self._timeline.time_step_ns, self._timeline.real_time_factor)
-        self._full_speed = period == 0
-        tick_ns = self._pacing.tick_period_ns(period, self._driven)
-        if tick_ns == self._tick_period_ns:
-            return
-        if self._tick_timer is not None:
-            self.destroy_timer(self._tick_timer)
-        self._tick_period_ns = tick_ns
-        self._tick_timer = self.create_timer(
-            tick_ns / NS_PER_SEC, self.advance, clock=self.steady_clock)
+        """One round of the spin loop (``runtime.spin_until_stopped``): the ticker's."""
+        self.ticker.spin_once(executor, self._core.holding)
 
 
 def parse_arguments(argv: list) -> argparse.Namespace:

@@ -1,0 +1,166 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What the frame engine works with: one interface per collaborator, and the parts it is given.
+
+The engine (:mod:`.engine`) is handed :class:`EngineParts` and nothing else: no node, no
+server. Each field is typed by what the engine calls on it, so a test drives the engine with
+small fakes of these parts (``test/node/test_engine.py``) and the server wires the real ones
+(``node/server.py``).
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+from typing import Iterable
+from typing import List
+from typing import Optional
+from typing import Protocol
+from typing import Tuple
+
+from sim_clock.core.axes import Axes
+from sim_clock.core.settings import Core
+from sim_clock.core.state import Change
+from sim_clock.node.publishing import FrameSink
+
+
+class Logger(Protocol):
+    """The node's logger (rclpy's), as the engine uses it."""
+
+    def info(self, message: str, **kwargs) -> bool:
+        """Log at INFO; ``throttle_duration_sec`` as rclpy takes it."""
+
+    def warning(self, message: str, **kwargs) -> bool:
+        """Log at WARN."""
+
+    def error(self, message: str, **kwargs) -> bool:
+        """Log at ERROR."""
+
+
+class Timer(Protocol):
+    """A steady one-shot timer: the engine's deadline for a waiting step."""
+
+    timer_period_ns: int
+
+    def cancel(self) -> None:
+        """Stop it."""
+
+    def reset(self) -> None:
+        """Start it again with its period."""
+
+
+class Changes(Protocol):
+    """Where changes of the timeline are announced (:class:`~.changes.TimelineChanges`)."""
+
+    def apply(self, change: Callable[[], object]) -> object:
+        """Run ``change()``; then announce what it changed."""
+
+    def dispatch(self) -> None:
+        """Announce what the timeline changed since the last call."""
+
+
+class Pace(Protocol):
+    """The server's tick (:class:`~.ticking.Ticker`): its period, and a frame out noted."""
+
+    full_speed: bool
+    period_ns: int
+
+    def published(self) -> None:
+        """Note that /clock went out (pacing, the node's own clock)."""
+
+
+class FrameReaders(Protocol):
+    """The participants' side of a frame (:class:`~.participants.Participants`)."""
+
+    def frame_out(self, time_ns: Optional[int] = None) -> None:
+        """Say what goes with the frame at ``time_ns`` (None: the time published again)."""
+
+
+class GateReaders(Protocol):
+    """The subscriptions of the gated topics (:class:`~.gates.OutputGates`)."""
+
+    def drain(self) -> None:
+        """Drop what the gated topics carried before the frames that go out now."""
+
+
+class ExpectedNodes(Protocol):
+    """The nodes no frame goes out without (:class:`~.readiness.ExpectedParticipants`)."""
+
+    def look(self) -> bool:
+        """Return whether every expected node is ready now."""
+
+    def describe_missing(self) -> List[str]:
+        """Say, per expected node not ready, what it lacks."""
+
+
+class FrameRecorder(Protocol):
+    """The frame timeline (:class:`~.frame_events.FrameTimeline`), as the engine feeds it."""
+
+    ring: object
+
+    def frames(self, times: range, first: int, now_ns: int) -> None:
+        """Record the frames at ``times``, the first numbered ``first``, out at ``now_ns``."""
+
+    def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
+        """Record that the frame at ``time_ns`` stopped waiting for ``names``."""
+
+    def acknowledged(self, topics: Iterable[str], time_ns: int, start_ns: int, end_ns: int,
+                     stalled: Iterable[str] = ()) -> None:
+        """Record a wait for the readers of ``topics``."""
+
+    def step(self, service: str, user_id: str, time_ns: int, start_ns: int, frames: int,
+             success: bool, message: str) -> None:
+        """Record a step call that came at ``start_ns``, answered now."""
+
+
+class AckWaits(Protocol):
+    """The node's acknowledgement waits (:class:`~.acks.Acknowledgements`)."""
+
+    def take_waits(self) -> Tuple[dict, List[str]]:
+        """Return and forget the waits since the last call, and the stalled readers."""
+
+    def begin(self, publishers) -> Tuple[list, list]:
+        """Start a wait for ``publishers``: the pending ones and the ones skipped."""
+
+    def wait_slice(self, pending: list, deadline: int) -> list:
+        """Wait a slice of time; return the publishers still pending."""
+
+    def finish(self, pending: list, skipped: list) -> List[str]:
+        """End a wait; return the topics not acknowledged."""
+
+
+@dataclass
+class EngineParts:
+    """Everything the frame engine works with, each by its interface."""
+
+    #: The time core: timeline, barrier, gates, pacing, rate cap, roster, ack timeout.
+    core: Core
+    #: Timeline time to /clock time.
+    axes: Axes
+    #: Where every frame goes: data, /clock, views.
+    sink: FrameSink
+    acks: AckWaits
+    events: FrameRecorder
+    changes: Changes
+    pace: Pace
+    participants: FrameReaders
+    gate_readers: GateReaders
+    expected: ExpectedNodes
+    logger: Logger
+    #: Makes the engine's steady timer for ``callback`` (canceled until armed).
+    make_timer: Callable[[Callable[[], None]], Timer]
+
+
+#: A listener of the timeline's changes.
+ChangeListener = Callable[[Change], None]
