@@ -122,6 +122,7 @@ class FrameEngine:
         self._logger = parts.logger
         self._participants = parts.participants
         self._expected = parts.expected
+        self._now = parts.now_ns
         self._steps = deque()
         #: The step running now: (request, coroutine), or None.
         self._running = None
@@ -154,7 +155,7 @@ class FrameEngine:
 
     def _recorded(self, request: StepRequest) -> StepRequest:
         """Return ``request`` with a reply that also records the call in the frame timeline."""
-        start, frame, epoch = time.monotonic_ns(), self._timeline.frame, self._timeline.epoch
+        start, frame, epoch = self._now(), self._timeline.frame, self._timeline.epoch
         reply = request.reply
 
         def recorded(outcome: StepOutcome) -> None:
@@ -218,8 +219,8 @@ class FrameEngine:
                     request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             return self._refused(refused)
-        barrier.count_again(time.monotonic_ns())
-        self._gates.count_again(time.monotonic_ns())
+        barrier.count_again(self._now())
+        self._gates.count_again(self._now())
         while True:
             late, silent = ((await self._finished())
                             if not barrier.clear or self._gates.awaited else self._clear())
@@ -299,7 +300,7 @@ class FrameEngine:
         """
         barrier, gates = self._barrier, self._gates
         while not barrier.clear or gates.awaited:
-            now = time.monotonic_ns()
+            now = self._now()
             late, silent = barrier.late(now), gates.late(now)
             if late or silent:
                 return late, silent
@@ -316,9 +317,9 @@ class FrameEngine:
     async def _expected_ready(self) -> List[str]:
         """Wait until every expected node is ready; return what each lacks past the timeout."""
         expected = self._expected
-        deadline = time.monotonic_ns() + self._barrier.timeout_ns
+        deadline = self._now() + self._barrier.timeout_ns
         while not expected.look():
-            now = time.monotonic_ns()
+            now = self._now()
             if now >= deadline:
                 return expected.describe_missing()
             # Woken by a report; matches come without one, so looked at again meanwhile.
@@ -333,7 +334,7 @@ class FrameEngine:
         """
         gates = self._gates
         while self._unready(1):
-            nobody = gates.no_writer(time.monotonic_ns())
+            nobody = gates.no_writer(self._now())
             if nobody:
                 self._no_writer(nobody)
                 return nobody
@@ -344,7 +345,7 @@ class FrameEngine:
         """Return the gates of the last of the next ``count`` frames with no writer ready."""
         timeline, to_clock = self._timeline, self._axes.to_clock
         last = to_clock(timeline.time_ns + count * timeline.time_step_ns)
-        return self._gates.hold(to_clock(timeline.time_ns), last, time.monotonic_ns(), start)
+        return self._gates.hold(to_clock(timeline.time_ns), last, self._now(), start)
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
@@ -435,7 +436,7 @@ class FrameEngine:
     def _arm(self, deadline_ns: Optional[int]) -> None:
         """Resume at ``deadline_ns`` (steady time) unless woken before; None: only when woken."""
         if deadline_ns is not None:
-            self._timer.timer_period_ns = max(deadline_ns - time.monotonic_ns(), TURN_NS)
+            self._timer.timer_period_ns = max(deadline_ns - self._now(), TURN_NS)
             self._timer.reset()
             self._armed = True
 
@@ -486,7 +487,7 @@ class FrameEngine:
             if gated:  # what the gated topics carry from now on answers these frames
                 self._parts.gate_readers.drain()
         self.sink.publish_frames(frames)
-        now = time.monotonic_ns()  # when they went out: participants and gates hold from here
+        now = self._now()  # when they went out: participants and gates hold from here
         if self._events.ring.length:
             offset = to_clock(0)
             self._events.frames(range(frames.start + offset, frames.stop + offset, frames.step),
@@ -535,12 +536,12 @@ class FrameEngine:
                 self._logger.error(
                     'simulated time reached the latest representable value; reset to go on',
                     throttle_duration_sec=10.0)
-        elif self._core.pacing.republish_due(time.monotonic_ns(), self._pace.period_ns):
+        elif self._core.pacing.republish_due(self._now(), self._pace.period_ns):
             self.republish()
 
     def _free_run_waits_for_expected(self) -> None:
         """Free run holds for expected participants: said once past participant_timeout."""
-        now = time.monotonic_ns()
+        now = self._now()
         if self._expected_since is None:
             self._expected_since = now
         elif now - self._expected_since > self._barrier.timeout_ns and not self._expected_said:
@@ -559,7 +560,7 @@ class FrameEngine:
                 f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
                 f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
                 'free run goes on', throttle_duration_sec=5.0)
-        silent = gates.late(time.monotonic_ns())
+        silent = gates.late(self._now())
         if silent:
             self._missed([], silent)
             gates.release(silent)
@@ -568,7 +569,7 @@ class FrameEngine:
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             self._settle()
         if not barrier.clear or gates.awaited or self._boundary is not None:
-            late = barrier.late(time.monotonic_ns())
+            late = barrier.late(self._now())
             if late:
                 self._logger.warning(
                     f'free run waits for late participants: {", ".join(late)}',
@@ -576,7 +577,7 @@ class FrameEngine:
             return range(0)
         count = self.sink.limit(self._run_length(FRAMES_PER_TICK))
         if count == 1 and self._unready(1):
-            nobody = gates.no_writer(time.monotonic_ns())
+            nobody = gates.no_writer(self._now())
             self._no_writer(nobody)
             gates.release(nobody)
             if nobody:
@@ -597,14 +598,14 @@ class FrameEngine:
         per call spread over as many frames as fit); the last is returned, for the tick.
         """
         poll = self._timeline.poll
-        start = now = time.monotonic_ns()
+        start = now = self._now()
         limit = self.sink.limit  # a run ends at the sink's boundary (a bag's end)
         deadline, published = start + FULL_SPEED_BATCH_NS, 0
         frames = poll(limit(FULL_SPEED_CHUNK))
         while frames and now < deadline:
             self._publish(frames)
             published += len(frames)
-            now = time.monotonic_ns()
+            now = self._now()
             frames = poll(limit(full_speed_chunk(published, now - start, deadline - now)))
         return frames
 

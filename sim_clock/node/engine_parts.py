@@ -22,6 +22,7 @@ small fakes of these parts (``test/node/test_engine.py``) and the server wires t
 """
 
 from dataclasses import dataclass
+import time
 from typing import Callable
 from typing import Iterable
 from typing import List
@@ -31,7 +32,6 @@ from typing import Tuple
 
 from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
-from sim_clock.core.state import Change
 from sim_clock.node.publishing import FrameSink
 
 
@@ -160,7 +160,6 @@ class EngineParts:
     logger: Logger
     #: Makes the engine's steady timer for ``callback`` (canceled until armed).
     make_timer: Callable[[Callable[[], None]], Timer]
+    #: Steady time, ns: the deadlines of holds and the times of frame events.
+    now_ns: Callable[[], int] = time.monotonic_ns
 
-
-#: A listener of the timeline's changes.
-ChangeListener = Callable[[Change], None]

@@ -52,7 +52,6 @@ from sim_clock.node.alarm import ClockSourceAlarm
 from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
-from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
@@ -186,10 +185,6 @@ class ClockServer(Node):
         self.acks.stop()
 
     # -- the public methods that services call -------------------------------------------------
-
-    def step(self, request: StepRequest) -> None:
-        """Advance ``request.steps`` frames through the frame engine; it answers ``reply``."""
-        self.engine.step(request)
 
     def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
         """Take or give up sync mode, MORAI's way."""

@@ -98,6 +98,8 @@ class ControlServices:
 
     def __init__(self, server):
         self._server = server
+        #: Steps go to the frame engine itself.
+        self._engine = server.engine
         # The steps answer once their frames are finished, which may be after the callback
         # returned (participants, acknowledgements): their replies are deferred.
         step, step_once = serve(server, (
@@ -114,14 +116,14 @@ class ControlServices:
             (SetBool, '~/set_sync', self._on_set_sync)))
 
     def _on_step(self, request, response):
-        self._server.step(_step_request(request, answer_later(
+        self._engine.step(_step_request(request, answer_later(
             self._step_replies, response, lambda outcome: fill(response, outcome))))
         return response
 
     def _on_step_once(self, request, response):
         def answer(outcome):
             response.success, response.message = outcome.success, outcome.message
-        self._server.step(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
+        self._engine.step(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
             self._step_once_replies, response, answer), service='~/step_once'))
         return response
 

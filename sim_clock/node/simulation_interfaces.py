@@ -145,7 +145,7 @@ class SimulationInterfaces:
 
         def answer(outcome):
             response.result = _result(outcome.success, '' if outcome.success else outcome.message)
-        self._server.step(StepRequest(
+        self._server.engine.step(StepRequest(
             user_id=ANONYMOUS_USER, steps=request.steps,
             reply=answer_later(self._step_replies, response, answer),
             service='~/step_simulation'))
@@ -170,7 +170,7 @@ class SimulationInterfaces:
                 return False
             return True
         finished = Future()
-        self._server.step(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
+        self._server.engine.step(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
                                       reply=finished.set_result, progress=progress,
                                       service='~/simulate_steps'))
         outcome = await finished

@@ -1,0 +1,336 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The frame engine driven by small fakes of its parts: no node, no DDS, a steady clock of ours.
+
+Every mode (real time, free run paced and at full speed, sync steps), a reset between frames,
+a hold by a participant that releases and one that times out, a gated frame held for its
+output, and a refused step. The time core and the change dispatch are the real ones.
+"""
+
+from typing import List
+
+from sim_clock.core import settings
+from sim_clock.core.axes import Axes
+from sim_clock.core.frame_events import FrameEventRing
+from sim_clock.node.changes import TimelineChanges
+from sim_clock.node.engine import FrameEngine
+from sim_clock.node.engine import StepRequest
+from sim_clock.node.engine_parts import EngineParts
+
+MS = 1_000_000
+SECOND = 1_000 * MS
+
+
+class SteadyClock:
+    """Steady time that moves only when told to (or by ``auto_ns`` at every reading)."""
+
+    def __init__(self, auto_ns: int = 0):
+        self.now = 1_000 * SECOND
+        self.auto_ns = auto_ns
+
+    def __call__(self) -> int:
+        self.now += self.auto_ns
+        return self.now
+
+
+class Sink:
+    """Records each run of frames and each time published again."""
+
+    def __init__(self):
+        self.frames: List[range] = []
+        self.times: List[int] = []
+
+    def publish_frames(self, frames: range) -> None:
+        self.frames.append(frames)
+
+    def publish_time(self, time_ns: int) -> None:
+        self.times.append(time_ns)
+
+    def limit(self, limit: int) -> int:
+        return limit
+
+    def publishers(self) -> list:
+        return []
+
+    def end_of_frames(self):
+        return None
+
+    def close(self) -> None:
+        pass
+
+    def all_frames(self) -> List[int]:
+        return [time_ns for run in self.frames for time_ns in run]
+
+
+class AckWaits:
+    """No reliable reader to wait for."""
+
+    def take_waits(self):
+        return {}, []
+
+    def begin(self, publishers):
+        return [], []
+
+    def wait_slice(self, pending, deadline):
+        return []
+
+    def finish(self, pending, skipped):
+        return []
+
+
+class Recorder:
+    """The frame timeline's calls, in order."""
+
+    def __init__(self):
+        self.ring = FrameEventRing(100)
+        self.calls = []
+
+    def frames(self, times, first, now_ns):
+        self.calls.append(('frames', list(times), first))
+
+    def missed(self, kind, names, time_ns, since_ns):
+        self.calls.append(('missed', kind, list(names), time_ns))
+
+    def acknowledged(self, topics, time_ns, start_ns, end_ns, stalled=()):
+        self.calls.append(('acknowledged', list(topics)))
+
+    def step(self, service, user_id, time_ns, start_ns, frames, success, message):
+        self.calls.append(('step', service, frames, success))
+
+
+class Pace:
+    """The tick: a period, and how many times /clock went out."""
+
+    def __init__(self, full_speed=False):
+        self.full_speed = full_speed
+        self.period_ns = MS
+        self.published_count = 0
+
+    def published(self) -> None:
+        self.published_count += 1
+
+
+class FrameReaders:
+    """The participants' side: each frame said to them."""
+
+    def __init__(self):
+        self.said = []
+
+    def frame_out(self, time_ns=None) -> None:
+        self.said.append(time_ns)
+
+
+class GateReaders:
+    def __init__(self):
+        self.drained = 0
+
+    def drain(self) -> None:
+        self.drained += 1
+
+
+class Expected:
+    def look(self) -> bool:
+        return True
+
+    def describe_missing(self):
+        return []
+
+
+class Logger:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, message, **kwargs):
+        self.lines.append(('info', message))
+
+    def warning(self, message, **kwargs):
+        self.lines.append(('warning', message))
+
+    def error(self, message, **kwargs):
+        self.lines.append(('error', message))
+
+    def debug(self, message, **kwargs):
+        self.lines.append(('debug', message))
+
+
+class Timer:
+    """The engine's one-shot timer; :meth:`fire` runs its callback as the executor would."""
+
+    def __init__(self, callback):
+        self.callback = callback
+        self.timer_period_ns = SECOND
+        self.armed = False
+
+    def cancel(self) -> None:
+        self.armed = False
+
+    def reset(self) -> None:
+        self.armed = True
+
+    def fire(self) -> None:
+        assert self.armed, 'the engine armed no deadline'
+        self.callback()
+
+
+class Rig:
+    """A frame engine with fakes of every part but the time core and the change dispatch."""
+
+    def __init__(self, clock: SteadyClock = None, **values):
+        self.clock = clock or SteadyClock()
+        self.core = settings.initial({**settings.DEFAULTS, **values}, now_ns=self.clock)
+        self.timeline = self.core.timeline
+        self.sink, self.pace, self.logger = Sink(), Pace(), Logger()
+        self.readers, self.gate_readers = FrameReaders(), GateReaders()
+        self.events = Recorder()
+        self.changes = TimelineChanges(self.timeline, Axes(), self.logger, self._reset)
+        self.resets = []
+        self.timers = []
+        self.engine = FrameEngine(EngineParts(
+            core=self.core, axes=Axes(), sink=self.sink, acks=AckWaits(), events=self.events,
+            changes=self.changes, pace=self.pace, participants=self.readers,
+            gate_readers=self.gate_readers, expected=Expected(), logger=self.logger,
+            make_timer=self._timer, now_ns=self.clock))
+        self.changes.listen(self.engine.on_change)
+        self.answers = []
+
+    def _timer(self, callback):
+        timer = Timer(callback)
+        self.timers.append(timer)
+        return timer
+
+    def _reset(self, epoch, before_ns, after_ns, cause):
+        self.resets.append((epoch, before_ns, after_ns, cause))
+
+    def step(self, steps: int, user_id: str = ''):
+        self.engine.step(StepRequest(user_id=user_id, steps=steps, reply=self.answers.append))
+
+    def answer(self):
+        assert len(self.answers) == 1, self.answers
+        return self.answers.pop()
+
+
+def test_a_step_publishes_its_frames_and_answers_at_once():
+    rig = Rig(sync=True, time_step=0.01)
+    rig.step(3)
+    outcome = rig.answer()
+    assert outcome.success and outcome.frame == 3 and outcome.clock_ns == 30 * MS, outcome
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
+    assert rig.pace.published_count == 1
+    assert ('frames', [10 * MS, 20 * MS, 30 * MS], 1) in rig.events.calls
+    assert ('step', '~/step', 3, True) in rig.events.calls
+
+
+def test_a_refused_step_publishes_nothing_and_says_why():
+    rig = Rig(sync=False, time_step=0.01, paused=True)
+    rig.step(2)
+    outcome = rig.answer()
+    assert not outcome.success and outcome.frame == 0
+    assert 'sync' in outcome.message, outcome.message
+    assert rig.sink.frames == []
+    assert any(level == 'warning' and 'step refused' in line for level, line in rig.logger.lines)
+
+
+def test_free_run_publishes_the_frames_due_by_the_steady_clock():
+    rig = Rig(sync=False, time_step=0.01, real_time_factor=1.0)
+    rig.engine.tick()
+    assert rig.sink.all_frames() == []
+    rig.clock.now += 35 * MS    # three and a half frames of 10 ms at real time
+    rig.engine.tick()
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
+    rig.clock.now += 10 * MS
+    rig.engine.tick()
+    assert rig.sink.all_frames()[-1] == 40 * MS and rig.timeline.frame == 4
+
+
+def test_full_speed_free_run_publishes_batches_while_its_time_lasts():
+    rig = Rig(SteadyClock(auto_ns=1_000), sync=False, time_step=0.001, real_time_factor=0.0)
+    rig.pace.full_speed = True
+    rig.engine.tick()
+    frames = rig.sink.all_frames()
+    assert len(frames) > 1
+    assert frames == [MS * (k + 1) for k in range(len(frames))]     # every frame, in order
+
+
+def test_real_time_publishes_the_steady_time_elapsed():
+    rig = Rig(mode='real_time', sync=False)
+    start = rig.timeline.time_ns
+    rig.clock.now += 5 * MS
+    rig.engine.tick()
+    assert rig.sink.all_frames() == [start + 5 * MS]
+
+
+def test_a_reset_between_steps_starts_the_frames_again():
+    rig = Rig(sync=True, time_step=0.01)
+    rig.step(2)
+    assert rig.answer().frame == 2
+    rig.changes.apply(lambda: rig.timeline.reset('test'))
+    assert rig.resets == [(1, 20 * MS, 0, 'test')]
+    rig.step(1)
+    outcome = rig.answer()
+    assert outcome.success and outcome.epoch == 1 and outcome.frame == 1
+    assert outcome.clock_ns == 10 * MS
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS, 10 * MS]
+
+
+def test_a_step_held_by_a_participant_goes_on_at_its_done():
+    rig = Rig(sync=True, time_step=0.01)
+    rig.core.barrier.join('planner', 20 * MS)
+    rig.step(4)
+    assert rig.answers == []                            # held at its first due frame
+    held = rig.sink.all_frames()[-1]
+    assert rig.core.barrier.waiting_for == ['planner']
+    assert rig.readers.said[-1] == held
+    for _ in range(3):
+        due = rig.sink.all_frames()[-1]
+        rig.clock.now += MS
+        assert rig.core.barrier.done('planner', due, rig.clock.now)
+        rig.engine.wake()
+        if rig.answers:
+            break
+    outcome = rig.answer()
+    assert outcome.success and outcome.frame == 4, outcome
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS, 40 * MS]
+
+
+def test_a_step_held_past_the_participant_timeout_stops_naming_it():
+    rig = Rig(sync=True, time_step=0.01, participant_timeout=0.5)
+    rig.core.barrier.join('slow', 0)
+    rig.step(3)
+    assert rig.answers == [] and rig.sink.all_frames() == [10 * MS]
+    timer = rig.timers[0]
+    assert timer.timer_period_ns == SECOND // 2         # armed for the participant's deadline
+    rig.clock.now += SECOND // 2
+    timer.fire()
+    outcome = rig.answer()
+    assert not outcome.success and outcome.late == ['slow'] and outcome.frame == 1
+    assert 'slow' in outcome.message, outcome.message
+    assert any(call[0] == 'missed' and call[2] == ['slow'] for call in rig.events.calls)
+
+
+def test_a_gated_frame_waits_for_its_output():
+    rig = Rig(sync=True, time_step=0.01, output_gates='/cmd@0.02')
+    gates = rig.core.gates
+    assert not gates.matched('/cmd', 1, rig.clock.now)
+    assert gates.arrived('/cmd', rig.clock.now) is False     # the writer is proven matched
+    rig.step(3)
+    assert rig.answers == [] and rig.sink.all_frames() == [10 * MS, 20 * MS]
+    assert rig.gate_readers.drained == 1
+    rig.clock.now += MS
+    assert gates.arrived('/cmd', rig.clock.now)
+    rig.engine.wake()
+    outcome = rig.answer()
+    assert outcome.success and outcome.frame == 3, outcome
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
