@@ -137,7 +137,7 @@ class BagFrames:
             publish(pointers, batch[1], batch[2], batch[3], start, stop)
 
         def emit_unacknowledged(batch, start, stop):
-            self._unacknowledged = True
+            self._data_out()
             emit(batch, start, stop)
         #: Whether data went out since the last wait for its acknowledgements.
         self._unacknowledged = True
@@ -172,7 +172,8 @@ class BagFrames:
                  if frames and self._server.barrier_applies() else [(frames, self._run)])
         try:
             for part, run in parts:
-                self._unacknowledged |= run is self._run and bool(part)
+                if run is self._run and part:
+                    self._data_out()
                 cursor.play(part, self._axes.bag_start_ns, run)
                 played += len(part)
         except READ_ERRORS as error:
@@ -183,6 +184,10 @@ class BagFrames:
             for time_ns in frames[played:]:
                 self._publish_clock(time_ns)
         self._progressed()
+
+    def _data_out(self) -> None:
+        """Note that data went out: the next lockstep /clock waits for its acknowledgements."""
+        self._unacknowledged = True
 
     def _publish_acknowledged(self, time_ns: int) -> None:
         """Publish a frame's /clock once its messages are acknowledged (or their readers stall)."""
