@@ -57,7 +57,7 @@ from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import held
+from sim_clock.node.publishing import HeldPublishers
 from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.server import ClockServer
 
@@ -162,7 +162,7 @@ class BagFrames:
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's messages, then its /clock (the publishers held meanwhile)."""
-        with held(self._held):
+        with HeldPublishers(self._held):
             self._publish_frames(frames)
 
     def _publish_frames(self, frames: range) -> None:
@@ -204,7 +204,7 @@ class BagFrames:
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""
-        with held(self._held):
+        with HeldPublishers(self._held):
             self._publish_clock(time_ns)
         self._progressed()
 
