@@ -193,7 +193,7 @@ def publisher_address(publisher) -> int:
     Return the address of ``publisher``'s ``rcl_publisher_t``, for C code that publishes.
 
     ``Publisher.handle.pointer``: the one way to reach rcl from Python. Use it only inside
-    :func:`held`, which keeps the publisher from being destroyed meanwhile. 0: none.
+    :class:`HeldHandles`, which keeps the publisher from being destroyed meanwhile. 0: none.
     """
     return getattr(publisher.handle, 'pointer', 0) or 0
 
@@ -208,7 +208,7 @@ def raw_publish(publisher) -> Callable[[bytes], None]:
     return publisher.handle.publish_raw
 
 
-class held:
+class HeldHandles:
     """
     Hold the handles of ``publishers`` while C code publishes through their addresses.
 

@@ -31,7 +31,7 @@ from sim_clock.compat import DeferredReplies
 from sim_clock.compat import detach_time_source
 from sim_clock.compat import drop_pending
 from sim_clock.compat import executor_tasks
-from sim_clock.compat import held
+from sim_clock.compat import HeldHandles
 from sim_clock.compat import LeanWait
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
@@ -104,16 +104,16 @@ def test_the_message_info_type_of_a_subscription_is_read(context):
 
 
 def test_a_held_publisher_outlives_its_destruction_until_released(context):
-    """held() keeps the rcl publisher whose address C uses; a destroyed one is refused."""
+    """A publisher whose address C uses lives until HeldHandles lets go; a destroyed one raises."""
     node = rclpy.create_node('held', context=context)
     publisher = node.create_publisher(ClockMsg, '/held_clock', 1)
     assert publisher_address(publisher) != 0
     raw_publish(publisher)(b'\x00\x01\x00\x00' + bytes(8))  # a Clock of 0, as C lays it out
-    with held([publisher]):
+    with HeldHandles([publisher]):
         node.destroy_publisher(publisher)
         publisher.handle.pointer  # still valid: destruction waits for the release
     with pytest.raises(InvalidHandle):
-        with held([publisher]):
+        with HeldHandles([publisher]):
             pass
     node.destroy_node()
 

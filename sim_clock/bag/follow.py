@@ -39,8 +39,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.bag.cursor import Cursor
 from sim_clock.bag.following import Following
 from sim_clock.bag.following import Moved
-from sim_clock.bag.player import DATA_ACK_TIMEOUT_NS
-from sim_clock.bag.player import qos_for
+from sim_clock.bag.frame_sink import DATA_ACK_TIMEOUT_NS
+from sim_clock.bag.frame_sink import qos_for
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import python_run

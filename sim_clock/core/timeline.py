@@ -18,7 +18,8 @@ The state of a clock server and every rule that changes it, as integer nanosecon
 The steady clock is injected (``now_ns``), as rosbag2's ``TimeControllerClock`` takes
 ``now_fn``; pacing follows its reference-point model (doc/design.md, "The time core").
 Every refusal raises :class:`Refused` before any state has changed, and every change is
-reported as a :class:`Change` record (:meth:`Timeline.take_changes`).
+reported as a :class:`Change` record (:meth:`Timeline.take_changes`). Who holds sync mode, and
+who may step, start or stop it, is :class:`~sim_clock.core.sync_hold.SyncHold`'s to say.
 """
 
 from fractions import Fraction
@@ -29,7 +30,6 @@ from typing import Optional
 import uuid
 
 from sim_clock.core.rules import check_mode_sync
-from sim_clock.core.rules import check_owner_timeout_ns
 from sim_clock.core.rules import check_real_time_factor
 from sim_clock.core.rules import check_steps
 from sim_clock.core.rules import check_time_step_ns
@@ -43,6 +43,7 @@ from sim_clock.core.state import Change
 from sim_clock.core.state import ChangeKind
 from sim_clock.core.state import ClockState
 from sim_clock.core.state import describe
+from sim_clock.core.sync_hold import SyncHold
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_MS
 
@@ -78,9 +79,7 @@ class Timeline:
         self._paused = paused
         self._time_step_ns = time_step_ns
         self._rtf = Fraction(real_time_factor)
-        self._holder_timeout_ns = check_owner_timeout_ns(holder_timeout_ns)
-        self._holder = ''
-        self._holder_seen_ns = 0
+        self._hold = SyncHold(now_ns, holder_timeout_ns)
         self._start_ns = start_ns
         self._wall_ns = wall_ns
         self._frame = 0
@@ -95,9 +94,9 @@ class Timeline:
         """Return a snapshot of the whole state."""
         return ClockState(
             mode=self._mode, sync=self._sync, paused=self._paused, frame=self._frame,
-            time_ns=self._time_ns, epoch=self._epoch, holder=self._holder,
+            time_ns=self._time_ns, epoch=self._epoch, holder=self._hold.holder,
             time_step_ns=self._time_step_ns, real_time_factor=self._rtf,
-            holder_timeout_ns=self._holder_timeout_ns)
+            holder_timeout_ns=self._hold.timeout_ns)
 
     @property
     def mode(self) -> Mode:
@@ -132,7 +131,7 @@ class Timeline:
     @property
     def holder(self) -> str:
         """Return the user_id that holds sync mode, or ''."""
-        return self._holder
+        return self._hold.holder
 
     @property
     def free_running(self) -> bool:
@@ -214,10 +213,7 @@ class Timeline:
             raise Refused(
                 'cannot step while time free-runs; turn sync mode on (~/sync_mode_cmd or '
                 '~/set_sync) or pause first')
-        if self._holder and user_id != self._holder:
-            raise Refused(
-                f'sync mode is held by {self._holder!r}; only that user_id may step',
-                holder=self._holder)
+        self._hold.check_step(user_id)
         if epoch is not None and epoch != self._epoch:
             raise Refused(
                 f'time was reset since the caller saw it: epoch is {self._epoch}, the request '
@@ -240,8 +236,7 @@ class Timeline:
         nothing (an empty range).
         """
         steps = self.check_step(user_id, steps, target_frame, epoch)
-        if self._holder:
-            self._holder_seen_ns = self._now_ns()
+        self._hold.heard_from()
         frames = self._advance(steps)
         self._snapshot()
         return frames
@@ -266,13 +261,8 @@ class Timeline:
                            else self._time_step_ns)
         except Refused as refused:
             # Every refusal names the holder, as MORAI's response does.
-            raise Refused(refused.reason, holder=self._holder) from None
-        if self._holder and user_id != self._holder:
-            verb = 'start' if start else 'stop'
-            raise Refused(
-                f'sync mode is held by {self._holder!r}; another user_id cannot {verb} it '
-                f'(the holder releases it, or an operator calls ~/set_sync false)',
-                holder=self._holder)
+            raise self._hold.refusal(refused.reason) from None
+        self._hold.check_command(user_id, start)
         sync_on = self._mode is Mode.SIMULATION and self._sync
         if start or sync_on:
             # A stop while sync is already off changes nothing, time_step included.
@@ -280,18 +270,21 @@ class Timeline:
         if start:
             user_id = user_id or self._new_user_id()
             if sync_on:
-                message = ('sync mode held' if self._holder == user_id
-                           else 'sync mode taken (no reset: it was already on)')
-                self._set_holder(user_id, ChangeKind.HOLDER, f'sync mode taken by {user_id}')
+                if self._hold.holder == user_id:
+                    message = 'sync mode held'
+                else:
+                    message = 'sync mode taken (no reset: it was already on)'
+                    self._hold.take(user_id)
+                    self._record(ChangeKind.HOLDER, f'sync mode taken by {user_id}')
             else:
-                self._holder = user_id
+                self._hold.take(user_id)
                 self._switch(Mode.SIMULATION, True, 'sync mode turned on by ' + user_id)
                 message = f'sync mode on; time reset to 0 (epoch {self._epoch})'
-            self._holder_seen_ns = self._now_ns()
+            self._hold.heard_from()
             return user_id, message
         if not sync_on:
             return user_id, 'sync mode was already off; nothing changed'
-        self._holder = ''
+        self._hold.release()
         self._switch(Mode.SIMULATION, False, 'sync mode turned off by ' + (user_id or 'a user'))
         return user_id, f'sync mode off, free run; time reset to 0 (epoch {self._epoch})'
 
@@ -303,10 +296,10 @@ class Timeline:
         is refused unless ``switch_mode`` is set (then it switches to simulation, one reset).
         """
         if not sync:
-            released = bool(self._holder)
+            released = bool(self._hold.holder)
             changed = self.set_mode_sync(self._mode, False)
             if released and not changed:
-                self._set_holder('', ChangeKind.HOLDER, 'sync hold released by an operator')
+                self._release_holder(ChangeKind.HOLDER, 'sync hold released by an operator')
             return changed or released
         if not switch_mode:
             check_mode_sync(self._mode, sync)
@@ -322,7 +315,7 @@ class Timeline:
         if mode is self._mode and sync == self._sync:
             return False
         before = describe(self._mode, self._sync)
-        self._holder = ''
+        self._hold.release()
         self._switch(mode, sync, f'{before} -> {describe(mode, sync)}')
         return True
 
@@ -354,8 +347,7 @@ class Timeline:
 
     def set_holder_timeout_ns(self, timeout_ns: int) -> None:
         """Let a hold lapse after ``timeout_ns`` without a call from the holder (0: never)."""
-        self._holder_timeout_ns = check_owner_timeout_ns(timeout_ns)
-        self._holder_seen_ns = self._now_ns()
+        self._hold.set_timeout_ns(timeout_ns)
 
     def reset(self, reason: str = 'reset requested') -> None:
         """Set time to the start and frame to zero, bump the epoch; mode, sync, holder stay."""
@@ -378,14 +370,12 @@ class Timeline:
 
     def release_lapsed_holder(self) -> str:
         """Drop a holder silent for at least the holder timeout; return its id or ''."""
-        if not self._holder or not self._holder_timeout_ns:
+        if not self._hold.lapsed():
             return ''
-        if self._now_ns() - self._holder_seen_ns < self._holder_timeout_ns:
-            return ''
-        lapsed = self._holder
-        self._set_holder('', ChangeKind.LAPSE,
-                         f'sync hold of {lapsed!r} lapsed after owner_timeout without a call; '
-                         'sync stays on with no holder')
+        lapsed = self._hold.holder
+        self._release_holder(ChangeKind.LAPSE,
+                             f'sync hold of {lapsed!r} lapsed after owner_timeout without a '
+                             'call; sync stays on with no holder')
         return lapsed
 
     # -- internals -----------------------------------------------------------------------------
@@ -419,9 +409,8 @@ class Timeline:
         self._record(ChangeKind.TIME_STEP, f'time_step {time_step_ns} ns')
         return True
 
-    def _set_holder(self, holder: str, kind: 'ChangeKind', cause: str) -> None:
-        if holder != self._holder:
-            self._holder = holder
+    def _release_holder(self, kind: ChangeKind, cause: str) -> None:
+        if self._hold.release():
             self._record(kind, cause)
 
     def _switch(self, mode: Mode, sync: bool, reason: str) -> None:
@@ -447,4 +436,4 @@ class Timeline:
             kind=kind, cause=cause, epoch=self._epoch,
             time_before_ns=self._time_ns if time_before_ns is None else time_before_ns,
             time_after_ns=self._time_ns, mode=self._mode, sync=self._sync,
-            paused=self._paused, holder=self._holder))
+            paused=self._paused, holder=self._hold.holder))

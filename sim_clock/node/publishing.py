@@ -34,7 +34,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
-from sim_clock.compat import held as compat_held
+from sim_clock.compat import HeldHandles
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
 from sim_clock.core.units import split_ns
@@ -137,7 +137,7 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     cost of ``Publisher.publish``); ``handle.publish_raw`` with the same bytes for a publisher
     without an rcl address; a message as ``Publisher.publish`` sends it if rclpy lays a Clock
     out otherwise. The C function holds the publisher's address: call it inside
-    :func:`held` (``compat.held``: the publisher outlives the call), and replace it (with
+    :class:`HeldPublishers` (the publisher outlives the call), and replace it (with
     :func:`publisher_destroyed`) before the publisher is destroyed.
     """
     header = clock_header()
@@ -160,9 +160,9 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
-class held(compat_held):
+class HeldPublishers(HeldHandles):
     """
-    Hold ``publishers`` while frames are published through their addresses (``compat.held``).
+    Hold ``publishers`` while frames are published through their addresses (:class:`HeldHandles`).
 
     One already destroyed raises :class:`PublisherDestroyed`. Made once per sink and entered
     for each batch of frames.
@@ -188,7 +188,7 @@ class ClockSink:
 
     def __init__(self, node, offset_ns: int = 0):
         self._publisher = node.clock_publisher
-        self._held = held((self._publisher,))
+        self._held = HeldPublishers((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = FlowControl(node, [self._publisher])
 

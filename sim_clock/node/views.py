@@ -36,7 +36,7 @@ from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import held
+from sim_clock.node.publishing import HeldPublishers
 from sim_clock.node.publishing import publisher_destroyed
 import yaml
 
@@ -94,7 +94,7 @@ class ClockViews:
         clock_ns = self._server.clock_ns
         start = clock_ns(self._start_ns)
         self._flow.start()
-        with held(self._publishers):
+        with HeldPublishers(self._publishers):
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):
                 def publish_view(time_ns, view=view, publish=publish):
                     publish(view.time_ns(clock_ns(time_ns), start))

@@ -36,8 +36,8 @@ from rclpy.qos import ReliabilityPolicy
 from rosbags.interfaces import QosDurability
 
 from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.player import MIN_VOLATILE_DEPTH
-from sim_clock.bag.player import qos_for
+from sim_clock.bag.frame_sink import MIN_VOLATILE_DEPTH
+from sim_clock.bag.frame_sink import qos_for
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError

@@ -146,7 +146,7 @@ def _assigned(source: str):
 
 def test_bag_player_composes_the_server():
     """The bag player is no ClockServer subclass and overrides no private method of it."""
-    from sim_clock.bag.player import BagFrames
+    from sim_clock.bag.frame_sink import BagFrames
     from sim_clock.bag.player import BagPlayer
     from sim_clock.node.server import ClockServer
     for cls in (BagPlayer, BagFrames):
