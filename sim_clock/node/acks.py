@@ -20,9 +20,9 @@ With ``ack_timeout`` > 0 a step waits, after its last frame, until the publisher
 or until the timeout; the answer names the topics that were not. The wait is cut into short
 slices between which the executor serves everything else: the loop of :class:`Wait`, which
 every wait of the node runs (a step's, flow control's, a bag frame's for its data). A topic
-that timed out is not
-waited for again while its readers stay the same and still have not caught up: a dead reader
-would otherwise stall every step for its whole lease (doc/design.md, "Acknowledged steps").
+that timed out is not waited for again while its readers stay the same and still have not
+caught up: a dead reader would otherwise stall every step for its whole lease
+(doc/design.md, "Acknowledged steps").
 Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is waited for.
 """
 
@@ -69,7 +69,8 @@ class Acknowledgements:
         Return what the waits waited for since the last call, and forget it.
 
         ``({topic: ns waited for its readers}, [topics whose readers stalled])``: what held a
-        step's frames back (flow control, a bag frame's data), for the step's answer.
+        step's frames back (flow control, a bag frame's data), for the step's answer. A step
+        takes them before its frames too, so that only its own are in its answer.
         """
         waited, stalled = self._waited, sorted(self._stalled_now)
         self._waited, self._stalled_now = {}, set()
@@ -173,10 +174,10 @@ class Wait:
     """
     One wait for acknowledgements, in slices: the one wait loop of a node's waits.
 
-    Iterating it waits, from the first item on: one slice of at most :data:`SLICE_NS` per item,
-    until ``publishers`` are acknowledged by all their matched reliable readers, ``timeout_ns``
-    has passed, or the node stops (:meth:`Acknowledgements.stop`: then at once, with nothing
-    left). Between two items the caller may let the executor serve the rest (a step's wait,
+    Iterating it is the wait: slices of at most :data:`SLICE_NS`, an item between two, until
+    ``publishers`` are acknowledged by all their matched reliable readers, ``timeout_ns`` has
+    passed, or the node stops (:meth:`Acknowledgements.stop`: then before the next slice, with
+    nothing left). Between two items the caller may let the executor serve the rest (a step's wait,
     ``FrameEngine._acknowledged``) or go straight on (:meth:`Acknowledgements.wait_now`).
     Topics whose readers stalled before, and are the same, are not waited for; those not
     acknowledged in time are remembered as stalled. Each wait counts for
