@@ -18,7 +18,6 @@ from sim_clock.bag.cursor import Run
 from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import PublishRefused
 from sim_clock.node.flow import FlowControl
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
 
 
 def paced(flow: FlowControl, run: Run) -> Run:
@@ -27,9 +26,9 @@ def paced(flow: FlowControl, run: Run) -> Run:
 
     Each time ``run`` stops on a spent budget, wait for the acknowledgements, refill, and
     call it again from where it stopped. Each time it raises ``PublishRefused``, call it
-    again from the refused message once that writer's readers have caught up; if they do
-    not within ``WAIT_TIMEOUT_NS``, or the same message is refused again, that writer is left
-    out (``DROPPED``) until ``flow.start()``.
+    again from the refused message if ``flow.retry`` says so (the policy for a refused sample
+    of every sink: once that writer's readers have caught up, unless the same message was
+    refused again at once); else that writer is left out (``DROPPED``) until ``flow.start()``.
     """
     budgets = flow.budgets
 
@@ -39,13 +38,13 @@ def paced(flow: FlowControl, run: Run) -> Run:
             try:
                 finished, index = run(batch, index, frames[done:], offset_ns)
             except PublishRefused as refusal:
-                if not flow.context_ok:
-                    raise  # shut down while publishing: the caller ends
                 done += refusal.done
                 index = refusal.index
                 at = (refusal.which, done, index)
-                if at == refused_at or not flow.caught_up(refusal.which):
-                    _left_out(flow, refusal)
+                if not flow.retry(refusal, refusal.which, at, refused_at):
+                    budgets[refusal.which] = DROPPED
+                    flow.gave_up(refusal.which, refusal, 'it publishes nothing more in these '
+                                 'frames (this step, or this tick of free run)')
                 refused_at = at
                 continue
             done += finished
@@ -53,11 +52,3 @@ def paced(flow: FlowControl, run: Run) -> Run:
                 return done, index
             flow.refill()
     return flowing
-
-
-def _left_out(flow: FlowControl, refusal: PublishRefused) -> None:
-    flow.budgets[refusal.which] = DROPPED
-    flow.logger.warning(
-        f'{flow.topic(refusal.which)} refused a sample ({refusal}) and its readers did not '
-        f'catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: it publishes nothing more in these '
-        'frames (this step, or this tick of free run)', throttle_duration_sec=5.0)

@@ -18,15 +18,19 @@ Acknowledged steps: a step answers once every matched reliable reader has what i
 With ``ack_timeout`` > 0 a step waits, after its last frame, until the publishers of its frames
 (``/clock``, and a bag player's topics) are acknowledged by all their matched reliable readers,
 or until the timeout; the answer names the topics that were not. The wait is cut into short
-slices between which the executor serves everything else. A topic that timed out is not
-waited for again while its readers stay the same and still have not caught up: a dead reader
-would otherwise stall every step for its whole lease (doc/design.md, "Acknowledged steps").
+slices between which the executor serves everything else: the loop of :class:`Wait`, which
+every wait of the node runs (a step's, flow control's, a bag frame's for its data). A topic
+that timed out is not waited for again while its readers stay the same and still have not
+caught up: a dead reader would otherwise stall every step for its whole lease
+(doc/design.md, "Acknowledged steps").
 Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is waited for.
 """
 
 import time
 from typing import Callable
 from typing import Dict
+from typing import Generator
+from typing import Iterator
 from typing import List
 from typing import Optional
 from typing import Set
@@ -49,23 +53,24 @@ class Acknowledgements:
     """
 
     def __init__(self, on_wait: Optional[Callable[[List[str], int, int, List[str]], None]] = None):
-        #: Called after each wait of :meth:`wait_now` that had to wait: (topics, start and end
-        #: in steady ns, the topics that stalled), for the frame timeline.
+        #: Called after each wait (:class:`Wait`) that had to wait: (topics, start and end in
+        #: steady ns, the topics that stalled), for the frame timeline.
         self.on_wait = on_wait
         #: topic -> its matched readers when it last timed out
         self._stalled: Dict[str, int] = {}
-        #: topic -> ns that waits for its readers (``wait_now``) took since ``take_waits``
+        #: topic -> ns that waits for its readers (:class:`Wait`) took since ``take_waits``
         self._waited: Dict[str, int] = {}
-        #: the topics ``wait_now`` found stalled since ``take_waits``
+        #: the topics waits found stalled since ``take_waits``
         self._stalled_now: Set[str] = set()
         self._stopped = False
 
     def take_waits(self) -> Tuple[Dict[str, int], List[str]]:
         """
-        Return what ``wait_now`` waited for since the last call, and forget it.
+        Return what the waits waited for since the last call, and forget it.
 
         ``({topic: ns waited for its readers}, [topics whose readers stalled])``: what held a
-        step's frames back (flow control, a bag frame's data), for the step's answer.
+        step's frames back (flow control, a bag frame's data), for the step's answer. A step
+        takes them before its frames too, so that only its own are in its answer.
         """
         waited, stalled = self._waited, sorted(self._stalled_now)
         self._waited, self._stalled_now = {}, set()
@@ -84,14 +89,26 @@ class Acknowledgements:
         """Whether :meth:`stop` was called."""
         return self._stopped
 
+    def wait(self, publishers, timeout_ns: int) -> 'Wait':
+        """Return the wait until ``publishers`` are acknowledged, ``timeout_ns`` at most."""
+        return Wait(self, publishers, timeout_ns)
+
     def wait_now(self, publishers, timeout_ns: int) -> List[str]:
         """
         Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest.
 
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
-        A step's wait (``FrameEngine._acknowledged``) is the same loop with turns between slices.
-        Once the node is stopped, it returns at once with nothing left.
+        A step's wait (``FrameEngine._acknowledged``) is the same :class:`Wait` with turns of
+        the executor between slices. Once the node is stopped, it returns at once with nothing
+        left.
         """
+        wait = Wait(self, publishers, timeout_ns)
+        for _ in wait:
+            pass  # straight on to the next slice
+        return wait.stalled
+
+    def _slices(self, publishers, timeout_ns: int) -> Generator[None, None, List[str]]:
+        """Wait as :class:`Wait` says, yielding between two slices; return the topics left."""
         now = start = time.monotonic_ns()
         deadline = now + timeout_ns
         pending, skipped = self.begin(publishers)
@@ -105,6 +122,8 @@ class Acknowledgements:
                 topic = publisher.topic_name
                 waited[topic] = waited.get(topic, 0) + after - now
             pending, now = still, after
+            if pending and now < deadline:
+                yield
         stalled = self.finish(pending, skipped)
         self._stalled_now.update(stalled)
         if self.on_wait is not None and (topics or stalled):
@@ -149,6 +168,32 @@ class Acknowledgements:
         for publisher in pending:
             self._stalled[publisher.topic_name] = publisher.get_subscription_count()
         return sorted(skipped + [publisher.topic_name for publisher in pending])
+
+
+class Wait:
+    """
+    One wait for acknowledgements, in slices: the one wait loop of a node's waits.
+
+    Iterating it is the wait: slices of at most :data:`SLICE_NS`, an item between two, until
+    ``publishers`` are acknowledged by all their matched reliable readers, ``timeout_ns`` has
+    passed, or the node stops (:meth:`Acknowledgements.stop`: then before the next slice, with
+    nothing left). Between two items the caller may let the executor serve the rest (a step's wait,
+    ``FrameEngine._acknowledged``) or go straight on (:meth:`Acknowledgements.wait_now`).
+    Topics whose readers stalled before, and are the same, are not waited for; those not
+    acknowledged in time are remembered as stalled. Each wait counts for
+    :meth:`Acknowledgements.take_waits` and, if it waited for anything, is recorded through
+    ``on_wait``. Then :attr:`stalled` names the topics not acknowledged (those skipped too).
+    """
+
+    __slots__ = ('_acks', '_publishers', '_timeout_ns', 'stalled')
+
+    def __init__(self, acks: Acknowledgements, publishers, timeout_ns: int):
+        self._acks, self._publishers, self._timeout_ns = acks, publishers, timeout_ns
+        #: The topics not acknowledged, sorted, once iterated.
+        self.stalled: List[str] = []
+
+    def __iter__(self) -> Iterator[None]:
+        self.stalled = yield from self._acks._slices(self._publishers, self._timeout_ns)
 
 
 def describe_waits(waited: Dict[str, int], stalled: List[str]) -> str:

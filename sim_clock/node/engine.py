@@ -349,20 +349,11 @@ class FrameEngine:
 
     async def _acknowledged(self, timeout_ns: int) -> List[str]:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
-        acks = self._acks
-        start = time.monotonic_ns()
-        deadline = start + timeout_ns
-        pending, skipped = acks.begin(self.sink.publishers())
-        topics = [publisher.topic_name for publisher in pending]
-        while pending:
-            pending = acks.wait_slice(pending, deadline)
-            if not pending or time.monotonic_ns() >= deadline:
-                break
+        # The node's one wait loop; it records the wait in the frame timeline (``on_wait``).
+        wait = self._acks.wait(self.sink.publishers(), timeout_ns)
+        for _ in wait:
             await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
-        unacknowledged = acks.finish(pending, skipped)
-        self._events.acknowledged(topics or unacknowledged, self._clock_now(), start,
-                                  time.monotonic_ns(), unacknowledged)
-        return unacknowledged
+        return wait.stalled
 
     def _missed(self, late: List[str], silent: List[str]) -> None:
         """Record the participants and gated outputs a frame stopped waiting for."""

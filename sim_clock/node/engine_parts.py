@@ -115,10 +115,6 @@ class FrameRecorder(Protocol):
     def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
         """Record that the frame at ``time_ns`` stopped waiting for ``names``."""
 
-    def acknowledged(self, topics: Iterable[str], time_ns: int, start_ns: int, end_ns: int,
-                     stalled: Iterable[str] = ()) -> None:
-        """Record a wait for the readers of ``topics``."""
-
     def step(self, service: str, user_id: str, time_ns: int, start_ns: int, frames: int,
              success: bool, message: str) -> None:
         """Record a step call that came at ``start_ns``, answered now."""
@@ -130,14 +126,12 @@ class AckWaits(Protocol):
     def take_waits(self) -> Tuple[dict, List[str]]:
         """Return and forget the waits since the last call, and the stalled readers."""
 
-    def begin(self, publishers) -> Tuple[list, list]:
-        """Start a wait for ``publishers``: the pending ones and the ones skipped."""
+    def wait(self, publishers, timeout_ns: int):
+        """
+        Return the wait for ``publishers``' acknowledgements: one slice per item iterated.
 
-    def wait_slice(self, pending: list, deadline: int) -> list:
-        """Wait a slice of time; return the publishers still pending."""
-
-    def finish(self, pending: list, skipped: list) -> List[str]:
-        """End a wait; return the topics not acknowledged."""
+        Its ``stalled`` names the topics not acknowledged once the iteration ends.
+        """
 
 
 @dataclass

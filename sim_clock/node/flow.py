@@ -32,13 +32,14 @@ samples a second), so that only a frozen or dead one counts as stalled and loses
 
 A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
 that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end
-the server: the writer's readers get :data:`WAIT_TIMEOUT_NS` more to acknowledge, then the
-frame is published again; if they still have not, the rest of that run of frames is not
-published on that topic (a warning says how many), as free run drops frames for slow readers.
-The bag player's run (``sim_clock.bag.flow.paced``) does the same with the refusal
-``sim_clock._replay.play`` raises: it plays on from the refused message once that writer's
-readers have caught up, or else leaves that topic's messages out (played, not published) until
-the next run of frames (:meth:`FlowControl.start`).
+the server. One policy decides, for /clock, the views and the bag player alike
+(:meth:`FlowControl.retry`): the writer's readers get :data:`WAIT_TIMEOUT_NS` more to
+acknowledge, then the sample is published again; if they still have not, or the same sample is
+refused again at once, the writer gives up on the rest of that run of frames, as free run
+drops frames for slow readers. :meth:`FlowControl.publish` then leaves the rest of its times
+out (a warning says how many); the bag player's run (``sim_clock.bag.flow.paced``), given the
+refusal ``sim_clock._replay.play`` raises, leaves that topic's messages out (played, not
+published) until the next run of frames (:meth:`FlowControl.start`).
 
 A node that stops (Ctrl-C, SIGTERM: ``Acknowledgements.stop``) waits for no reader and
 publishes no further window: the frames left of a step would only delay its end.
@@ -122,9 +123,10 @@ class FlowControl:
 
         In windows if flow control is armed (:meth:`start` first). A refused publish is
         published again once its writer's readers have caught up; if they do not within
-        :data:`WAIT_TIMEOUT_NS`, or it is refused again, the rest of ``times`` is dropped on it.
+        :data:`WAIT_TIMEOUT_NS`, or the same sample is refused again, the rest of ``times`` is
+        dropped on it (:meth:`retry`).
         """
-        retried = False
+        position, refused = 0, None  # where times are at, in the times given; the refusal
         while times and not self._acks.stopped:
             window = times[:self.take(which, len(times))]
             try:
@@ -133,41 +135,42 @@ class FlowControl:
             except PublisherDestroyed:
                 raise
             except RuntimeError as error:
-                if not self._node.context.ok():
-                    raise  # shut down while publishing: the caller ends
+                times, position = times[sent:], position + sent
+                again = self.retry(error, which, position, refused)
+                refused = position
                 if self.budgets[which] >= 0:
                     self.budgets[which] += len(window) - sent  # not spent: not sent
-                times = times[sent:]
-                if (retried and sent == 0) or not self.caught_up(which):
-                    self._dropped(which, error, len(times))
+                if not again:
+                    self.gave_up(which, error, f'{len(times)} frames not published on it')
                     return
-                retried = True
                 continue
-            times = times[len(window):]
+            times, position = times[len(window):], position + len(window)
+
+    def retry(self, error: RuntimeError, which: int, at, refused) -> bool:
+        """
+        Return whether to publish again the sample writer ``which`` refused with ``error``.
+
+        The policy for a refused sample, of every sink: again once the writer's readers have
+        caught up (:meth:`caught_up`), unless it is the sample refused last (``at`` equal to
+        ``refused``, where the caller's last refusal was, or None): refused again right after
+        the wait, the readers are not going to take it. False: the caller gives up on that
+        writer for the rest of its run of frames (:meth:`gave_up`). In a node whose context
+        ended (shut down while publishing) it raises ``error``: the caller ends.
+        """
+        if not self._node.context.ok():
+            raise error
+        return at != refused and self.caught_up(which)
+
+    def gave_up(self, which: int, error: RuntimeError, consequence: str) -> None:
+        """Warn that writer ``which`` gave up after refusing a sample, with ``consequence``."""
+        self._node.get_logger().warning(
+            f'{self._publishers[which].topic_name} refused a sample ({error}) and its readers '
+            f'did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: {consequence}',
+            throttle_duration_sec=5.0)
 
     def caught_up(self, which: int) -> bool:
         """Wait until writer ``which``'s readers have everything, at most WAIT_TIMEOUT_NS."""
         return self._acks.caught_up(self._publishers[which], WAIT_TIMEOUT_NS)
-
-    def topic(self, which: int) -> str:
-        """Return the topic of writer ``which``."""
-        return self._publishers[which].topic_name
-
-    @property
-    def logger(self):
-        """Return the node's logger."""
-        return self._node.get_logger()
-
-    @property
-    def context_ok(self) -> bool:
-        """Whether the node's context still runs (a refusal after shutdown ends the caller)."""
-        return self._node.context.ok()
-
-    def _dropped(self, which: int, error: RuntimeError, frames: int) -> None:
-        self._node.get_logger().warning(
-            f'{self._publishers[which].topic_name} refused a sample ({error}) and its readers '
-            f'did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: {frames} frames not '
-            f'published on it', throttle_duration_sec=5.0)
 
     def refill(self) -> None:
         """Wait until the writers whose budget is spent are acknowledged; give them a window."""

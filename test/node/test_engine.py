@@ -75,20 +75,23 @@ class Sink:
         return [time_ns for run in self.frames for time_ns in run]
 
 
+class Acknowledged:
+    """A wait with nothing to wait for: no slice, no stalled reader."""
+
+    stalled = []
+
+    def __iter__(self):
+        return iter(())
+
+
 class AckWaits:
     """No reliable reader to wait for."""
 
     def take_waits(self):
         return {}, []
 
-    def begin(self, publishers):
-        return [], []
-
-    def wait_slice(self, pending, deadline):
-        return []
-
-    def finish(self, pending, skipped):
-        return []
+    def wait(self, publishers, timeout_ns):
+        return Acknowledged()
 
 
 class Recorder:
@@ -103,9 +106,6 @@ class Recorder:
 
     def missed(self, kind, names, time_ns, since_ns):
         self.calls.append(('missed', kind, list(names), time_ns))
-
-    def acknowledged(self, topics, time_ns, start_ns, end_ns, stalled=()):
-        self.calls.append(('acknowledged', list(topics)))
 
     def step(self, service, user_id, time_ns, start_ns, frames, success, message):
         self.calls.append(('step', service, frames, success))

@@ -18,7 +18,7 @@ A publish the writer refuses, without DDS: published again, or the rest dropped,
 The writer's refusal itself (Fast DDS 3 with a slow reader that keeps all) is produced through
 DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
 ``test/system/test_replay_native.py``; here the refusals are placed exactly, on /clock and the
-views (``FlowControl.publish``). A bag's run: ``test/bag/test_flow.py``.
+views (``FlowControl.publish``). A bag's run: ``test/bag/test_bag_flow.py``.
 """
 
 from flow_doubles import make_flow as _flow
