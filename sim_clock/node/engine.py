@@ -39,7 +39,6 @@ Steps run one at a time, in the order they came.
 
 from collections import deque
 from dataclasses import dataclass
-import time
 from typing import Callable
 from typing import List
 from typing import Optional

@@ -156,4 +156,3 @@ class EngineParts:
     make_timer: Callable[[Callable[[], None]], Timer]
     #: Steady time, ns: the deadlines of holds and the times of frame events.
     now_ns: Callable[[], int] = time.monotonic_ns
-

@@ -171,8 +171,8 @@ class SimulationInterfaces:
             return True
         finished = Future()
         self._server.engine.step(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
-                                      reply=finished.set_result, progress=progress,
-                                      service='~/simulate_steps'))
+                                             reply=finished.set_result, progress=progress,
+                                             service='~/simulate_steps'))
         outcome = await finished
         if outcome.success:
             goal.succeed()

@@ -134,6 +134,8 @@ class FrameReaders:
 
 
 class GateReaders:
+    """The gated topics' subscriptions: how often they were drained."""
+
     def __init__(self):
         self.drained = 0
 
@@ -142,6 +144,8 @@ class GateReaders:
 
 
 class Expected:
+    """Every expected node is ready."""
+
     def look(self) -> bool:
         return True
 
@@ -150,6 +154,8 @@ class Expected:
 
 
 class Logger:
+    """The lines logged, with their level."""
+
     def __init__(self):
         self.lines = []
 
@@ -234,11 +240,12 @@ def test_a_step_publishes_its_frames_and_answers_at_once():
 
 
 def test_a_refused_step_publishes_nothing_and_says_why():
-    rig = Rig(sync=False, time_step=0.01, paused=True)
-    rig.step(2)
+    rig = Rig(sync=True, time_step=0.01)
+    rig.changes.apply(lambda: rig.timeline.sync_mode_cmd('alice', True, 10))
+    rig.step(2, user_id='bob')
     outcome = rig.answer()
     assert not outcome.success and outcome.frame == 0
-    assert 'sync' in outcome.message, outcome.message
+    assert 'alice' in outcome.message, outcome.message
     assert rig.sink.frames == []
     assert any(level == 'warning' and 'step refused' in line for level, line in rig.logger.lines)
 
