@@ -169,7 +169,7 @@ class BagFrames:
         cursor, played = self.cursor, 0
         self._flow.start()
         parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
-                 if frames and self._server.barrier_applies() else [(frames, self._run)])
+                 if frames and self._server.holds_frames() else [(frames, self._run)])
         try:
             for part, run in parts:
                 if run is self._run and part:

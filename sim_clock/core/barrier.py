@@ -41,7 +41,8 @@ from typing import Tuple
 from sim_clock.core.rules import check_user_id
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
-from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.waits import Awaited
+from sim_clock.core.waits import Timeout
 
 #: The most participants at once.
 MAX_PARTICIPANTS = 64
@@ -51,8 +52,8 @@ MAX_ROUNDS = 100
 
 
 @dataclass
-class Participant:
-    """One participant's bookkeeping; times are those of /clock, in ns."""
+class Participant(Awaited):
+    """One participant's bookkeeping and its wait (:class:`Awaited`); /clock times, in ns."""
 
     name: str
     period_ns: int
@@ -60,16 +61,10 @@ class Participant:
     node: str = ''
     #: The time of the last frame that was due for it (None: none since it joined or a reset).
     last_due_ns: Optional[int] = None
-    #: The last time it said it finished, and its slowest answer so far (steady ns).
+    #: The last time it said it finished.
     last_done_ns: Optional[int] = None
-    slowest_ns: int = 0
     #: The next time it said it needs (None: a period after the last frame due).
     next_ns: Optional[int] = None
-    #: While a frame waits for it: the frame's time and when it was published (steady ns),
-    #: and since when the wait counts towards the timeout (a new step starts it again).
-    awaited_ns: Optional[int] = None
-    awaited_since_ns: int = 0
-    counted_since_ns: int = 0
     #: Whether it takes part in the rounds of a frame (it said so with its last done).
     in_rounds: bool = False
     #: Whether it takes what was published during a frame at the next one (it joined so),
@@ -122,8 +117,8 @@ class Rounds:
 class Barrier:
     """The participants and what the next frame waits for."""
 
-    #: How long a frame waits for a participant before it is late, in ns (steady time).
-    timeout_ns: int = 10 * NS_PER_SEC
+    #: How long a frame waits for a participant before it is late (participant_timeout).
+    timeout: Timeout = field(default_factory=Timeout)
     participants: Dict[str, Participant] = field(default_factory=dict)
     rounds: Rounds = field(default_factory=Rounds)
 
@@ -188,8 +183,7 @@ class Barrier:
         for participant in self.participants.values():
             if participant.due(time_ns):
                 participant.last_due_ns = time_ns
-                participant.awaited_ns = time_ns
-                participant.awaited_since_ns = participant.counted_since_ns = now_ns
+                participant.await_frame(time_ns, now_ns)
                 waiting.append(participant.name)
         # What next_frame participants published before is said with the next frame out.
         self.rounds = Rounds(time_ns=time_ns, names=tuple(sorted(waiting)),
@@ -229,8 +223,7 @@ class Barrier:
             return False
         if time_ns == rounds.time_ns and round_ != rounds.number:
             return False  # a done of an earlier round, answered again
-        participant.slowest_ns = max(participant.slowest_ns, now_ns - participant.awaited_since_ns)
-        participant.awaited_ns = None
+        participant.answered(now_ns)
         if next_frame:
             return True
         for topic, count in (counts or {}).items():
@@ -263,8 +256,7 @@ class Barrier:
         for name in rounds.names:
             participant = self.participants.get(name)
             if participant is not None and participant.in_rounds:
-                participant.awaited_ns = rounds.time_ns
-                participant.awaited_since_ns = participant.counted_since_ns = now_ns
+                participant.await_frame(rounds.time_ns, now_ns)
         return rounds.time_ns, rounds.number, counts
 
     def take_carried(self) -> Optional[Tuple[Dict[str, int], Dict[str, Tuple[str, ...]]]]:
@@ -298,22 +290,21 @@ class Barrier:
         return runaway
 
     def late(self, now_ns: int) -> List[str]:
-        """Return the names awaited for at least :attr:`timeout_ns`, sorted."""
-        return sorted(p.name for p in self.participants.values()
-                      if p.awaited_ns is not None
-                      and now_ns - p.counted_since_ns >= self.timeout_ns)
+        """Return the names awaited for at least the timeout, sorted."""
+        timeout_ns = self.timeout.ns
+        return sorted(p.name for p in self.participants.values() if p.late(now_ns, timeout_ns))
 
     def deadline_ns(self) -> Optional[int]:
         """Return the steady time at which the first awaited participant is late, or None."""
-        times = [p.counted_since_ns for p in self.participants.values()
-                 if p.awaited_ns is not None]
-        return min(times) + self.timeout_ns if times else None
+        timeout_ns = self.timeout.ns
+        times = [t for t in (p.deadline_ns(timeout_ns) for p in self.participants.values())
+                 if t is not None]
+        return min(times) if times else None
 
     def count_again(self, now_ns: int) -> None:
         """Give the participants still awaited a new timeout from ``now_ns`` (a new step)."""
         for participant in self.participants.values():
-            if participant.awaited_ns is not None:
-                participant.counted_since_ns = now_ns
+            participant.count_again(now_ns)
 
     def reset(self) -> None:
         """

@@ -45,6 +45,8 @@ from typing import Tuple
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.waits import Awaited
+from sim_clock.core.waits import Timeout
 
 #: The most gates at once.
 MAX_GATES = 32
@@ -187,18 +189,12 @@ def frames_until_gated(period_ns: int, time_ns: int, time_step_ns: int, limit: i
 
 
 @dataclass
-class Gate:
-    """One gate and what it waits for; /clock times in ns, waits in steady ns."""
+class Gate(Awaited):
+    """One gate and its wait (:class:`Awaited`); /clock times in ns, waits in steady ns."""
 
     spec: GateSpec
-    #: While a frame waits for it: the frame's /clock time.
-    awaited_ns: Optional[int] = None
-    awaited_since_ns: int = 0
-    counted_since_ns: int = 0
     #: The /clock time of the last frame a message released (None: none yet).
     last_satisfied_ns: Optional[int] = None
-    #: The slowest wait so far, steady ns.
-    slowest_ns: int = 0
     #: The writers the gate's reader has matched (0 until the node subscribes the topic).
     writers: int = 0
     #: Steady time since which it has matched a writer (None: none now).
@@ -216,8 +212,8 @@ class Gate:
 class Gates:
     """The gates of one clock server and what the frame out waits for."""
 
-    #: The timeout of gates that name none: participant_timeout, steady ns.
-    default_timeout_ns: int = 10 * NS_PER_SEC
+    #: The timeout of gates that name none (participant_timeout).
+    timeout: Timeout = field(default_factory=Timeout)
     #: See :data:`MATCH_MARGIN_NS`.
     match_margin_ns: int = MATCH_MARGIN_NS
     gates: Dict[str, Gate] = field(default_factory=dict)
@@ -278,8 +274,7 @@ class Gates:
                 gate.held_ns = gate.passed_ns = None
                 if passed:
                     continue
-                gate.awaited_ns = time_ns
-                gate.awaited_since_ns = gate.counted_since_ns = now_ns
+                gate.await_frame(time_ns, now_ns)
                 topics.append(topic)
         return topics
 
@@ -347,20 +342,18 @@ class Gates:
         gate.heard = gate.heard or proof
         if gate.awaited_ns is None:
             return proof and gate.held_ns is not None
-        gate.slowest_ns = max(gate.slowest_ns, now_ns - gate.awaited_since_ns)
-        gate.last_satisfied_ns, gate.awaited_ns = gate.awaited_ns, None
+        gate.last_satisfied_ns = gate.answered(now_ns)
         return True
 
     def timeout_ns(self, gate: Gate) -> int:
         """Return how long a frame waits for ``gate``, steady ns."""
         spec_timeout = gate.spec.timeout_ns
-        return self.default_timeout_ns if spec_timeout is None else spec_timeout
+        return self.timeout.ns if spec_timeout is None else spec_timeout
 
     def late(self, now_ns: int) -> List[str]:
         """Return the topics awaited for at least their timeout, sorted."""
         return sorted(topic for topic, gate in self.gates.items()
-                      if gate.awaited_ns is not None
-                      and now_ns - gate.counted_since_ns >= self.timeout_ns(gate))
+                      if gate.late(now_ns, self.timeout_ns(gate)))
 
     def deadline_ns(self) -> Optional[int]:
         """
@@ -368,8 +361,8 @@ class Gates:
 
         The first awaited topic late; a held frame's writer ready, or its timeout.
         """
-        times = [gate.counted_since_ns + self.timeout_ns(gate) for gate in self.gates.values()
-                 if gate.awaited_ns is not None]
+        times = [t for t in (gate.deadline_ns(self.timeout_ns(gate))
+                             for gate in self.gates.values()) if t is not None]
         for gate in self.gates.values():
             if gate.held_ns is not None:
                 ready_ns = self.ready_ns(gate)
@@ -380,8 +373,7 @@ class Gates:
     def count_again(self, now_ns: int) -> None:
         """Give the topics still awaited or held for a new timeout from ``now_ns`` (a new step)."""
         for gate in self.gates.values():
-            if gate.awaited_ns is not None:
-                gate.counted_since_ns = now_ns
+            gate.count_again(now_ns)
             if gate.held_ns is not None:
                 gate.held_since_ns = now_ns
 

@@ -35,6 +35,7 @@ from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.core.gates import check_periods
 from sim_clock.core.gates import Gates
 from sim_clock.core.gates import parse_gates
+from sim_clock.core.hold import Hold
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.roster import parse_expected
 from sim_clock.core.roster import Roster
@@ -67,13 +68,12 @@ class Core:
 
     timeline: Timeline
     pacing: Pacing
-    barrier: Barrier
+    #: What a frame waits for: the participants and the output gates, with one timeout.
+    hold: Hold = field(default_factory=lambda: Hold.with_timeout(10 * NS_PER_SEC))
     #: How long a step waits for its frames to be acknowledged, ns; 0: it does not.
     ack_timeout_ns: int = 0
     #: Which free-run frames go out under max_clock_rate.
     rate_cap: ClockRateCap = field(default_factory=ClockRateCap)
-    #: The frames that wait for messages on topics (output_gates).
-    gates: Gates = field(default_factory=Gates)
     #: The nodes no frame goes out without (expected_participants).
     roster: Roster = field(default_factory=Roster)
     #: The frame timeline (frame_events), and whether each event is published.
@@ -82,7 +82,17 @@ class Core:
 
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""
-        return not self.barrier.clear or self.gates.holding
+        return self.hold.holding
+
+    @property
+    def barrier(self) -> Barrier:
+        """Return the participants, whom the hold keeps."""
+        return self.hold.barrier
+
+    @property
+    def gates(self) -> Gates:
+        """Return the output gates, which the hold keeps."""
+        return self.hold.gates
 
 
 @dataclass(frozen=True)
@@ -262,7 +272,7 @@ def apply(parsed: Mapping[str, object], core: Core) -> None:
     if 'publish_rate' in parsed:
         core.pacing.publish_period_ns = parsed['publish_rate']
     if 'participant_timeout' in parsed:
-        core.barrier.timeout_ns = core.gates.default_timeout_ns = parsed['participant_timeout']
+        core.hold.timeout.ns = parsed['participant_timeout']
     if 'output_gates' in parsed:
         core.gates.configure(parsed['output_gates'])
     if 'ack_timeout' in parsed:
@@ -287,13 +297,12 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
         time_step_ns=parsed['time_step'], real_time_factor=parsed['real_time_factor'],
         holder_timeout_ns=parsed['owner_timeout'], start_ns=parsed['start_time'],
         **timeline_options)
-    gates = Gates(default_timeout_ns=parsed['participant_timeout'])
-    gates.configure(parsed['output_gates'])
+    hold = Hold.with_timeout(parsed['participant_timeout'])
+    hold.gates.configure(parsed['output_gates'])
     roster = Roster()
     roster.configure(parsed['expected_participants'])
     return Core(timeline, Pacing(parsed['publish_rate']),
-                Barrier(timeout_ns=parsed['participant_timeout']), parsed['ack_timeout'],
-                ClockRateCap(parsed['max_clock_rate']), gates, roster,
+                hold, parsed['ack_timeout'], ClockRateCap(parsed['max_clock_rate']), roster,
                 FrameEventRing(parsed['frame_events']), parsed['publish_frame_events'])
 
 

@@ -31,8 +31,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
-from sim_clock.core.barrier import Barrier
-from sim_clock.core.gates import Gates
+from sim_clock.core.hold import Hold
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
 from sim_clock.names import DIAGNOSTICS_TOPIC
@@ -45,13 +44,11 @@ PACE_WARN_FRACTION = 0.9
 class ClockDiagnostics:
     """Publish a :class:`Timeline`'s state on /diagnostics from a steady timer of ``node``."""
 
-    def __init__(self, node, timeline: Timeline, barrier: Barrier, steady_clock: Clock, alarm,
-                 gates: Gates = None):
+    def __init__(self, node, timeline: Timeline, hold: Hold, steady_clock: Clock, alarm):
         self._node = node
-        self._gates = gates if gates is not None else Gates()
+        self._hold = hold
         self._alarm = alarm
         self._timeline = timeline
-        self._barrier = barrier
         self._wall_clock = Clock(clock_type=ClockType.SYSTEM_TIME)
         self._publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._last = None  # (steady ns, simulated ns, epoch) at the previous report
@@ -90,11 +87,11 @@ class ClockDiagnostics:
             'real_time_factor': f'{configured:g}',
             'measured_real_time_factor': f'{measured:.4f}',
         }
-        barrier = self._barrier
-        late = barrier.late(time.monotonic_ns())
-        if late:
+        barrier, gates = self._hold.barrier, self._hold.gates
+        late = self._hold.late(time.monotonic_ns())
+        if late.participants:
             level = DiagnosticStatus.WARN
-            message = f'waiting for late participants: {", ".join(late)}'
+            message = f'waiting for late participants: {", ".join(late.participants)}'
         values['participants'] = ', '.join(sorted(barrier.participants))
         values['waiting_for'] = ', '.join(barrier.waiting_for)
         for name in sorted(barrier.participants):
@@ -102,11 +99,10 @@ class ClockDiagnostics:
             values[f'participant {name}'] = (
                 f'last done {participant.last_done_ns} ns, '
                 f'slowest {participant.slowest_ns / 1e9:.6f} s')
-        gates = self._gates
-        silent = gates.late(time.monotonic_ns())
-        if silent:
+        if late.topics:
             level = DiagnosticStatus.WARN
-            message = f'a gated frame waits past its timeout for output on {", ".join(silent)}'
+            message = ('a gated frame waits past its timeout for output on '
+                       + ', '.join(late.topics))
         values['output_gates'] = ', '.join(spec.text for spec in gates.specs)
         values['output_gates_waiting'] = ', '.join(gates.waiting_for)
         for topic, gate in gates.gates.items():

@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from typing import Callable
 from typing import List
 from typing import Optional
-from typing import Tuple
 
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import GATE
+from sim_clock.core.hold import Late
 from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
@@ -100,9 +100,10 @@ class FrameEngine:
     """
     The frames of one clock server, from :class:`EngineParts`: no node, no server.
 
-    The time core in ``parts.core`` (timeline, barrier, gates, pacing, rate cap, roster, ack
-    timeout) decides; the engine publishes through ``parts.sink``, says each frame to the
-    participants and gates, waits for them, and announces changes through ``parts.changes``.
+    The time core in ``parts.core`` (timeline, the hold of participants and gates, pacing, rate
+    cap, roster, ack timeout) decides; the engine publishes through ``parts.sink``, says each
+    frame to the participants and gates, waits for them, and announces changes through
+    ``parts.changes``.
     The server hands :meth:`on_change` every change of the timeline.
     """
 
@@ -112,6 +113,7 @@ class FrameEngine:
         self.sink = parts.sink
         self._core = core = parts.core
         self._timeline = core.timeline
+        self._hold = core.hold
         self._barrier = core.barrier
         self._gates = core.gates
         self._acks = parts.acks
@@ -143,7 +145,7 @@ class FrameEngine:
         if self._events.ring.length:
             request = self._recorded(request)
         if (self._running is None and not self._steps and request.progress is None
-                and not self._core.ack_timeout_ns and not self.barrier_applies()
+                and not self._core.ack_timeout_ns and not self.holds_frames()
                 and not self._expected_hold()):
             # Nothing to wait for, before it or after it: answered within this call.
             request.reply(self._quick_step(request))
@@ -191,7 +193,7 @@ class FrameEngine:
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
         """One step: frames in runs up to the next frame that waits; then the answer."""
-        timeline, barrier = self._timeline, self._barrier
+        timeline, barrier, hold = self._timeline, self._barrier, self._hold
         self._acks.take_waits()  # what held earlier frames back is not this step's
         if self._expected_hold():
             try:
@@ -204,11 +206,11 @@ class FrameEngine:
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for expected participants that are '
                     f'not ready after participant_timeout '
-                    f'({barrier.timeout_ns / 1e9:g} s): {"; ".join(missing)}; 0 of '
+                    f'({self._hold.timeout.ns / 1e9:g} s): {"; ".join(missing)}; 0 of '
                     f'{request.steps} frames done',
                     late=[line.split(':', 1)[0] for line in missing])
         try:
-            if request.progress is None and not self.barrier_applies():
+            if request.progress is None and not self.holds_frames():
                 # Nothing waits between its frames (their answer may wait for acknowledgements).
                 frames = self._take_all(request)
                 steps, remaining = len(frames), 0
@@ -218,16 +220,15 @@ class FrameEngine:
                     request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             return self._refused(refused)
-        barrier.count_again(self._now())
-        self._gates.count_again(self._now())
+        hold.count_again(self._now())
         while True:
-            late, silent = ((await self._finished())
-                            if not barrier.clear or self._gates.awaited else self._clear())
-            if late or silent:
-                self._missed(late, silent)
+            late = (await self._finished()) if not hold.settled else self._clear()
+            if late:
+                self._missed(late)
                 return self._outcome(
-                    False, f'frame {timeline.frame} waits for {_describe(late, silent)}; '
-                    f'{steps - remaining} of {steps} frames done', late=late + silent)
+                    False, f'frame {timeline.frame} waits for {_describe(late)}; '
+                    f'{steps - remaining} of {steps} frames done',
+                    late=late.participants + late.topics)
             names, topics = barrier.take_runaway()
             if names:
                 return self._outcome(
@@ -246,11 +247,11 @@ class FrameEngine:
                 break
             if request.progress is not None:
                 count = 1
-            elif self.barrier_applies():
+            elif self.holds_frames():
                 count = self._run_length(remaining)
             else:
                 count = remaining
-            if count == 1 and self.barrier_applies():
+            if count == 1 and self.holds_frames():
                 nobody = await self._writers()
                 if nobody:
                     return self._outcome(
@@ -286,27 +287,25 @@ class FrameEngine:
             if self._timeline.changed:
                 self._changes.dispatch()
 
-    def _clear(self) -> Tuple[List[str], List[str]]:
+    def _clear(self) -> Late:
         """:meth:`_finished` when nothing is awaited: settle, nobody late."""
         self._settle()
-        return [], []
+        return Late()
 
-    async def _finished(self) -> Tuple[List[str], List[str]]:
+    async def _finished(self) -> Late:
         """
         Wait until no participant works on a frame out and no gated output is missing.
 
-        Return ([], []), or the late participants and the gated topics past their timeout.
+        Return nobody, or the late participants and the gated topics past their timeout.
         """
-        barrier, gates = self._barrier, self._gates
-        while not barrier.clear or gates.awaited:
-            now = self._now()
-            late, silent = barrier.late(now), gates.late(now)
-            if late or silent:
-                return late, silent
-            deadlines = [d for d in (barrier.deadline_ns(), gates.deadline_ns()) if d is not None]
-            await Until(min(deadlines) if deadlines else None)
+        hold = self._hold
+        while not hold.settled:
+            late = hold.late(self._now())
+            if late:
+                return late
+            await Until(hold.deadline_ns())
         self._settle()
-        return [], []
+        return Late()
 
     def _expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
@@ -316,7 +315,7 @@ class FrameEngine:
     async def _expected_ready(self) -> List[str]:
         """Wait until every expected node is ready; return what each lacks past the timeout."""
         expected = self._expected
-        deadline = self._now() + self._barrier.timeout_ns
+        deadline = self._now() + self._hold.timeout.ns
         while not expected.look():
             now = self._now()
             if now >= deadline:
@@ -354,16 +353,16 @@ class FrameEngine:
             await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
         return wait.stalled
 
-    def _missed(self, late: List[str], silent: List[str]) -> None:
+    def _missed(self, late: Late) -> None:
         """Record the participants and gated outputs a frame stopped waiting for."""
         if not self._events.ring.length:
             return
-        for name in late:
+        for name in late.participants:
             participant = self._barrier.participants.get(name)
             if participant is not None and participant.awaited_ns is not None:
                 self._events.missed(DONE, [name], participant.awaited_ns,
                                     participant.awaited_since_ns)
-        for topic in silent:
+        for topic in late.topics:
             gate = self._gates.gates.get(topic)
             if gate is not None and gate.awaited_ns is not None:
                 self._events.missed(GATE, [topic], gate.awaited_ns, gate.awaited_since_ns)
@@ -446,10 +445,9 @@ class FrameEngine:
 
     # -- frames ----------------------------------------------------------------------------------
 
-    def barrier_applies(self) -> bool:
+    def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now."""
-        return ((bool(self._barrier.participants) or bool(self._gates.gates))
-                and participants_hold(self._timeline.mode))
+        return self._hold.has_holders and participants_hold(self._timeline.mode)
 
     def _run_length(self, limit: int) -> int:
         """
@@ -458,9 +456,8 @@ class FrameEngine:
         A gated frame whose gates have no writer ready is left out of a longer run: it goes
         alone, held until they have (:meth:`_writers`).
         """
-        now, time_step_ns = self._clock_now(), self._timeline.time_step_ns
-        count = self._gates.frames_until_gated(
-            now, time_step_ns, self._barrier.frames_until_due(now, time_step_ns, limit))
+        count = self._hold.frames_until_awaited(
+            self._clock_now(), self._timeline.time_step_ns, limit)
         if count > 1 and self._unready(count, start=False):
             return count - 1
         return count
@@ -469,7 +466,7 @@ class FrameEngine:
         """Publish new frames: data, /clock and views; note them for participants; then settle."""
         if not frames:
             return
-        to_clock, holds, gated = self._axes.to_clock, self.barrier_applies(), False
+        to_clock, holds, gated = self._axes.to_clock, self.holds_frames(), False
         if holds:
             last = to_clock(frames[-1])
             before = to_clock(frames[0] - frames.step)
@@ -485,15 +482,13 @@ class FrameEngine:
         self._pace.published()
         if holds:
             self._participants.frame_out(last)  # after its data and /clock
-            self._barrier.published(last, now)
-            if gated:
-                self._gates.published(before, last, now)
+            self._hold.published(before, last, now, gated)
         self._boundary = self.sink.end_of_frames() or self._boundary
         self._settle()
 
     def _settle(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._boundary is not None and self._barrier.clear and not self._gates.awaited:
+        if self._boundary is not None and self._hold.settled:
             change, self._boundary = self._boundary, None
             self._changes.apply(change)
 
@@ -512,7 +507,7 @@ class FrameEngine:
         if timeline.free_running and self._expected_hold():
             self._free_run_waits_for_expected()
             frames = range(0)
-        elif self.barrier_applies() and timeline.free_running:
+        elif self.holds_frames() and timeline.free_running:
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
             frames = self._barrier_frames()
         elif self._pace.full_speed:
@@ -534,11 +529,11 @@ class FrameEngine:
         now = self._now()
         if self._expected_since is None:
             self._expected_since = now
-        elif now - self._expected_since > self._barrier.timeout_ns and not self._expected_said:
+        elif now - self._expected_since > self._hold.timeout.ns and not self._expected_said:
             self._expected_said = True
             self._logger.warning(
                 'free run waits for expected participants that are not ready after '
-                f'participant_timeout ({self._barrier.timeout_ns / 1e9:g} s): '
+                f'participant_timeout ({self._hold.timeout.ns / 1e9:g} s): '
                 + '; '.join(self._expected.describe_missing()))
 
     def _barrier_frames(self) -> range:
@@ -552,13 +547,13 @@ class FrameEngine:
                 'free run goes on', throttle_duration_sec=5.0)
         silent = gates.late(self._now())
         if silent:
-            self._missed([], silent)
+            self._missed(Late(topics=silent))
             gates.release(silent)
             self._logger.warning(
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             self._settle()
-        if not barrier.clear or gates.awaited or self._boundary is not None:
+        if not self._hold.settled or self._boundary is not None:
             late = barrier.late(self._now())
             if late:
                 self._logger.warning(
@@ -607,10 +602,10 @@ class FrameEngine:
         self.wake()
 
 
-def _describe(late: List[str], silent: List[str]) -> str:
+def _describe(late: Late) -> str:
     """Name what a frame waits for past its timeout: participants, and gated topics."""
-    parts = [f'late participants: {", ".join(late)}'] if late else []
-    if silent:
-        parts.append(f'output on {", ".join(silent)} (no message after its /clock within the '
-                     'gate timeout)')
+    parts = [f'late participants: {", ".join(late.participants)}'] if late.participants else []
+    if late.topics:
+        parts.append(f'output on {", ".join(late.topics)} (no message after its /clock within '
+                     'the gate timeout)')
     return ' and '.join(parts)

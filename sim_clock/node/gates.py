@@ -122,7 +122,7 @@ class OutputGates:
         """Let the frames go on: what held them may have ended (a step, or free run)."""
         server = self._server
         server.engine.wake()
-        server.barrier_cleared()
+        server.hold_released()
 
     def _on_change(self, change) -> None:
         if change.reset:

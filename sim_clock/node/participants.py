@@ -154,7 +154,7 @@ class Participants:
             self._publish_round(*started)
             return
         self._server.engine.wake()
-        self._server.barrier_cleared()
+        self._server.hold_released()
 
     def frame_out(self, time_ns: Optional[int] = None) -> None:
         """

@@ -54,7 +54,7 @@ class CappedSink:
         if self._capping():
             server = self._server
             frames = self._cap.select(frames, server.timeline.frame, time.monotonic_ns(),
-                                      keep_last=server.barrier_applies())
+                                      keep_last=server.holds_frames())
         if frames:
             self._sink.publish_frames(frames)
             self._last_out = frames[-1]

@@ -137,7 +137,7 @@ class ClockServer(Node):
         self.engine.republish()
         self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
-            self, self._timeline, core.barrier, self.steady_clock, self.alarm, core.gates)
+            self, self._timeline, core.hold, self.steady_clock, self.alarm)
         self._simulation_interfaces = (simulation_interfaces.SimulationInterfaces(self)
                                        if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
@@ -270,12 +270,12 @@ class ClockServer(Node):
 
     # -- changes -------------------------------------------------------------------------------
 
-    def barrier_applies(self) -> bool:
-        """Whether frames wait for participants now."""
-        return self.engine.barrier_applies()
+    def holds_frames(self) -> bool:
+        """Whether frames wait for participants or output gates now."""
+        return self.engine.holds_frames()
 
-    def barrier_cleared(self) -> None:
-        """Go on with free run at once: every participant finished the last frame."""
+    def hold_released(self) -> None:
+        """Go on with free run at once: the hold of the last frame was released."""
         if self._timeline.free_running:
             self.engine.tick()
 

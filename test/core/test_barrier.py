@@ -20,6 +20,7 @@ import pytest
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.barrier import MAX_PARTICIPANTS
 from sim_clock.core.rules import Refused
+from sim_clock.core.waits import Timeout
 
 MS = 1_000_000
 
@@ -78,7 +79,7 @@ def test_leave_releases_a_wait_and_join_counts_from_the_next_frame():
 
 def test_late_participants_are_named():
     """Awaited for at least the timeout: late; the others are not."""
-    barrier = Barrier(timeout_ns=600)
+    barrier = Barrier(timeout=Timeout(600))
     barrier.join('a', 0)
     barrier.join('b', 0)
     assert barrier.deadline_ns() is None

@@ -28,6 +28,7 @@ from sim_clock.core.gates import parse_entry
 from sim_clock.core.gates import parse_gates
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
+from sim_clock.core.waits import Timeout
 
 MS = 1_000_000
 SEC = 1_000_000_000
@@ -175,7 +176,7 @@ def test_frames_until_gated_ends_on_the_first_gated_frame(period, step, start, l
 
 def test_a_gated_frame_waits_for_a_message_on_each_of_its_topics():
     """Only the gated topics are awaited; one message each releases them."""
-    gates = Gates(default_timeout_ns=SEC)
+    gates = Gates(timeout=Timeout(SEC))
     gates.configure(parse_gates('/cmd@0.05 /odom@0.1'))
     assert gates.frames_until_gated(0, 10 * MS, 100) == 5
     assert not gates.gated_in(0, 40 * MS) and gates.gated_in(0, 50 * MS)
@@ -193,7 +194,7 @@ def test_a_gated_frame_waits_for_a_message_on_each_of_its_topics():
 
 def test_late_gates_timeout_deadline_and_count_again():
     """A gate is late past its timeout; a new step counts afresh; release ends the wait."""
-    gates = Gates(default_timeout_ns=100)
+    gates = Gates(timeout=Timeout(100))
     gates.configure(parse_gates(['/a', '/b:0.000000050']))
     assert gates.deadline_ns() is None and gates.late(10 ** 9) == []
     gates.published(0, 10, now_ns=1000)

@@ -80,7 +80,8 @@ def test_apply_is_one_reset_for_mode_and_sync():
                              'real_time_factor': 2.0, 'publish_rate': 50.0,
                              'participant_timeout': 0.25}, SIM)
     settings.apply(parsed, core)
-    assert core.barrier.timeout_ns == 250 * NS_PER_MS
+    assert core.hold.timeout.ns == 250 * NS_PER_MS
+    assert core.barrier.timeout is core.gates.timeout is core.hold.timeout
     status = timeline.status()
     assert (status.epoch, status.sync, status.time_step_ns) == (1, True, 5 * NS_PER_MS)
     assert status.real_time_factor == Fraction(2)
