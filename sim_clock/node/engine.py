@@ -19,7 +19,7 @@ A frame is, in this order (:meth:`FrameEngine._publish`): its data and its /cloc
 a bag's messages, then /clock, then the clock views, flow-controlled while stepped), then the
 participants it is due for and the output gates that hold it; then what the frames left to
 do at their end (a bag's loop or its pause at the end) once those participants have finished
-them and the gated outputs came (:meth:`FrameEngine._settle`).
+them and the gated outputs came (:meth:`FrameEngine._finish_frames`).
 Frames come from :meth:`FrameEngine.tick` (free run and real time, the server's steady timer)
 and :meth:`FrameEngine.step` (``~/step``, ``~/step_once``, ``~/step_simulation``,
 ``~/simulate_steps``), whose frames are taken in runs that end on the next frame due for a
@@ -129,7 +129,7 @@ class FrameEngine:
         self._running = None
         self._resuming = self._woken = False
         #: What the frames out left to do once finished: a change of the timeline, or None.
-        self._boundary: Optional[Callable] = None
+        self._at_frames_end: Optional[Callable] = None
         self._timer = parts.make_timer(self._on_timer)
         self._timer.cancel()
         self._armed = False
@@ -178,7 +178,7 @@ class FrameEngine:
 
     def _take_all(self, request: StepRequest) -> range:
         """Check the step and advance the timeline by all its frames; return them."""
-        return self._stepped(lambda: self._timeline.step(
+        return self._dispatching(lambda: self._timeline.step(
             request.user_id, request.steps, request.target_frame, request.epoch))
 
     def _refused(self, refused: Refused) -> StepOutcome:
@@ -197,7 +197,7 @@ class FrameEngine:
         self._acks.take_waits()  # what held earlier frames back is not this step's
         if self._expected_hold():
             try:
-                self._stepped(lambda: timeline.check_step(
+                self._dispatching(lambda: timeline.check_step(
                     request.user_id, request.steps, request.target_frame, request.epoch))
             except Refused as refused:
                 return self._refused(refused)
@@ -216,7 +216,7 @@ class FrameEngine:
                 steps, remaining = len(frames), 0
                 self._publish(frames)
             else:
-                steps = remaining = self._stepped(lambda: timeline.check_step(
+                steps = remaining = self._dispatching(lambda: timeline.check_step(
                     request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             return self._refused(refused)
@@ -259,7 +259,7 @@ class FrameEngine:
                         f'{", ".join(nobody)} (no writer matched the gate within its timeout); '
                         f'{steps - remaining} of {steps} frames done', late=nobody)
             try:
-                frames = self._stepped(lambda: timeline.step(request.user_id, count))
+                frames = self._dispatching(lambda: timeline.step(request.user_id, count))
             except Refused as refused:
                 return self._outcome(
                     False, f'stopped after {steps - remaining} of {steps} frames: '
@@ -274,7 +274,7 @@ class FrameEngine:
                                     + ', '.join(outcome.unacknowledged))
         return outcome
 
-    def _stepped(self, step: Callable):
+    def _dispatching(self, step: Callable):
         """
         Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
 
@@ -289,7 +289,7 @@ class FrameEngine:
 
     def _clear(self) -> Late:
         """:meth:`_finished` when nothing is awaited: settle, nobody late."""
-        self._settle()
+        self._finish_frames()
         return Late()
 
     async def _finished(self) -> Late:
@@ -304,7 +304,7 @@ class FrameEngine:
             if late:
                 return late
             await Until(hold.deadline_ns())
-        self._settle()
+        self._finish_frames()
         return Late()
 
     def _expected_hold(self) -> bool:
@@ -483,13 +483,13 @@ class FrameEngine:
         if holds:
             self._participants.frame_out(last)  # after its data and /clock
             self._hold.published(before, last, now, gated)
-        self._boundary = self.sink.end_of_frames() or self._boundary
-        self._settle()
+        self._at_frames_end = self.sink.end_of_frames() or self._at_frames_end
+        self._finish_frames()
 
-    def _settle(self) -> None:
+    def _finish_frames(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._boundary is not None and self._hold.settled:
-            change, self._boundary = self._boundary, None
+        if self._at_frames_end is not None and self._hold.settled:
+            change, self._at_frames_end = self._at_frames_end, None
             self._changes.apply(change)
 
     def republish(self) -> None:
@@ -503,13 +503,13 @@ class FrameEngine:
         timeline = self._timeline
         if timeline.release_lapsed_holder():
             self._changes.dispatch()
-        self._settle()
+        self._finish_frames()
         if timeline.free_running and self._expected_hold():
             self._free_run_waits_for_expected()
             frames = range(0)
         elif self.holds_frames() and timeline.free_running:
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
-            frames = self._barrier_frames()
+            frames = self._held_free_run()
         elif self._pace.full_speed:
             frames = self._full_speed_batch()
         else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
@@ -536,7 +536,7 @@ class FrameEngine:
                 f'participant_timeout ({self._hold.timeout.ns / 1e9:g} s): '
                 + '; '.join(self._expected.describe_missing()))
 
-    def _barrier_frames(self) -> range:
+    def _held_free_run(self) -> range:
         """Free run with participants or gates: the frames due, up to the next one that waits."""
         barrier, gates = self._barrier, self._gates
         names, topics = barrier.take_runaway()
@@ -552,8 +552,8 @@ class FrameEngine:
             self._logger.warning(
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
-            self._settle()
-        if not self._hold.settled or self._boundary is not None:
+            self._finish_frames()
+        if not self._hold.settled or self._at_frames_end is not None:
             late = barrier.late(self._now())
             if late:
                 self._logger.warning(
@@ -598,7 +598,7 @@ class FrameEngine:
         """Follow a change of the timeline: a step waiting may go on."""
         if change.reset:
             # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
-            self._boundary = None
+            self._at_frames_end = None
         self.wake()
 
 
