@@ -85,7 +85,14 @@ class ClockRateCap:
         self._pace: Optional[tuple] = None
         self._credit = 0
         self._window_frames = 0
+        #: The last time that went out on /clock (timeline ns; None: none since the reset):
+        #: what an idle republish carries under the cap.
+        self.last_out_ns: Optional[int] = None
         self.set_max_rate(max_rate)
+
+    def restart(self) -> None:
+        """Time went back (a reset): no time of the old epoch is republished."""
+        self.last_out_ns = None
 
     def set_max_rate(self, max_rate: Fraction) -> None:
         """Change the cap from the next frame on; the stride is chosen again."""

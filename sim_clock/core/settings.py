@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Callable
 from typing import Dict
+from typing import List
 from typing import Mapping
 from typing import Optional
 
@@ -53,11 +54,13 @@ from sim_clock.core.rules import owner_timeout_from_seconds
 from sim_clock.core.rules import parse_bool
 from sim_clock.core.rules import parse_mode
 from sim_clock.core.rules import participant_timeout_from_seconds
+from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.rules import time_step_from_seconds
+from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_SEC
 
@@ -83,6 +86,25 @@ class Core:
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""
         return self.hold.holding
+
+    def take_changes(self, now_ns: int, to_clock: Callable[[int], int]) -> List[Change]:
+        """
+        Return the timeline's changes since the last call; follow each reset in the core.
+
+        At a reset the rate cap forgets the last time out, nothing is awaited any more, and
+        the new time is a frame like any other:
+        while participants hold frames, the next waits until each has taken it (its rounds
+        run, what it published counted). ``now_ns``: steady time; ``to_clock``: timeline time
+        to /clock time, the barrier's.
+        """
+        changes = self.timeline.take_changes()
+        for change in changes:
+            if change.reset:
+                self.hold.reset()
+                self.rate_cap.restart()
+                if participants_hold(self.timeline.mode):
+                    self.hold.barrier.published(to_clock(change.time_after_ns), now_ns)
+        return changes
 
     @property
     def barrier(self) -> Barrier:

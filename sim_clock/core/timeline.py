@@ -84,6 +84,8 @@ class Timeline:
         self._wall_ns = wall_ns
         self._frame = 0
         self._time_ns = self._origin_ns()
+        #: Where the current epoch began (the time after the last reset).
+        self._epoch_start_ns = self._time_ns
         self._epoch = 0
         self._changes: List[Change] = []
         self._snapshot()
@@ -112,6 +114,11 @@ class Timeline:
     def frame(self) -> int:
         """Return the frames since the last reset."""
         return self._frame
+
+    @property
+    def epoch_start_ns(self) -> int:
+        """Return the time at which the current epoch began: the time after the last reset."""
+        return self._epoch_start_ns
 
     @property
     def epoch(self) -> int:
@@ -425,6 +432,7 @@ class Timeline:
     def _reset(self, reason: str, time_ns: Optional[int] = None) -> None:
         before = self._time_ns
         self._time_ns = self._origin_ns() if time_ns is None else time_ns
+        self._epoch_start_ns = self._time_ns
         self._frame = 0
         self._epoch += 1
         self._snapshot()

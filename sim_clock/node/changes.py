@@ -23,6 +23,7 @@ after a reset, the tick's period, the parameters as ROS shows them).
 
 from typing import Callable
 from typing import List
+from typing import Optional
 from typing import TypeVar
 
 from sim_clock.core.axes import Axes
@@ -39,12 +40,14 @@ class TimelineChanges:
     Announce the changes of ``timeline``: to the log, to ``on_reset`` and to the listeners.
 
     ``on_reset(epoch, before_ns, after_ns, cause)`` is given the /clock times of each reset
-    (the frame timeline records it).
+    (the frame timeline records it); ``take()`` returns the changes (default: the timeline's
+    own; the server's core also follows each reset in its hold first).
     """
 
     def __init__(self, timeline: Timeline, axes: Axes, logger: Logger,
-                 on_reset: Callable[[int, int, int, str], None]):
-        self._timeline = timeline
+                 on_reset: Callable[[int, int, int, str], None],
+                 take: Optional[Callable[[], List[Change]]] = None):
+        self._take = take or timeline.take_changes
         self._axes = axes
         self._logger = logger
         self._on_reset = on_reset
@@ -68,7 +71,7 @@ class TimelineChanges:
 
     def dispatch(self) -> None:
         """Announce the changes the timeline recorded since the last call."""
-        changes = self._timeline.take_changes()
+        changes = self._take()
         to_clock = self._axes.to_clock
         for change in changes:
             log_change(self._logger, change, to_clock(change.time_after_ns))

@@ -52,7 +52,6 @@ class OutputGates:
         self._subscriptions = {}
         self._timer = server.create_timer(
             DISCOVERY_PERIOD_S, self.refresh, clock=server.steady_clock)
-        server.add_change_listener(self._on_change)
 
     def refresh(self) -> None:
         """Subscribe the gated topics that have a publisher now; drop the ones not gated."""
@@ -123,7 +122,3 @@ class OutputGates:
         server = self._server
         server.engine.wake()
         server.hold_released()
-
-    def _on_change(self, change) -> None:
-        if change.reset:
-            self.gates.reset()

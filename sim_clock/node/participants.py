@@ -26,7 +26,6 @@ import time
 from typing import Optional
 
 from sim_clock.core.barrier import Barrier
-from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
@@ -70,8 +69,6 @@ class Participants:
         self.barrier = barrier
         self._seen_nodes = set()
         self._joined_at = {}
-        #: The /clock time at which the current epoch began: a done before it is stale.
-        self._epoch_start_ns = server.clock_now()
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         self._rounds = server.create_publisher(Round, '~/rounds', DONE_QOS)
@@ -131,7 +128,8 @@ class Participants:
 
     def _on_done(self, msg: Done) -> None:
         time_ns = join_ns(msg.time)
-        if not self._epoch_start_ns <= time_ns <= self._server.clock_now():
+        server = self._server
+        if not server.clock_ns(server.timeline.epoch_start_ns) <= time_ns <= server.clock_now():
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
@@ -198,14 +196,8 @@ class Participants:
         return msg
 
     def _on_change(self, change) -> None:
-        if change.reset:
-            self._epoch_start_ns = self._server.clock_ns(change.time_after_ns)
+        if change.reset:  # the core has reset the barrier (settings.Core.take_changes)
             self._carried = None
-            self.barrier.reset()
-            if participants_hold(self._server.timeline.mode):
-                # The new time is a frame like any other: the next waits until each
-                # participant has taken it (its rounds run, what it published is counted).
-                self.barrier.published(self._epoch_start_ns, time.monotonic_ns())
 
     def _nodes_present(self) -> set:
         return {namespace.rstrip('/') + '/' + name

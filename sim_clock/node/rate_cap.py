@@ -19,11 +19,11 @@ The /clock rate cap on the node: a frame sink that lets out only the frames of t
 wraps the server's sink, outside the clock views (so the views follow /clock), and applies
 the cap in free run only: steps, sync mode, pause and real-time mode pass through. An idle
 republish carries the last time that went out, never a frame that was left out (a timer due
-before it would fire late), and never one older than that; a reset starts from its new time.
+before it would fire late), and never one older than that; a reset starts from its new time
+(the core forgets the last time out: ``settings.Core.take_changes``).
 """
 
 import time
-from typing import Optional
 
 
 class CappedSink:
@@ -31,8 +31,6 @@ class CappedSink:
 
     def __init__(self, sink, server, cap):
         self._sink, self._server, self._cap = sink, server, cap
-        self._last_out: Optional[int] = None
-        server.add_change_listener(self._on_change)
 
     def _capping(self) -> bool:
         """Whether frames are capped now: a cap is set and simulation time free-runs."""
@@ -57,14 +55,15 @@ class CappedSink:
                                       keep_last=server.holds_frames())
         if frames:
             self._sink.publish_frames(frames)
-            self._last_out = frames[-1]
+            self._cap.last_out_ns = frames[-1]
 
     def publish_time(self, time_ns: int) -> None:
         """Publish ``time_ns`` again; in capped free run, the last time that went out."""
-        if self._capping() and self._last_out is not None:
-            time_ns = self._last_out
+        cap = self._cap
+        if self._capping() and cap.last_out_ns is not None:
+            time_ns = cap.last_out_ns
         self._sink.publish_time(time_ns)
-        self._last_out = time_ns
+        cap.last_out_ns = time_ns
 
     def publishers(self) -> list:
         """Return the publishers of the sink it wraps."""
@@ -77,7 +76,3 @@ class CappedSink:
     def close(self) -> None:
         """Close the sink it wraps."""
         self._sink.close()
-
-    def _on_change(self, change) -> None:
-        if change.reset:
-            self._last_out = None

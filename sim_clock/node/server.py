@@ -98,8 +98,9 @@ class ClockServer(Node):
                                             lambda: self._timeline.epoch)
         self.frame_timeline.publish(core.publish_frame_events)
         #: The one place a change of the timeline is announced; the listeners below, in order.
-        self.changes = TimelineChanges(self._timeline, axes, self.get_logger(),
-                                       self.frame_timeline.reset)
+        self.changes = TimelineChanges(
+            self._timeline, axes, self.get_logger(), self.frame_timeline.reset,
+            lambda: core.take_changes(time.monotonic_ns(), axes.to_clock))
         #: The tick timer; with use_sim_time this node's ROS clock follows the frames out.
         self.ticker = Ticker(
             self._timeline, self._pacing, core.rate_cap, axes,

@@ -28,7 +28,6 @@ from typing import List
 from rcl_interfaces.msg import ParameterDescriptor
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.core.rules import Refused
-from sim_clock.core.state import Change
 from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
@@ -73,8 +72,6 @@ class ClockViews:
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
         # Stepped view frames are flow-controlled as /clock's are (node/flow.py).
         self._flow = FlowControl(server, self._publishers)
-        self._start_ns = server.timeline.time_ns
-        server.add_change_listener(self._on_change)
 
     @property
     def topics(self) -> tuple:
@@ -92,7 +89,7 @@ class ClockViews:
     def publish(self, times) -> None:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
         clock_ns = self._server.clock_ns
-        start = clock_ns(self._start_ns)
+        start = clock_ns(self._server.timeline.epoch_start_ns)
         self._flow.start()
         with HeldPublishers(self._publishers):
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):
@@ -107,10 +104,6 @@ class ClockViews:
     def publishers(self) -> list:
         """Return the views' publishers."""
         return list(self._publishers)
-
-    def _on_change(self, change: Change) -> None:
-        if change.reset:
-            self._start_ns = change.time_after_ns
 
 
 class _ViewSink:

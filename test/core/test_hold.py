@@ -16,8 +16,10 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+from sim_clock.core import settings
 from sim_clock.core.gates import parse_gates
 from sim_clock.core.hold import Hold
+from sim_clock.core.rules import Mode
 from sim_clock.core.waits import Awaited
 
 MS = 1_000_000
@@ -112,3 +114,35 @@ def test_an_awaited_record_is_late_exactly_at_its_deadline(events, timeout_ns):
         assert (deadline is None) == (not record.waited_for)
         if deadline is not None:
             assert not record.late(deadline - 1, timeout_ns) and record.late(deadline, timeout_ns)
+
+
+def test_the_core_follows_a_reset_in_the_hold():
+    """At a reset nothing stays awaited; while participants hold, the new time is a frame."""
+    core = settings.initial({**settings.DEFAULTS, 'sync': True, 'time_step': 0.01,
+                             'output_gates': '/cmd'}, now_ns=lambda: 0)
+    core.barrier.join('planner', 0)
+    core.hold.published(0, 10 * MS, 0, gated=True)
+    core.timeline.step('', 3)
+    core.timeline.reset('test')
+    assert core.timeline.epoch_start_ns == 0
+    changes = core.take_changes(now_ns=5, to_clock=lambda time_ns: time_ns + 7)
+    assert [change.reset for change in changes] == [True]
+    assert not core.gates.awaited
+    assert core.barrier.participants['planner'].awaited_ns == 7      # the new time's /clock
+    assert core.barrier.participants['planner'].awaited_since_ns == 5
+    # In real time participants hold nothing: the reset leaves nothing awaited.
+    core.timeline.set_mode_sync(Mode.REAL_TIME, False)
+    core.take_changes(now_ns=6, to_clock=lambda time_ns: time_ns)
+    assert core.hold.settled and not core.hold.holding
+    assert core.timeline.epoch_start_ns == core.timeline.time_ns
+    assert core.rate_cap.last_out_ns is None
+
+
+def test_a_reset_makes_the_rate_cap_forget_the_last_time_out():
+    core = settings.initial({**settings.DEFAULTS, 'sync': True}, now_ns=lambda: 0)
+    core.rate_cap.last_out_ns = 123
+    core.take_changes(now_ns=0, to_clock=lambda time_ns: time_ns)
+    assert core.rate_cap.last_out_ns == 123         # no reset: kept
+    core.timeline.reset('test')
+    core.take_changes(now_ns=0, to_clock=lambda time_ns: time_ns)
+    assert core.rate_cap.last_out_ns is None
