@@ -1,0 +1,215 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Ticker: the tick's period for each state, its timers, and each frame out noted.
+
+The time core, the pacing, the rate cap and rclpy's time source are the real ones; the node's
+timers are ours (they record). Time advances only by the steady clock of the test.
+"""
+
+from fractions import Fraction
+import time
+
+from node_doubles import MS
+from node_doubles import SECOND
+import pytest
+from rclpy.clock import ROSClock
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.time_source import TimeSource
+from sim_clock.core.axes import Axes
+from sim_clock.core.clock_rate import ClockRateCap
+from sim_clock.core.pacing import FULL_SPEED_TICK_NS
+from sim_clock.core.pacing import MIN_TICK_NS
+from sim_clock.core.pacing import Pacing
+from sim_clock.core.rules import Mode
+from sim_clock.core.timeline import Timeline
+from sim_clock.node.ticking import Ticker
+
+#: The idle republish period: publish_rate 10 Hz.
+REPUBLISH_NS = 100 * MS
+OFFSET_NS = 7 * SECOND
+
+
+class Timer:
+    """A steady timer of the node: its period and callback; whether it was destroyed."""
+
+    def __init__(self, period_s: float, callback):
+        self.period_s = period_s
+        self.callback = callback
+        self.destroyed = False
+
+
+class Rig:
+    """A ticker over a real timeline, with timers that record."""
+
+    def __init__(self, time_source=None, max_rate=0, **options):
+        self.now = 0
+        self.timeline = Timeline(lambda: self.now, **options)
+        self.pacing = Pacing(REPUBLISH_NS)
+        self.rate_cap = ClockRateCap(Fraction(max_rate))
+        self.timers = []
+        self.ticks = 0
+        self.ticker = Ticker(self.timeline, self.pacing, self.rate_cap,
+                             Axes(clock_offset_ns=OFFSET_NS), self._create, self._destroy,
+                             time_source)
+
+    def _create(self, period_s, callback):
+        timer = Timer(period_s, callback)
+        self.timers.append(timer)
+        return timer
+
+    def _destroy(self, timer):
+        assert not timer.destroyed, 'a timer destroyed twice'
+        timer.destroyed = True
+
+    def tick(self):
+        """Count a tick."""
+        self.ticks += 1
+
+    def live(self):
+        """Return the timers not destroyed."""
+        return [timer for timer in self.timers if not timer.destroyed]
+
+    def period_ns(self) -> int:
+        """Return the period of the one live timer, ns."""
+        [timer] = self.live()
+        assert timer.callback == self.tick
+        return round(timer.period_s * SECOND)
+
+
+@pytest.mark.parametrize('options, period_ns', [
+    ({'sync': True}, REPUBLISH_NS),
+    ({'mode': Mode.REAL_TIME}, REPUBLISH_NS),
+    ({'paused': True}, REPUBLISH_NS),
+    ({'time_step_ns': 10 * MS}, 10 * MS),
+    ({'time_step_ns': 10 * MS, 'real_time_factor': Fraction(2)}, 5 * MS),
+    ({'time_step_ns': 10 * MS, 'real_time_factor': Fraction(1, 2)}, 20 * MS),
+    ({'time_step_ns': MS // 10}, MIN_TICK_NS),
+    ({'time_step_ns': SECOND}, REPUBLISH_NS),
+    ({'real_time_factor': Fraction(0)}, FULL_SPEED_TICK_NS),
+], ids=['sync', 'real-time', 'paused', 'free-run', 'twice-as-fast', 'half-pace',
+        'tiny-frames', 'long-frames', 'full-speed'])
+def test_the_tick_period_fits_the_state(options, period_ns):
+    """One timer calls the tick: a frame's wall time within [1 ms, republish], else republish."""
+    rig = Rig(**options)
+    rig.ticker.start(rig.tick)
+    assert rig.period_ns() == period_ns
+    assert rig.ticker.period_ns == period_ns
+    assert rig.ticker.full_speed == (options.get('real_time_factor') == 0)
+    rig.live()[0].callback()
+    assert rig.ticks == 1
+
+
+def test_no_timer_before_start():
+    """Retiming does nothing until the ticker has a tick to call."""
+    rig = Rig()
+    rig.ticker.retime()
+    assert rig.timers == [] and rig.ticker.period_ns is None
+
+
+def test_a_timer_is_made_again_only_when_the_period_changes():
+    """A new period destroys the old timer first; the same period keeps it."""
+    rig = Rig(time_step_ns=10 * MS)
+    rig.ticker.start(rig.tick)
+    first = rig.timers[0]
+    rig.ticker.retime()
+    rig.timeline.set_time_step_ns(10 * MS)
+    rig.ticker.retime()
+    assert rig.timers == [first] and not first.destroyed
+    rig.timeline.set_real_time_factor(Fraction(2))
+    rig.ticker.retime()
+    assert first.destroyed and rig.period_ns() == 5 * MS
+    rig.timeline.set_sync(True)
+    rig.ticker.retime()
+    assert rig.period_ns() == REPUBLISH_NS and len(rig.timers) == 3
+    rig.timeline.set_time_step_ns(20 * MS)      # sync: no free-run period, no new timer
+    rig.ticker.retime()
+    assert len(rig.timers) == 3
+
+
+def test_full_speed_driven_by_the_spin_loop_ticks_at_the_republish_period():
+    """drive_full_speed: the spin loop publishes the batches; the timer only republishes."""
+    rig = Rig(real_time_factor=Fraction(0))
+    rig.ticker.start(rig.tick)
+    assert rig.period_ns() == FULL_SPEED_TICK_NS
+    rig.ticker.drive_full_speed()
+    assert rig.period_ns() == REPUBLISH_NS and rig.ticker.full_speed
+    rig.timeline.set_real_time_factor(Fraction(1))
+    rig.ticker.retime()
+    assert rig.period_ns() == 10 * MS and not rig.ticker.full_speed
+
+
+def test_retime_paces_the_rate_cap():
+    """The cap's stride follows free run's pace: 1000 frames a second under 100 Hz: 1 in 10."""
+    rig = Rig(max_rate=100, time_step_ns=MS)
+    rig.ticker.start(rig.tick)
+    assert rig.rate_cap.stride == 10
+    rig.timeline.set_real_time_factor(Fraction(1, 10))
+    rig.ticker.retime()
+    assert rig.rate_cap.stride == 1
+
+
+def test_a_frame_out_defers_the_idle_republish():
+    """published() notes the publish: no republish is due until about a period later."""
+    rig = Rig(sync=True)
+    rig.ticker.start(rig.tick)
+    rig.ticker.published()
+    now = time.monotonic_ns()
+    assert not rig.pacing.republish_due(now, REPUBLISH_NS)
+    assert rig.pacing.republish_due(now + REPUBLISH_NS, REPUBLISH_NS)
+
+
+def test_a_frame_out_sets_the_own_ros_clock_with_sim_time():
+    """With use_sim_time the node's ROS clock reads the /clock time of each frame out."""
+    source, clock = TimeSource(), ROSClock()
+    source.attach_clock(clock)
+    source.ros_time_is_active = True
+    rig = Rig(source, sync=True, time_step_ns=10 * MS)
+    rig.ticker.start(rig.tick)
+    rig.timeline.step('', 3)
+    rig.ticker.published()
+    assert clock.now().nanoseconds == OFFSET_NS + 30 * MS
+    rig.timeline.step('', 1)
+    rig.ticker.published()
+    assert clock.now().nanoseconds == OFFSET_NS + 40 * MS
+
+
+def test_without_sim_time_the_own_clock_is_left_alone():
+    """A time source not on ROS time is not fed: the node's clock stays the system's."""
+    source, clock = TimeSource(), ROSClock()
+    source.attach_clock(clock)
+    rig = Rig(source, sync=True)
+    rig.ticker.start(rig.tick)
+    rig.timeline.step('', 3)
+    rig.ticker.published()
+    source.ros_time_is_active = True
+    assert clock.now().nanoseconds == 0     # no time was ever set on it
+
+
+def test_spin_once_ticks_at_full_speed_only(context):
+    """A spin round ticks once at full speed (driving it from then on), never when paced."""
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        paced = Rig(time_step_ns=10 * MS)
+        paced.ticker.start(paced.tick)
+        paced.ticker.spin_once(executor, lambda: False)
+        assert paced.ticks == 0
+        fast = Rig(real_time_factor=Fraction(0))
+        fast.ticker.start(fast.tick)
+        fast.ticker.spin_once(executor, lambda: True)
+        fast.ticker.spin_once(executor, lambda: False)
+        assert fast.ticks == 2 and fast.period_ns() == REPUBLISH_NS
+    finally:
+        executor.shutdown()
