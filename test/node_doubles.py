@@ -29,6 +29,8 @@ from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sim_clock.core.axes import Axes
+from sim_clock.core.pacing import Pacing
+from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.acks import Acknowledgements
 
@@ -112,7 +114,9 @@ class ServerNode(Node):
     def __init__(self, context, name: str = 'sim_clock', timeline: Timeline = None,
                  axes: Axes = Axes(), **kwargs):
         super().__init__(name, context=context, **kwargs)
-        self.timeline = timeline or Timeline(sync=True)
+        #: The time core, as the server's: its change dispatch follows resets (the hold).
+        self.core = Core(timeline or Timeline(sync=True), Pacing(10 * MS))
+        self.timeline = self.core.timeline
         self.axes = axes
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self.engine = Engine()
@@ -141,18 +145,18 @@ class ServerNode(Node):
         self.listeners.append(listener)
 
     def dispatch(self) -> list:
-        """Hand every listener the timeline's changes since the last call; return them."""
-        changes = self.timeline.take_changes()
+        """Hand every listener the core's changes since the last call; return them."""
+        changes = self.core.take_changes(time.monotonic_ns(), self.clock_ns)
         for change in changes:
             for listener in self.listeners:
                 listener(change)
         return changes
 
-    def barrier_cleared(self) -> None:
+    def hold_released(self) -> None:
         """Count that frames were let go on."""
         self.cleared += 1
 
-    def barrier_applies(self) -> bool:
+    def holds_frames(self) -> bool:
         """Return whether frames wait for participants now (as the test set it)."""
         return self.applies
 

@@ -23,6 +23,8 @@ from fractions import Fraction
 
 from node_doubles import MS
 from sim_clock.core.clock_rate import ClockRateCap
+from sim_clock.core.pacing import Pacing
+from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.rate_cap import CappedSink
 
@@ -62,26 +64,20 @@ class Sink:
 
 
 class Server:
-    """What CappedSink calls on the server: the timeline, the barrier, change listeners."""
+    """What CappedSink calls on the server: the timeline, the hold; the core's change dispatch."""
 
-    def __init__(self, timeline: Timeline):
-        self.timeline = timeline
+    def __init__(self, core: Core):
+        self.core = core
+        self.timeline = core.timeline
         self.applies = False
-        self.listeners = []
 
-    def barrier_applies(self) -> bool:
+    def holds_frames(self) -> bool:
         """Return whether participants hold frames (as the test set it)."""
         return self.applies
 
-    def add_change_listener(self, listener) -> None:
-        """Keep ``listener``."""
-        self.listeners.append(listener)
-
     def dispatch(self) -> None:
-        """Hand the listeners the timeline's changes."""
-        for change in self.timeline.take_changes():
-            for listener in self.listeners:
-                listener(change)
+        """Take the timeline's changes through the core, which follows resets."""
+        self.core.take_changes(0, lambda time_ns: time_ns)
 
 
 class Rig:
@@ -93,7 +89,7 @@ class Rig:
         self.cap = ClockRateCap(Fraction(max_rate))
         self.cap.pace(self.timeline.time_step_ns, self.timeline.real_time_factor)
         self.inner = Sink(boundary)
-        self.server = Server(self.timeline)
+        self.server = Server(Core(self.timeline, Pacing(10 * MS), rate_cap=self.cap))
         self.sink = CappedSink(self.inner, self.server, self.cap)
 
     def run(self, wall_ms: int) -> range:

@@ -29,7 +29,6 @@ from node_doubles import spin_until
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from sim_clock.core.gates import Gates
 from sim_clock.core.gates import parse_gates
 from sim_clock.node.gates import OutputGates
 from std_msgs.msg import String
@@ -42,7 +41,7 @@ class Rig:
 
     def __init__(self, context):
         self.server = ServerNode(context)
-        self.gates = Gates()
+        self.gates = self.server.core.gates
         self.gates.configure(parse_gates('/cmd@0.02'))
         self.output = OutputGates(self.server, self.gates)
         self.writer_node = Node('controller', context=context)

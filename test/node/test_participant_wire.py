@@ -27,7 +27,6 @@ from node_doubles import ServerNode
 from node_doubles import spin_for
 from node_doubles import spin_until
 from rclpy.node import Node
-from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Mode
 from sim_clock.msg import Done
 from sim_clock.msg import Round
@@ -42,7 +41,7 @@ class Rig:
     def __init__(self, context):
         self.server = ServerNode(context)
         self.server.timeline.step('', 1)
-        self.barrier = Barrier()
+        self.barrier = self.server.core.barrier
         self.participants = Participants(self.server, self.barrier)
         self.node = Node('planner', context=context)
         self.done = self.node.create_publisher(Done, '/sim_clock/done', DONE_QOS)
