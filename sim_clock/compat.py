@@ -22,7 +22,9 @@ when rclpy changes under one of them (doc/design.md, "rclpy beyond its public AP
 import inspect
 from typing import Callable
 from typing import Iterable
+from typing import MutableMapping
 
+from rcl_interfaces.msg import ParameterEvent
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -73,6 +75,33 @@ def coerce_integer_overrides(node: Node, names: Iterable[str]) -> None:
     for name in names:
         if name in overrides and overrides[name].type_ == Parameter.Type.INTEGER:
             overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(overrides[name].value))
+
+
+def replace_parameter_store(node: Node,
+                            make: Callable[[dict], MutableMapping]) -> MutableMapping:
+    """
+    Replace ``node``'s parameter store by ``make(store)``; return the new one.
+
+    ``Node._parameters``: rclpy 7 and 9 keep every declared parameter there, name ->
+    ``Parameter``, and read and write it through the mapping protocol only (``[]``, ``in``,
+    ``del``, ``keys``, ``items``): what ``get_parameter``, ``get_parameters_by_prefix``,
+    ``list_parameters``, the parameter services and a set read, and where a set writes. A
+    store that reads some values from elsewhere makes them the node's parameters, with no
+    copy; rclpy has no public hook for reads.
+    """
+    node._parameters = make(node._parameters)
+    return node._parameters
+
+
+def publish_parameter_event(node: Node, event: ParameterEvent) -> None:
+    """
+    Publish ``event`` on /parameter_events with ``node``'s own writer.
+
+    ``Node._parameter_event_publisher``: where rclpy publishes the event of each set; an event
+    of a change that did not come through a set goes out the same way, not from a second
+    writer of the node.
+    """
+    node._parameter_event_publisher.publish(event)
 
 
 def detach_time_source(node: Node):

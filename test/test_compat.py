@@ -14,14 +14,17 @@
 
 """rclpy beyond its public API (``sim_clock.compat``): each use still does what we rely on."""
 
+from collections.abc import MutableMapping
 import time
 
 from builtin_interfaces.msg import Time
 import pytest
+from rcl_interfaces.msg import ParameterEvent
 import rclpy
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import qos_profile_parameter_events
 from rclpy.task import Future
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -33,8 +36,10 @@ from sim_clock.compat import drop_pending
 from sim_clock.compat import executor_tasks
 from sim_clock.compat import HeldHandles
 from sim_clock.compat import LeanWait
+from sim_clock.compat import publish_parameter_event
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
+from sim_clock.compat import replace_parameter_store
 from sim_clock.compat import take_ready
 from sim_clock.compat import takes_message_info
 from std_srvs.srv import Trigger
@@ -63,6 +68,62 @@ def test_rclpy_still_has_the_private_api_we_use(context):
     assert time_source is node._time_source
     assert not node.get_subscriptions_info_by_topic('/clock')
     assert time_source.ros_time_is_active and node.get_clock().ros_time_is_active
+    node.destroy_node()
+
+
+class _Doubled(MutableMapping):
+    """A parameter store that reads every integer doubled: a store of our own at work."""
+
+    def __init__(self, stored):
+        self.stored = dict(stored)
+
+    def __getitem__(self, name):
+        parameter = self.stored[name]
+        if parameter.type_ == Parameter.Type.INTEGER:
+            return Parameter(name, value=parameter.value * 2)
+        return parameter
+
+    def __setitem__(self, name, parameter):
+        self.stored[name] = parameter
+
+    def __delitem__(self, name):
+        del self.stored[name]
+
+    def __iter__(self):
+        return iter(self.stored)
+
+    def __len__(self):
+        return len(self.stored)
+
+
+def test_a_parameter_store_of_our_own_serves_every_read_and_write(context):
+    """Node._parameters replaced: gets, lists, sets, declares and undeclares go through it."""
+    node = rclpy.create_node('private_store', context=context)
+    node.declare_parameter('count', 1)
+    store = replace_parameter_store(node, _Doubled)
+    assert node._parameters is store and store.stored['count'].value == 1
+    assert node.get_parameter('count').value == 2
+    assert node.get_parameter_or('count').value == 2
+    assert node.get_parameters_by_prefix('')['count'].value == 2
+    assert 'count' in node.list_parameters([], 0).names
+    assert node.set_parameters([Parameter('count', value=5)])[0].successful
+    assert store.stored['count'].value == 5 and node.get_parameter('count').value == 10
+    node.declare_parameter('other', 'x')
+    assert store.stored['other'].value == 'x'
+    node.undeclare_parameter('other')
+    assert 'other' not in store.stored and not node.has_parameter('other')
+    events = []
+    node.create_subscription(ParameterEvent, '/parameter_events', events.append,
+                             qos_profile_parameter_events)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    event = ParameterEvent(node='/private_store')
+    deadline = time.monotonic() + 5.0
+    while not any(e.node == '/private_store' and not e.changed_parameters for e in events):
+        assert time.monotonic() < deadline, 'our parameter event did not arrive'
+        publish_parameter_event(node, event)
+        executor.spin_once(timeout_sec=0.1)
+    executor.shutdown()
     node.destroy_node()
 
 

@@ -48,6 +48,8 @@ from sim_clock.core.axes import Axes
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
+from sim_clock.core.state import Change
+from sim_clock.core.state import ChangeKind
 from sim_clock.core.units import format_seconds
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_SEC
@@ -157,6 +159,9 @@ class BagPlayer:
         if node.get_parameter('paused').value:
             return
         self._set_own_paused(True)
+        # A service's pause or resume reaches the timeline's changes only; a set of paused,
+        # even to the value it has, the parameter callbacks.
+        node.add_change_listener(self._end_delay_on_pause_or_resume)
         node.add_post_set_parameters_callback(self._end_delay_on_pause_change)
         self._delay_timer = node.create_timer(
             delay_ns / NS_PER_SEC, self._on_delay_over, clock=node.steady_clock)
@@ -173,6 +178,11 @@ class BagPlayer:
     def _end_delay_on_pause_change(self, parameters: List[Parameter]) -> None:
         if self._delay_timer is not None and not self._own_change and any(
                 parameter.name == 'paused' for parameter in parameters):
+            self._cancel_delay()
+
+    def _end_delay_on_pause_or_resume(self, change: Change) -> None:
+        if self._delay_timer is not None and not self._own_change and change.kind in (
+                ChangeKind.PAUSE, ChangeKind.RESUME):
             self._cancel_delay()
 
     def _on_delay_over(self) -> None:

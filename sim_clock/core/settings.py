@@ -235,6 +235,9 @@ SETTINGS = (
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 #: name -> default, as config/sim_clock.yaml holds them.
 DEFAULTS = {setting.name: setting.default for setting in SETTINGS}
+#: The settings that services change too (``~/pause``, ``~/set_sync``, ...): their values
+#: are read from the timeline (:func:`shown`), never kept beside it.
+SHOWN = ('mode', 'sync', 'paused', 'time_step')
 
 
 def complete(values: Mapping[str, object], mode: Mode) -> Dict[str, object]:
@@ -328,13 +331,19 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
                 FrameEventRing(parsed['frame_events']), parsed['publish_frame_events'])
 
 
-def mirrored(timeline: Timeline, time_step_now: float) -> Dict[str, object]:
-    """Return the values that show the timeline's state (after a change by a service call)."""
+def shown(timeline: Timeline, time_step_given: float) -> Dict[str, object]:
+    """
+    Return the values of the settings in :data:`SHOWN` as the timeline's state gives them.
+
+    ``time_step`` is ``time_step_given`` (the seconds last set) while those give the timeline's
+    time step, so a value reads back as it was set; after a service changed the step, the
+    step's ns in seconds.
+    """
     status = timeline.status()
-    values = {'mode': status.mode.value, 'sync': status.sync, 'paused': status.paused}
-    if time_step_from_seconds(time_step_now) != status.time_step_ns:
-        values['time_step'] = status.time_step_ns / NS_PER_SEC
-    return values
+    time_step = (time_step_given if time_step_from_seconds(time_step_given) == status.time_step_ns
+                 else status.time_step_ns / NS_PER_SEC)
+    return {'mode': status.mode.value, 'sync': status.sync, 'paused': status.paused,
+            'time_step': time_step}
 
 
 def _frame_events_length(value) -> int:

@@ -18,7 +18,7 @@ The one place a change of the timeline is announced.
 The time core records each change it makes (``Timeline.take_changes``); :meth:`dispatch`
 takes them, logs each, records each reset on the frame timeline, hands each to the listeners
 in the order they listen, then calls what follows every dispatch (the time published again
-after a reset, the tick's period, the parameters as ROS shows them).
+after a reset, the tick's period, the parameter events).
 """
 
 from typing import Callable

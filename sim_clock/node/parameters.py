@@ -12,21 +12,51 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The core's parameter table on the node: declared, validated, applied, mirrored and logged."""
+"""
+The core's parameter table on the node: declared, validated, applied through the core, logged.
 
+The core owns the state: ``mode``, ``sync``, ``paused`` and ``time_step`` change by services
+(``~/pause``, ``~/set_sync``, ``~/sync_mode_cmd``, a bag's seek) as well as by ``ros2 param
+set``, so they live in the timeline alone. :class:`CoreParameters` replaces the node's
+parameter store (``compat.replace_parameter_store``): those names are declared there as any
+other, and each read of their value, whatever reads it (``node.get_parameter``, the
+get_parameters service, ``ros2 param get`` and ``dump``, the log of a set), is made from the
+timeline (``settings.shown``). Every other parameter changes only by a set and is kept as
+rclpy keeps it; its value is the one the core was given.
+
+A set goes through rclpy's callbacks once: completed (mode and sync kept consistent),
+validated (a refusal names what is allowed and changes nothing), then applied to the core,
+whose one change dispatch announces it like any other change. A change made by a service
+goes through that dispatch alone: no set follows it, so no callback runs again and nothing
+has to tell a set of ours from the user's. Its /parameter_events message comes from
+:meth:`ParameterBridge.announce` at the end of each dispatch: the shown values that differ
+from those last announced, by rclpy's event of a set or by an earlier one of ours.
+
+Reading the timeline on each read, rather than copying its state into rclpy's store after
+each change, leaves one owner and no moment at which the two disagree (a listener of the
+dispatch reads the new state). It leans on two private attributes of rclpy's Node, its store
+and its event writer, which versions 7 and 9 use alike (``sim_clock.compat``).
+"""
+
+from collections.abc import MutableMapping
 from typing import Callable
+from typing import Iterator
 from typing import List
+from typing import Mapping
 
 from rcl_interfaces.msg import FloatingPointRange
 from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterEvent
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock import compat
 from sim_clock.compat import coerce_integer_overrides
 from sim_clock.core import settings
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import time_step_from_seconds
+from sim_clock.core.timeline import Timeline
 
 
 def _seconds(value) -> str:
@@ -95,28 +125,75 @@ def declare(node: Node, table=settings.SETTINGS) -> dict:
     return {setting.name: node.get_parameter(setting.name).value for setting in table}
 
 
+class CoreParameters(MutableMapping):
+    """
+    A node's parameter store whose :data:`settings.SHOWN` values are the core's state.
+
+    ``stored``: rclpy's store, name -> ``Parameter``, as declared. Every other name keeps its
+    ``Parameter`` here as rclpy writes it. A write of a shown name is rclpy's set, validated,
+    its event going out with this value, the core taking it next (the post-set callback): it
+    keeps no value, only what /parameter_events carries (:attr:`announced`).
+    """
+
+    def __init__(self, stored: Mapping[str, Parameter], timeline: Timeline):
+        self._timeline = timeline
+        #: name -> Parameter, in the order of declaration; a shown name holds None.
+        self._entries = {name: None if name in settings.SHOWN else parameter
+                         for name, parameter in stored.items()}
+        #: The shown values as the last /parameter_events message of each carried it.
+        self.announced = {name: stored[name].value for name in settings.SHOWN}
+
+    def shown(self) -> dict:
+        """Return the shown names' values, from the timeline."""
+        return settings.shown(self._timeline, self.announced['time_step'])
+
+    def __getitem__(self, name: str) -> Parameter:
+        parameter = self._entries[name]
+        if parameter is None:
+            return Parameter(name, value=self.shown()[name])
+        return parameter
+
+    def __setitem__(self, name: str, parameter: Parameter) -> None:
+        if name in settings.SHOWN:
+            self.announced[name] = parameter.value
+            parameter = None
+        self._entries[name] = parameter
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class ParameterBridge:
     """
-    Keep the node's parameters and the core in step, both ways.
+    Take a parameter set to the core, and make the parameters the core's state.
 
     A parameter set is completed (mode and sync kept consistent), validated (a refusal names
-    what is allowed and changes nothing) and applied through ``apply_change(change)``;
-    :meth:`mirror` makes the parameters show a state that a service call changed.
+    what is allowed and changes nothing) and applied through ``apply(parsed)``, which changes
+    the core and dispatches the change; :meth:`announce` puts on /parameter_events what a
+    service changed.
     """
 
-    def __init__(self, node: Node, mode: Callable[[], Mode],
-                 apply: Callable[[dict], None], core: settings.Core = None):
+    def __init__(self, node: Node, core: settings.Core, apply: Callable[[dict], None]):
         self._node = node
-        self._mode = mode
         self._core = core
         self._apply = apply
-        #: True while the node's parameter callbacks run: no mirroring from inside them.
-        self.setting = False
-        #: True while the parameters follow a service call's change (logged there already).
-        self._mirroring = False
+        self._store = compat.replace_parameter_store(
+            node, lambda stored: CoreParameters(stored, core.timeline))
         node.add_pre_set_parameters_callback(self._complete)
         node.add_on_set_parameters_callback(self._validate)
         node.add_post_set_parameters_callback(self._applied)
+
+    def _mode(self) -> Mode:
+        return self._core.timeline.mode
 
     def _complete(self, parameters: List[Parameter]) -> List[Parameter]:
         given = {p.name: p.value for p in parameters}
@@ -135,25 +212,21 @@ class ParameterBridge:
     def _applied(self, parameters: List[Parameter]) -> None:
         parsed = settings.parse({p.name: p.value for p in parameters}, self._mode(), self._core)
         if parsed:
-            self.setting = True
-            try:
-                self._apply(parsed)
-            finally:
-                self.setting = False
+            self._apply(parsed)
 
-    def mirror(self, values: dict) -> None:
-        """Set the parameters whose values differ from ``values`` (never from a callback)."""
-        if self.setting:
+    def announce(self) -> None:
+        """Publish on /parameter_events the shown values that changed since last announced."""
+        store = self._store
+        changed = {name: value for name, value in store.shown().items()
+                   if value != store.announced[name]}
+        if not changed:
             return
+        store.announced.update(changed)
         node = self._node
-        changed = [Parameter(name, value=value) for name, value in values.items()
-                   if node.get_parameter(name).value != value]
-        if changed:
-            self._mirroring = True
-            try:
-                node.set_parameters_atomically(changed)
-            finally:
-                self._mirroring = False
+        compat.publish_parameter_event(node, ParameterEvent(
+            stamp=node.get_clock().now().to_msg(), node=node.get_fully_qualified_name(),
+            changed_parameters=[Parameter(name, value=value).to_parameter_msg()
+                                for name, value in changed.items()]))
 
     def set_logged(self, parameters: List[Parameter],
                    set_atomically: Callable[[List[Parameter]], SetParametersResult]
@@ -163,8 +236,8 @@ class ParameterBridge:
 
         Each parameter that changed at INFO: its name, old -> new value, and what the new
         value does; a refusal (by a range, a type or a check of ours) as a warning with its
-        reason. Changes that follow a service call (:meth:`mirror`) at DEBUG: the call's own
-        line says it.
+        reason. A change by a service is no set and is not logged here: the call's own line
+        says it.
         """
         logger = self._node.get_logger()
         before = self._values()
@@ -174,11 +247,10 @@ class ParameterBridge:
                               for p in parameters)
             logger.warning(f'parameter change refused: {asked}: {result.reason}')
             return result
-        log = logger.debug if self._mirroring else logger.info
         for name, value in self._values().items():
             if name not in before or before[name] != value:
-                log(f'parameter {name}: {before.get(name)!r} -> {value!r}: '
-                    f'{self._effect(name, value)}')
+                logger.info(f'parameter {name}: {before.get(name)!r} -> {value!r}: '
+                            f'{self._effect(name, value)}')
         return result
 
     def _values(self) -> dict:

@@ -89,8 +89,8 @@ class ClockServer(Node):
         values = parameters.declare(self)
         self._core = core = settings.initial(values, now_ns=time.monotonic_ns)
         self._timeline, self._pacing = core.timeline, core.pacing
-        self._parameter_bridge = parameters.ParameterBridge(
-            self, lambda: self._timeline.status().mode, self._apply_settings, core)
+        # From here on, mode, sync, paused and time_step read from the timeline.
+        self._parameter_bridge = parameters.ParameterBridge(self, core, self._apply_settings)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
@@ -266,7 +266,7 @@ class ClockServer(Node):
         return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
 
     def apply_change(self, change: Callable):
-        """Run ``change()`` on the timeline; then announce, publish and mirror what changed."""
+        """Run ``change()`` on the timeline; then announce and publish what changed."""
         return self.changes.apply(change)
 
     # -- changes -------------------------------------------------------------------------------
@@ -309,16 +309,19 @@ class ClockServer(Node):
         self.frame_timeline.acknowledged(topics, self.clock_now(), start_ns, end_ns, stalled)
 
     def _after_changes(self, changes: list) -> None:
-        """After every dispatch: the new time at once after a reset; the tick; the parameters."""
+        """
+        After every dispatch: the new time at once after a reset; the tick; parameter events.
+
+        The parameters read the timeline; what a service changed goes on /parameter_events.
+        """
         if any(change.reset for change in changes):
             self.engine.republish()
         self.ticker.retime()
         if changes:
-            self._parameter_bridge.mirror(settings.mirrored(
-                self._timeline, self.get_parameter('time_step').value))
+            self._parameter_bridge.announce()
 
     def dispatch(self) -> None:
-        """Announce, publish and mirror the changes the timeline recorded since the last call."""
+        """Announce and publish the changes the timeline recorded since the last call."""
         self.changes.dispatch()
 
     def clock_now(self) -> int:

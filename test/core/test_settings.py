@@ -89,10 +89,20 @@ def test_apply_is_one_reset_for_mode_and_sync():
     assert [change.reset for change in timeline.take_changes()] == [True, False, False]
 
 
-def test_mirrored_shows_a_state_changed_by_a_service():
-    """The parameters to show after sync_mode_cmd: mode, sync, paused, and a new time_step."""
+def test_shown_reads_the_state_a_service_changed():
+    """After sync_mode_cmd: mode, sync, paused, and the new time_step in seconds."""
     timeline = settings.initial(settings.DEFAULTS, now_ns=lambda: 0).timeline
     timeline.sync_mode_cmd('a', True, 20)
-    assert settings.mirrored(timeline, 0.01) == {
+    assert settings.shown(timeline, 0.01) == {
         'mode': 'simulation', 'sync': True, 'paused': False, 'time_step': 0.02}
-    assert 'time_step' not in settings.mirrored(timeline, 0.02)
+    assert tuple(settings.shown(timeline, 0.01)) == settings.SHOWN
+
+
+def test_shown_keeps_the_time_step_as_set_while_it_gives_the_same_ns():
+    """Seconds finer than 1 ns read back as set; once the step changed, its ns in seconds."""
+    values = dict(settings.DEFAULTS, time_step=0.0123456789012)
+    timeline = settings.initial(values, now_ns=lambda: 0).timeline
+    assert timeline.time_step_ns == 12345679
+    assert settings.shown(timeline, 0.0123456789012)['time_step'] == 0.0123456789012
+    timeline.set_time_step_ns(5 * NS_PER_MS)
+    assert settings.shown(timeline, 0.0123456789012)['time_step'] == 0.005
