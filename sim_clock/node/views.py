@@ -33,7 +33,6 @@ from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
-from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import HeldPublishers
@@ -71,8 +70,9 @@ class ClockViews:
         self._publishers = [server.create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
-        # Stepped view frames are flow-controlled as /clock's are (node/flow.py).
-        self._flow = FlowControl(server, self._publishers)
+        # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
+        # (node/flow.py): a window's wait for /clock waits for the views too.
+        self._flow = server.flow.writers(self._publishers)
         self._start_ns = server.timeline.time_ns
         server.add_change_listener(self._on_change)
 
@@ -122,7 +122,8 @@ class _ViewSink:
 
     def publish_frames(self, frames: range) -> None:
         # A window at a time, the views' just after its /clock: each frame's times go out
-        # together, and flow control waits for the readers of all views at once.
+        # together, and flow control waits for the readers of /clock and of every view at
+        # once (the node's one FlowControl refills every spent writer in one wait).
         for start in range(0, len(frames), MAX_WINDOW):
             window = frames[start:start + MAX_WINDOW]
             self._sink.publish_frames(window)
