@@ -182,6 +182,15 @@ class Writers:
                     self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
         return armed
 
+    def room(self, most: int) -> int:
+        """
+        Return how many samples each writer may publish before a wait: ``most`` at most.
+
+        The smallest budget left; ``most`` if every budget is spent (the next take refills
+        it), unlimited or dropped.
+        """
+        return min([budget for budget in self.budgets if budget > 0] + [most])
+
     def take(self, which: int, wanted: int) -> int:
         """Spend up to ``wanted`` of writer ``which``'s budget (waiting if spent); return it."""
         if self.budgets[which] == 0:

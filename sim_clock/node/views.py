@@ -89,6 +89,10 @@ class ClockViews:
         """Return ``sink``, with every view published after each of its frames (if any)."""
         return _ViewSink(sink, self) if self.views else sink
 
+    def room(self) -> int:
+        """Return how many frames every view may publish before a wait for its readers."""
+        return self._flow.room(MAX_WINDOW)
+
     def publish(self, times) -> None:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
         clock_ns = self._server.clock_ns
@@ -122,12 +126,17 @@ class _ViewSink:
 
     def publish_frames(self, frames: range) -> None:
         # A window at a time, the views' just after its /clock: each frame's times go out
-        # together, and flow control waits for the readers of /clock and of every view at
-        # once (the node's one FlowControl refills every spent writer in one wait).
-        for start in range(0, len(frames), MAX_WINDOW):
-            window = frames[start:start + MAX_WINDOW]
+        # together. A window ends where the views' budgets run out. /clock spends one sample
+        # a frame as each view does (and has as much left or more: the views' idle
+        # republishes spend theirs too), so it runs out at the end of that window or within
+        # the next, with the views spent: the node's one FlowControl refills /clock and every
+        # view in one wait.
+        start = 0
+        while start < len(frames):
+            window = frames[start:start + self._views.room()]
             self._sink.publish_frames(window)
             self._views.publish(window)
+            start += len(window)
 
     def publish_time(self, time_ns: int) -> None:
         self._sink.publish_time(time_ns)
