@@ -184,10 +184,10 @@ class Writers:
 
     def room(self, most: int) -> int:
         """
-        Return how many samples each writer may publish before a wait: ``most`` at most.
+        Return how many samples the writers may publish before a wait, ``most`` at most.
 
-        The smallest budget left; ``most`` if every budget is spent (the next take refills
-        it), unlimited or dropped.
+        The smallest positive budget; ``most`` if no budget is positive (spent: the next
+        take refills it; unlimited; dropped). The views' wrapper ends its windows there.
         """
         return min([budget for budget in self.budgets if budget > 0] + [most])
 
