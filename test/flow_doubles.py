@@ -62,16 +62,23 @@ def short_waits(monkeypatch) -> None:
     monkeypatch.setattr(flow_module, 'WAIT_TIMEOUT_NS', SHORT_WAIT_NS)
 
 
-def make_flow(*writers, free_running=False, ok=True, acks=None):
+def make_owner(free_running=False, ok=True, acks=None, timeline=None):
     """
-    Return a FlowControl over ``writers`` on a node that has only what it uses, armed.
+    Return a node's FlowControl, on a node that has only what it uses, and its logger.
 
-    ``acks``: the node's Acknowledgements (None: new ones).
+    ``acks``: the node's Acknowledgements (None: new ones); ``timeline``: what says whether
+    time free-runs (None: one that says ``free_running``).
     """
     logger = Logger()
-    node = SimpleNamespace(timeline=SimpleNamespace(free_running=free_running),
+    node = SimpleNamespace(timeline=timeline or SimpleNamespace(free_running=free_running),
                            context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
     node.acks = acks or Acknowledgements()
-    flow = FlowControl(node, list(writers))
+    return FlowControl(node), logger
+
+
+def make_flow(*writers, free_running=False, ok=True, acks=None):
+    """Return the budgets of ``writers``, the one group of a node's FlowControl, armed."""
+    owner, logger = make_owner(free_running=free_running, ok=ok, acks=acks)
+    flow = owner.writers(list(writers))
     flow.start()
     return flow, logger

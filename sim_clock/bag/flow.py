@@ -17,18 +17,19 @@
 from sim_clock.bag.cursor import Run
 from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import PublishRefused
-from sim_clock.node.flow import FlowControl
+from sim_clock.node.flow import Writers
 
 
-def paced(flow: FlowControl, run: Run) -> Run:
+def paced(flow: Writers, run: Run) -> Run:
     """
     Return ``run`` (a bag cursor's run, spending ``flow.budgets``) played to the end.
 
-    Each time ``run`` stops on a spent budget, wait for the acknowledgements, refill, and
-    call it again from where it stopped. Each time it raises ``PublishRefused``, call it
-    again from the refused message if ``flow.retry`` says so (the policy for a refused sample
-    of every sink: once that writer's readers have caught up, unless the same message was
-    refused again at once); else that writer is left out (``DROPPED``) until ``flow.start()``.
+    Each time ``run`` stops on a spent budget, wait for the acknowledgements (with those of
+    the node's other spent writers, the views'), refill, and call it again from where it
+    stopped. Each time it raises ``PublishRefused``, call it again from the refused message if
+    ``flow.retry`` says so (the policy for a refused sample of every sink: once that writer's
+    readers have caught up, unless the same message was refused again at once); else that
+    writer is left out (``DROPPED``) until ``flow.start()``.
     """
     budgets = flow.budgets
 

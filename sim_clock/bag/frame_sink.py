@@ -53,7 +53,6 @@ from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
 from sim_clock.core.timeline import Change
-from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
@@ -141,7 +140,9 @@ class BagFrames:
             emit(batch, start, stop)
         #: Whether data went out since the last wait for its acknowledgements.
         self._unacknowledged = True
-        self._flow = flow = FlowControl(server, [*self._publishers, server.clock_publisher])
+        # The bag's topics, then /clock: the budgets as sim_clock._replay.play spends them.
+        # The server's /clock has no other budget: this sink stands in for its ClockSink.
+        self._flow = flow = server.flow.writers([*self._publishers, server.clock_publisher])
         budgets = flow.budgets
         if clock_in_c():
             self._run = paced(flow, native_run(

@@ -24,6 +24,11 @@ until they have (``Publisher.wait_for_all_acked``) and goes on with a full windo
 not held back: as fast as possible outruns every reader by design (doc/design.md, "Flow
 control").
 
+One :class:`FlowControl` per node owns every writer's budget: each sink's writers are a group
+(:meth:`FlowControl.writers`: /clock, the views, a bag's topics then /clock), and the writers
+whose windows are spent, of every group, are waited for together: /clock and the views, which
+spend their windows on the same frames, wait once per window.
+
 A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
 dead process keeps its match until its lease ends): its topic is not waited for again while
 its readers stay the same and have not caught up, as for acknowledged steps. The wait is long
@@ -33,13 +38,13 @@ samples a second), so that only a frozen or dead one counts as stalled and loses
 A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
 that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end
 the server. One policy decides, for /clock, the views and the bag player alike
-(:meth:`FlowControl.retry`): the writer's readers get :data:`WAIT_TIMEOUT_NS` more to
+(:meth:`Writers.retry`): the writer's readers get :data:`WAIT_TIMEOUT_NS` more to
 acknowledge, then the sample is published again; if they still have not, or the same sample is
 refused again at once, the writer gives up on the rest of that run of frames, as free run
-drops frames for slow readers. :meth:`FlowControl.publish` then leaves the rest of its times
+drops frames for slow readers. :meth:`Writers.publish` then leaves the rest of its times
 out (a warning says how many); the bag player's run (``sim_clock.bag.flow.paced``), given the
 refusal ``sim_clock._replay.play`` raises, leaves that topic's messages out (played, not
-published) until the next run of frames (:meth:`FlowControl.start`).
+published) until the next run of frames (:meth:`Writers.start`).
 
 A node that stops (Ctrl-C, SIGTERM: ``Acknowledgements.stop``) waits for no reader and
 publishes no further window: the frames left of a step would only delay its end.
@@ -76,35 +81,115 @@ def window(qos) -> int:
 
 class FlowControl:
     """
-    The budgets of a sink's writers (a bag's topics, then /clock) while frames are stepped.
+    The one owner of a node's flow control: arms its writers, and refills them in one wait.
 
-    :attr:`budgets` is what ``sim_clock._replay.play`` spends (one entry per writer; negative:
-    no limit). :meth:`start` before each run of frames arms or disarms it.
+    One per node (``ClockServer.flow``), built before its sinks. Each writer group asks for its
+    budgets by :meth:`writers`: /clock (``ClockSink``), the views (``ClockViews``), a bag's
+    topics then /clock (``BagFrames``). The owner arms or lifts every group at once
+    (:meth:`start`), and a group whose writer has spent its window waits through
+    :meth:`refill` for every spent writer of every group: /clock and the views, or a bag's
+    topics and the views, are acknowledged in one wait per window instead of one per group.
     """
 
-    def __init__(self, node, publishers: List):
+    def __init__(self, node):
         self._node = node
-        self._publishers = list(publishers)
-        self._windows = [window(publisher.qos_profile) for publisher in self._publishers]
-        self.budgets = array('q', [UNLIMITED] * len(self._publishers))
         self._acks = node.acks
+        self._groups: List[Writers] = []
         self._armed = False
+
+    def writers(self, publishers: List) -> 'Writers':
+        """
+        Return the budgets of ``publishers``, a group of this node's writers.
+
+        Its :attr:`Writers.budgets` follow ``publishers``'s order (a bag's topics, then /clock:
+        the layout of ``sim_clock._replay.play``). A writer has one budget per node: one
+        already in a group is refused (ValueError).
+        """
+        publishers = list(publishers)
+        grouped = {id(publisher) for group in self._groups for publisher in group.publishers}
+        for publisher in publishers:
+            if id(publisher) in grouped:
+                raise ValueError(f'{publisher.topic_name} already has a flow-control budget')
+            grouped.add(id(publisher))
+        group = Writers(self, publishers)
+        if self._armed:
+            group.arm(True)
+        self._groups.append(group)
+        return group
+
+    def start(self) -> bool:
+        """Arm every group if time advances only by steps, else lift them; return whether armed."""
+        armed = not self._node.timeline.free_running
+        if armed != self._armed:  # else nothing to do: a tick's fast path
+            self._armed = armed
+            for group in self._groups:
+                group.arm(armed)
+        return armed
+
+    def refill(self) -> None:
+        """Wait until every spent writer of every group is acknowledged; give each a window."""
+        spent = [(group, index) for group in self._groups
+                 for index, budget in enumerate(group.budgets) if budget == 0]
+        stalled = self._acks.wait_now([group.publishers[index] for group, index in spent],
+                                      WAIT_TIMEOUT_NS)
+        if stalled:
+            self._node.get_logger().warning(
+                f'publishing on without waiting for stalled reliable readers of: '
+                f'{", ".join(stalled)} (they did not acknowledge {MAX_WINDOW} samples or '
+                f'fewer within {WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they '
+                f'catch up)',
+                throttle_duration_sec=5.0)
+        for group, index in spent:
+            group.budgets[index] = group.windows[index]
+
+
+class Writers:
+    """
+    The budgets of one sink's writers (a bag's topics, then /clock) under a node's flow control.
+
+    :attr:`budgets` is what ``sim_clock._replay.play`` spends (one entry per writer; negative:
+    no limit). :meth:`start` before each run of frames arms or lifts it; a spent budget is
+    refilled by the node's :class:`FlowControl`, with those of the other groups.
+    """
+
+    def __init__(self, flow: FlowControl, publishers: List):
+        self._flow = flow
+        self._node = flow._node
+        self._acks = flow._acks
+        #: The writers, by the indices of :attr:`budgets`.
+        self.publishers = publishers
+        #: Each writer's window (:func:`window`).
+        self.windows = [window(publisher.qos_profile) for publisher in publishers]
+        self.budgets = array('q', [UNLIMITED] * len(publishers))
+
+    def arm(self, armed: bool) -> None:
+        """Give every writer an empty budget if ``armed`` (a window's wait first), else none."""
+        for index, size in enumerate(self.windows):
+            # Armed afresh: what free run left unacknowledged is waited for first.
+            self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
 
     def start(self) -> bool:
         """
         Arm flow control if time advances only by steps, else lift it; return whether armed.
 
-        A writer left out of the last run of frames (``DROPPED``) publishes again.
+        Arms or lifts every group of the node (:meth:`FlowControl.start`). A writer of this
+        group left out of the last run of frames (``DROPPED``) publishes again.
         """
-        armed = not self._node.timeline.free_running
-        rearmed = armed != self._armed
-        if rearmed or DROPPED in self.budgets:  # else nothing to do: a tick's fast path
-            for index, size in enumerate(self._windows):
-                if rearmed or self.budgets[index] == DROPPED:
-                    # Armed afresh: what free run left unacknowledged is waited for first.
+        armed = self._flow.start()
+        if DROPPED in self.budgets:
+            for index, size in enumerate(self.windows):
+                if self.budgets[index] == DROPPED:
                     self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
-            self._armed = armed
         return armed
+
+    def room(self, most: int) -> int:
+        """
+        Return how many samples the writers may publish before a wait, ``most`` at most.
+
+        The smallest positive budget; ``most`` if no budget is positive (spent: the next
+        take refills it; unlimited; dropped). The views' wrapper ends its windows there.
+        """
+        return min([budget for budget in self.budgets if budget > 0] + [most])
 
     def take(self, which: int, wanted: int) -> int:
         """Spend up to ``wanted`` of writer ``which``'s budget (waiting if spent); return it."""
@@ -164,24 +249,18 @@ class FlowControl:
     def gave_up(self, which: int, error: RuntimeError, consequence: str) -> None:
         """Warn that writer ``which`` gave up after refusing a sample, with ``consequence``."""
         self._node.get_logger().warning(
-            f'{self._publishers[which].topic_name} refused a sample ({error}) and its readers '
+            f'{self.publishers[which].topic_name} refused a sample ({error}) and its readers '
             f'did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: {consequence}',
             throttle_duration_sec=5.0)
 
     def caught_up(self, which: int) -> bool:
         """Wait until writer ``which``'s readers have everything, at most WAIT_TIMEOUT_NS."""
-        return self._acks.caught_up(self._publishers[which], WAIT_TIMEOUT_NS)
+        return self._acks.caught_up(self.publishers[which], WAIT_TIMEOUT_NS)
 
     def refill(self) -> None:
-        """Wait until the writers whose budget is spent are acknowledged; give them a window."""
-        spent = [index for index, budget in enumerate(self.budgets) if budget == 0]
-        stalled = self._acks.wait_now([self._publishers[i] for i in spent], WAIT_TIMEOUT_NS)
-        if stalled:
-            self._node.get_logger().warning(
-                f'publishing on without waiting for stalled reliable readers of: '
-                f'{", ".join(stalled)} (they did not acknowledge {MAX_WINDOW} samples or '
-                f'fewer within {WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they '
-                f'catch up)',
-                throttle_duration_sec=5.0)
-        for index in spent:
-            self.budgets[index] = self._windows[index]
+        """
+        Wait until the spent writers are acknowledged; give them a window.
+
+        Those of every group of the node (:meth:`FlowControl.refill`), in one wait.
+        """
+        self._flow.refill()

@@ -40,7 +40,6 @@ from sim_clock.compat import raw_publish
 from sim_clock.core.units import split_ns
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
-from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import PublisherDestroyed
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
@@ -190,7 +189,7 @@ class ClockSink:
         self._publisher = node.clock_publisher
         self._held = HeldPublishers((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
-        self._flow = FlowControl(node, [self._publisher])
+        self._flow = node.flow.writers([self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""

@@ -53,6 +53,7 @@ from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.flow import FlowControl
 from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
 from sim_clock.node.outcomes import Answer
@@ -112,6 +113,8 @@ class ClockServer(Node):
         self.acks = Acknowledgements(on_wait=self._acknowledgement_wait)
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
+        #: The one owner of this node's flow control: every sink's writers take budgets of it.
+        self.flow = FlowControl(self)
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
         self.views = ClockViews(self)
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.

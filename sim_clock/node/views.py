@@ -32,7 +32,6 @@ from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
-from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import HeldPublishers
@@ -70,8 +69,9 @@ class ClockViews:
         self._publishers = [server.create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
-        # Stepped view frames are flow-controlled as /clock's are (node/flow.py).
-        self._flow = FlowControl(server, self._publishers)
+        # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
+        # (node/flow.py): a window's wait for /clock waits for the views too.
+        self._flow = server.flow.writers(self._publishers)
 
     @property
     def topics(self) -> tuple:
@@ -85,6 +85,10 @@ class ClockViews:
     def wrap(self, sink):
         """Return ``sink``, with every view published after each of its frames (if any)."""
         return _ViewSink(sink, self) if self.views else sink
+
+    def room(self) -> int:
+        """Return how many frames every view may publish before a wait for its readers."""
+        return self._flow.room(MAX_WINDOW)
 
     def publish(self, times) -> None:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
@@ -115,11 +119,17 @@ class _ViewSink:
 
     def publish_frames(self, frames: range) -> None:
         # A window at a time, the views' just after its /clock: each frame's times go out
-        # together, and flow control waits for the readers of all views at once.
-        for start in range(0, len(frames), MAX_WINDOW):
-            window = frames[start:start + MAX_WINDOW]
+        # together. A window ends where the views' budgets run out. /clock spends one sample
+        # a frame as each view does (and has as much left or more: the views' idle
+        # republishes spend theirs too), so it runs out at the end of that window or within
+        # the next, with the views spent: the node's one FlowControl refills /clock and every
+        # view in one wait.
+        start = 0
+        while start < len(frames):
+            window = frames[start:start + self._views.room()]
             self._sink.publish_frames(window)
             self._views.publish(window)
+            start += len(window)
 
     def publish_time(self, time_ns: int) -> None:
         self._sink.publish_time(time_ns)

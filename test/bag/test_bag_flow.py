@@ -20,6 +20,7 @@ rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the v
 """
 
 from flow_doubles import make_flow as _flow
+from flow_doubles import make_owner
 from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
@@ -29,6 +30,7 @@ from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import PublishRefused
 from sim_clock.bag.replay import python_run
 from sim_clock.bag.replay import refused
+from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import MAX_WINDOW
 
 
@@ -122,3 +124,34 @@ def test_a_bag_refusal_in_a_shut_down_context_still_raises():
         topics.play([0, 10], range(0, 20, 10))
     assert (raised.value.which, raised.value.done, raised.value.index) == (-1, 0, 1)
     assert topics.flow.budgets[-1] == MAX_WINDOW  # the refused /clock is not spent
+
+
+def test_a_bag_run_waits_once_for_its_writers_and_the_spent_views():
+    """
+    The bag's topics, /clock and the views are groups of the node's one FlowControl.
+
+    The bag's run, stopped on its spent budgets, waits for the views that spent their window
+    too: they then publish theirs without a wait of their own.
+    """
+    waits = []
+    owner, logger = make_owner(acks=Acknowledgements(
+        on_wait=lambda topics, *rest: waits.append(sorted(topics))))
+    topic, clock, view = Writer(), Writer(), Writer()
+    topic.topic_name, view.topic_name = '/a', '/v/clock'
+    bag_flow, views_flow = owner.writers([topic, clock]), owner.writers([view])
+    bag_flow.start()
+    views_flow.start()
+    views_flow.budgets[0] = 0  # spent by the views' last window
+
+    def emit(batch, start, stop):
+        for index in range(start, stop):
+            topic.publish(batch[2][index])
+    run = paced(bag_flow, python_run(emit, clock.publish, bag_flow.budgets))
+    batch = ([0, 10], [0, 0], ['m0', 'm1'])
+    Cursor(lambda start: iter([batch]), 0).play(range(0, 20, 10), 0, run)
+    views_flow.publish(0, view.publish, range(0, 20, 10))
+    assert (topic.sent, clock.sent, view.sent) == (['m0', 'm1'], [0, 10], [0, 10])
+    assert waits == [['/a', '/clock', '/v/clock']]
+    assert list(bag_flow.budgets) == [MAX_WINDOW - 2] * 2
+    assert list(views_flow.budgets) == [MAX_WINDOW - 2]
+    assert logger.warnings == []

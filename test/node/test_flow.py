@@ -21,7 +21,10 @@ DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
 views (``FlowControl.publish``). A bag's run: ``test/bag/test_bag_flow.py``.
 """
 
+from types import SimpleNamespace
+
 from flow_doubles import make_flow as _flow
+from flow_doubles import make_owner
 from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
@@ -97,3 +100,64 @@ def test_a_node_that_stops_does_not_wait_for_readers_to_catch_up():
     writer.wait_for_all_acked = lambda timeout: acks.stop() or False
     assert acks.caught_up(writer, WAIT_TIMEOUT_NS)
     assert acks.stopped
+
+
+def _views(*topics):
+    views = [Writer() for _ in topics]
+    for view, topic in zip(views, topics):
+        view.topic_name = topic
+    return views
+
+
+def _publish_windows(clock_flow, clock, views_flow, views, frames):
+    """Publish ``frames`` as the views' sink does: a window of /clock, then of each view."""
+    for start in range(0, len(frames), MAX_WINDOW):
+        window = frames[start:start + MAX_WINDOW]
+        clock_flow.start()
+        clock_flow.publish(0, clock.publish, window)
+        views_flow.start()
+        for index, view in enumerate(views):
+            views_flow.publish(index, view.publish, window)
+
+
+def test_clock_and_the_views_wait_for_their_readers_once_per_window_together():
+    """
+    The node's one FlowControl: /clock's spent window waits for the views' too.
+
+    The views then publish their window without a wait of their own: one wait per window of
+    stepped frames (two before, one per group), every frame on every writer.
+    """
+    waits = []
+    owner, logger = make_owner(acks=Acknowledgements(
+        on_wait=lambda topics, *rest: waits.append(sorted(topics))))
+    clock, views = Writer(), _views('/a/clock', '/b/clock')
+    clock_flow, views_flow = owner.writers([clock]), owner.writers(views)
+    frames = range(4 * MAX_WINDOW)
+    _publish_windows(clock_flow, clock, views_flow, views, frames)
+    assert [writer.sent for writer in (clock, *views)] == [list(frames)] * 3
+    assert waits == [['/a/clock', '/b/clock', '/clock']] * 4
+    assert logger.warnings == []
+
+
+def test_steps_after_free_run_arm_every_group_and_wait_once_for_what_it_left():
+    """Free run waits for none; the first stepped window waits once, for all writers."""
+    waits = []
+    timeline = SimpleNamespace(free_running=True)
+    owner, _ = make_owner(timeline=timeline, acks=Acknowledgements(
+        on_wait=lambda topics, *rest: waits.append(sorted(topics))))
+    clock, views = Writer(), _views('/a/clock')
+    clock_flow, views_flow = owner.writers([clock]), owner.writers(views)
+    _publish_windows(clock_flow, clock, views_flow, views, range(3 * MAX_WINDOW))
+    assert waits == []
+    timeline.free_running = False
+    _publish_windows(clock_flow, clock, views_flow, views, range(10))
+    assert waits == [['/a/clock', '/clock']]
+    assert list(clock_flow.budgets) == list(views_flow.budgets) == [MAX_WINDOW - 10]
+
+
+def test_a_writer_has_one_budget_per_node():
+    owner, _ = make_owner()
+    clock = Writer()
+    owner.writers([clock])
+    with pytest.raises(ValueError, match='/clock already has a flow-control budget'):
+        owner.writers([Writer(), clock])
