@@ -33,6 +33,7 @@ from sim_clock.core.pacing import Pacing
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.flow import FlowControl
 
 MS = 1_000_000
 SECOND = 1_000 * MS
@@ -123,6 +124,8 @@ class ServerNode(Node):
         self.expected = Expected()
         self.frame_timeline = FrameEvents()
         self.acks = Acknowledgements()
+        #: The node's one flow-control owner, as the server's: the views take their writers.
+        self.flow = FlowControl(self)
         self.log = Logger()
         self.listeners: List[Callable] = []
         self.cleared = 0

@@ -55,7 +55,7 @@ def _server(tmp_path, waits):
     owner, logger = make_owner(acks=Acknowledgements(
         on_wait=lambda topics, *rest: waits.append(tuple(sorted(topics)))))
     server = owner._node
-    server.timeline.time_ns = 0
+    server.timeline.time_ns = server.timeline.epoch_start_ns = 0
     server.flow = owner
     server.declare_parameter = lambda *args: SimpleNamespace(value=str(path))
     server.create_publisher = lambda message, topic, qos: _publisher(topic)
