@@ -197,6 +197,10 @@ def test_follows_a_stepped_clock_server_as_its_participant(
     _until(probe, lambda: probe.ready.get('/chatter', 0) >= 1
            and probe.ready.get('/pose', 0) >= 1, 'the follower ready for the probe', follower)
     _until(probe, lambda: 'first /clock: 0 ns' in follower.log(), 'its first /clock', follower)
+    # The probe's copy of the report says nothing of the server's: it reads ~/ready with a
+    # reader of its own, and says when it has taken the follower as ready.
+    _until(probe, lambda: 'every expected participant is ready' in server.log(),
+           'the server taking the follower as ready', server)
     probe.spin_until(lambda: probe.clock_ns is not None, 'a /clock')
     status = probe.status()
     assert list(status.participants) == [FOLLOWER], status
