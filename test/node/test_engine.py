@@ -22,6 +22,7 @@ output, and a refused step. The time core and the change dispatch are the real o
 
 from typing import List
 
+from node_doubles import Logger
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
 from sim_clock.core.frame_events import FrameEventRing
@@ -151,25 +152,6 @@ class Expected:
 
     def describe_missing(self):
         return []
-
-
-class Logger:
-    """The lines logged, with their level."""
-
-    def __init__(self):
-        self.lines = []
-
-    def info(self, message, **kwargs):
-        self.lines.append(('info', message))
-
-    def warning(self, message, **kwargs):
-        self.lines.append(('warning', message))
-
-    def error(self, message, **kwargs):
-        self.lines.append(('error', message))
-
-    def debug(self, message, **kwargs):
-        self.lines.append(('debug', message))
 
 
 class Timer:
