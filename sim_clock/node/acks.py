@@ -76,6 +76,10 @@ class Acknowledgements:
         self._waited, self._stalled_now = {}, set()
         return waited, stalled
 
+    def take_report(self) -> str:
+        """Take the waits (:meth:`take_waits`) and say them for a step's answer (or '')."""
+        return describe_waits(*self.take_waits())
+
     def stop(self) -> None:
         """
         End every wait at once from now on, as if acknowledged: the node is stopping.

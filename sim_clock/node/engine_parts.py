@@ -22,6 +22,7 @@ small fakes of these parts (``test/node/test_engine.py``) and the server wires t
 """
 
 from dataclasses import dataclass
+from dataclasses import field
 import time
 from typing import Callable
 from typing import Iterable
@@ -33,6 +34,21 @@ from typing import Tuple
 from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
 from sim_clock.node.publishing import FrameSink
+
+
+@dataclass
+class StepOutcome:
+    """Where a step left time, as the engine answers it (``~/step``'s response fields)."""
+
+    success: bool
+    message: str
+    frame: int
+    clock_ns: int
+    epoch: int
+    #: The participants that stopped the step by being late.
+    late: List[str] = field(default_factory=list)
+    #: The topics not acknowledged in time (ack_timeout).
+    unacknowledged: List[str] = field(default_factory=list)
 
 
 class Logger(Protocol):
@@ -125,6 +141,9 @@ class AckWaits(Protocol):
 
     def take_waits(self) -> Tuple[dict, List[str]]:
         """Return and forget the waits since the last call, and the stalled readers."""
+
+    def take_report(self) -> str:
+        """Take the waits as :meth:`take_waits` does; say them for a step's answer (or '')."""
 
     def wait(self, publishers, timeout_ns: int):
         """

@@ -38,19 +38,6 @@ class Answer:
 
 
 @dataclass
-class StepOutcome(Answer):
-    """Where a step left time (``~/step``)."""
-
-    frame: int
-    clock_ns: int
-    epoch: int
-    #: The participants that stopped the step by being late.
-    late: List[str] = field(default_factory=list)
-    #: The topics not acknowledged in time (ack_timeout).
-    unacknowledged: List[str] = field(default_factory=list)
-
-
-@dataclass
 class SyncOutcome:
     """The outcome of ``~/sync_mode_cmd``, field for field."""
 

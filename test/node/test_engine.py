@@ -91,6 +91,9 @@ class AckWaits:
     def take_waits(self):
         return {}, []
 
+    def take_report(self):
+        return ''
+
     def wait(self, publishers, timeout_ns):
         return Acknowledged()
 

@@ -22,9 +22,9 @@ import pytest
 from sim_clock.bag.player import SeekOutcome
 from sim_clock.bag.progress import ProgressReport
 from sim_clock.core.units import join_ns
+from sim_clock.node.engine_parts import StepOutcome
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
-from sim_clock.node.outcomes import StepOutcome
 from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.node.participants import JoinOutcome
 from sim_clock.node.participants import LeaveOutcome

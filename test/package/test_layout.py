@@ -89,6 +89,18 @@ def test_part_keeps_its_rule(part):
     assert not broken
 
 
+def test_engine_imports_of_the_node_only_its_parts_interfaces():
+    """The frame engine is given its collaborators: of the node it imports their interfaces."""
+    engine = [name for name in MODULES if _within(name, 'sim_clock.node.engine')]
+    assert 'sim_clock.node.engine.steps' in engine and 'sim_clock.node.engine.free_run' in engine
+    imported = {imported for name in engine for imported in _imports(MODULES[name])
+                if _within(imported, 'sim_clock.node')}
+    outside = {name for name in imported
+               if not _within(name, 'sim_clock.node.engine')
+               and not _within(name, 'sim_clock.node.engine_parts')}
+    assert not outside
+
+
 def _loaded_by(statement: str, cwd: str) -> set:
     # Run elsewhere than the repository, whose sim_clock/ (no srv/) would shadow the install.
     code = f'import sys\n{statement}\nprint("\\n".join(sorted(sys.modules)))'

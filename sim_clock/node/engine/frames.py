@@ -1,0 +1,203 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The frame engine: every frame of every mode goes out here, and what holds it is said here.
+
+A frame is, in this order (:meth:`FrameEngine.publish`): its data and its /clock (the sink: a
+bag's messages, then /clock, then the clock views, flow-controlled while stepped), then the
+participants it is due for and the output gates that hold it; then what the frames left to do
+at their end (a bag's loop or its pause at the end) once those participants have finished
+them and the gated outputs came (:meth:`FrameEngine.finish_frames`). Frames come from the
+free-run tick (:class:`~.free_run.FreeRun`) and from the steps (:class:`~.steps.StepRunner`),
+whose runs end on the next frame due for a participant or gated
+(:meth:`FrameEngine.run_length`); a gated frame is held, in both, until each of its gates has
+a writer that can deliver to it (:meth:`FrameEngine.unready`).
+"""
+
+from typing import Callable
+from typing import List
+from typing import Optional
+
+from sim_clock.core.frame_events import DONE
+from sim_clock.core.frame_events import GATE
+from sim_clock.core.hold import Late
+from sim_clock.core.rules import participants_hold
+from sim_clock.node.engine.free_run import FreeRun
+from sim_clock.node.engine.steps import StepRunner
+from sim_clock.node.engine_parts import EngineParts
+
+
+class FrameEngine:
+    """
+    The frames of one clock server, from :class:`EngineParts`: no node, no server.
+
+    The time core in ``parts.core`` (timeline, the hold of participants and gates, pacing, rate
+    cap, roster, ack timeout) decides; the engine publishes through ``parts.sink``, says each
+    frame to the participants and gates, and announces changes through ``parts.changes``.
+    :meth:`step` takes a step (its runner waits for what holds its frames and answers it);
+    :meth:`tick` publishes the free-run and real-time frames due. The server hands
+    :meth:`on_change` every change of the timeline.
+    """
+
+    def __init__(self, parts: EngineParts):
+        self._events = parts.events
+        self.sink = parts.sink
+        self._core = core = parts.core
+        self._timeline = core.timeline
+        self._hold = core.hold
+        self._barrier = core.barrier
+        self._gates = core.gates
+        self._axes = parts.axes
+        self._changes = parts.changes
+        self._pace = parts.pace
+        self._participants = parts.participants
+        self._gate_readers = parts.gate_readers
+        self._expected = parts.expected
+        self._now = parts.now_ns
+        #: What the frames out left to do once finished: a change of the timeline, or None.
+        self._at_frames_end: Optional[Callable] = None
+        self._steps = StepRunner(self, parts)
+        self._free_run = FreeRun(self, parts)
+        #: Take a step: :meth:`StepRunner.step`.
+        self.step = self._steps.step
+        #: Look again at what the running step waits for: :meth:`StepRunner.wake`.
+        self.wake = self._steps.wake
+        #: Free run and real time: :meth:`FreeRun.tick`.
+        self.tick = self._free_run.tick
+
+    def close(self) -> None:
+        """Drop the steps not answered: the node is being destroyed."""
+        self._steps.close()
+
+    def on_change(self, change) -> None:
+        """Follow a change of the timeline: a step waiting may go on."""
+        if change.reset:
+            # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
+            self._at_frames_end = None
+        self._steps.wake()
+
+    # -- what holds frames -----------------------------------------------------------------------
+
+    def holds_frames(self) -> bool:
+        """Whether frames wait for participants or output gates now."""
+        return self._hold.has_holders and participants_hold(self._timeline.mode)
+
+    def expected_hold(self) -> bool:
+        """Whether frames wait for expected participants that are not ready yet."""
+        return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
+                and not self._expected.look())
+
+    def run_length(self, limit: int) -> int:
+        """
+        Return how many frames go out up to the next one due for a participant or gated.
+
+        A gated frame whose gates have no writer ready is left out of a longer run: it goes
+        alone, held until they have (:meth:`unready`).
+        """
+        count = self._hold.frames_until_awaited(
+            self.clock_now(), self._timeline.time_step_ns, limit)
+        if count > 1 and self.unready(count, start=False):
+            return count - 1
+        return count
+
+    def unready(self, count: int, start: bool = True) -> List[str]:
+        """Return the gates of the last of the next ``count`` frames with no writer ready."""
+        timeline, to_clock = self._timeline, self._axes.to_clock
+        last = to_clock(timeline.time_ns + count * timeline.time_step_ns)
+        return self._gates.hold(to_clock(timeline.time_ns), last, self._now(), start)
+
+    @property
+    def end_pending(self) -> bool:
+        """Whether the frames out left something to do at their end, not done yet."""
+        return self._at_frames_end is not None
+
+    # -- frames ----------------------------------------------------------------------------------
+
+    def publish(self, frames: range) -> None:
+        """Publish new frames: data, /clock and views; note them for participants; then settle."""
+        if not frames:
+            return
+        to_clock, holds, gated = self._axes.to_clock, self.holds_frames(), False
+        if holds:
+            last = to_clock(frames[-1])
+            before = to_clock(frames[0] - frames.step)
+            gated = self._gates.gated_in(before, last)
+            if gated:  # what the gated topics carry from now on answers these frames
+                self._gate_readers.drain()
+        self.sink.publish_frames(frames)
+        now = self._now()  # when they went out: participants and gates hold from here
+        if self._events.ring.length:
+            offset = to_clock(0)
+            self._events.frames(range(frames.start + offset, frames.stop + offset, frames.step),
+                                self._timeline.frame - len(frames) + 1, now)
+        self._pace.published()
+        if holds:
+            self._participants.frame_out(last)  # after its data and /clock
+            self._hold.published(before, last, now, gated)
+        self._at_frames_end = self.sink.end_of_frames() or self._at_frames_end
+        self.finish_frames()
+
+    def finish_frames(self) -> None:
+        """Apply what the frames out left to do at their end, once no participant works on them."""
+        if self._at_frames_end is not None and self._hold.settled:
+            change, self._at_frames_end = self._at_frames_end, None
+            self._changes.apply(change)
+
+    def republish(self) -> None:
+        """Publish the current time again (not a new frame), for nodes that start late."""
+        self.sink.publish_time(self._timeline.time_ns)
+        self._pace.published()
+        self._participants.frame_out()  # what was said with it, again
+
+    def dispatching(self, step: Callable):
+        """
+        Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
+
+        A step changes nothing that listeners follow (only a lapsed hold, when it does): the
+        dispatch, which also retimes the tick timer, is left out of the step's path otherwise.
+        """
+        try:
+            return step()
+        finally:
+            if self._timeline.changed:
+                self._changes.dispatch()
+
+    def clock_now(self) -> int:
+        """Return the /clock time of the current time."""
+        return self._axes.to_clock(self._timeline.time_ns)
+
+    # -- the frame timeline ----------------------------------------------------------------------
+
+    def missed(self, late: Late) -> None:
+        """Record the participants and gated outputs a frame stopped waiting for."""
+        if not self._events.ring.length:
+            return
+        for name in late.participants:
+            participant = self._barrier.participants.get(name)
+            if participant is not None and participant.awaited_ns is not None:
+                self._events.missed(DONE, [name], participant.awaited_ns,
+                                    participant.awaited_since_ns)
+        for topic in late.topics:
+            gate = self._gates.gates.get(topic)
+            if gate is not None and gate.awaited_ns is not None:
+                self._events.missed(GATE, [topic], gate.awaited_ns, gate.awaited_since_ns)
+
+    def no_writer(self, topics: List[str]) -> None:
+        """Record the gates that held a frame for their timeout with no writer matched."""
+        if not self._events.ring.length:
+            return
+        for topic in topics:
+            gate = self._gates.gates[topic]
+            self._events.missed(GATE, [topic], gate.held_ns, gate.held_since_ns)

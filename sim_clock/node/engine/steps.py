@@ -1,0 +1,370 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The steps of the frame engine: each ``~/step`` (and the calls like it), from request to answer.
+
+A step is one coroutine (:meth:`StepRunner._run_step`) that the runner resumes itself
+whenever what it waits for may have changed (a participant's done or leave, a change of the
+timeline, a message on a gated topic, a deadline): it needs no executor that awaits
+coroutines, and behaves the same under the package's runtime and under ``rclpy.spin`` in any
+executor. Its answer goes out through the reply it was given, later than the service callback
+if it waits (``compat.DeferredReplies``). Steps run one at a time, in the order they came.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+from typing import List
+from typing import Optional
+from typing import TYPE_CHECKING
+
+from sim_clock.core.barrier import MAX_ROUNDS
+from sim_clock.core.hold import Late
+from sim_clock.core.rules import Refused
+from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine_parts import StepOutcome
+
+if TYPE_CHECKING:  # the engine that makes the runner; imported for the annotation only
+    from sim_clock.node.engine.frames import FrameEngine
+
+#: The shortest wait the runner's timer is armed for, in ns (a turn of the executor).
+TURN_NS = 1_000
+#: How often a step waiting for expected participants looks at their matches again, in ns.
+EXPECTED_LOOK_NS = 50_000_000
+
+
+class Until:
+    """What a step awaits: a wake (:meth:`StepRunner.wake`), or steady time ``deadline_ns``."""
+
+    __slots__ = ('deadline_ns',)
+
+    def __init__(self, deadline_ns: Optional[int]):
+        #: None: no deadline; one already passed: the next turn of the executor.
+        self.deadline_ns = deadline_ns
+
+    def __await__(self):
+        yield self
+
+
+@dataclass
+class StepRequest:
+    """A step asked for, as ``~/step`` takes it; ``reply`` is given its outcome, once."""
+
+    user_id: str
+    steps: int
+    reply: Callable[[StepOutcome], None]
+    target_frame: int = 0
+    #: The epoch the caller expects (None: any).
+    epoch: Optional[int] = None
+    #: Given: the frames go one at a time; before the first and after each is finished (its
+    #: participants done, then a turn of the executor) it is called with the frames done so
+    #: far and returns whether to go on: False stops the step at that frame boundary
+    #: (``~/simulate_steps``: feedback, cancel).
+    progress: Optional[Callable[[int], bool]] = None
+    #: The service it came through, for the frame timeline.
+    service: str = '~/step'
+
+
+class StepRunner:
+    """
+    The steps of one engine: frames in runs up to the next frame that waits; then the answer.
+
+    ``frames`` publishes the frames and says what holds them; the runner takes them from the
+    timeline, waits for what holds them, and answers.
+    """
+
+    def __init__(self, frames: 'FrameEngine', parts: EngineParts):
+        self._frames = frames
+        self._events = parts.events
+        self._core = core = parts.core
+        self._timeline = core.timeline
+        self._hold = core.hold
+        self._barrier = core.barrier
+        self._gates = core.gates
+        self._acks = parts.acks
+        self._logger = parts.logger
+        self._expected = parts.expected
+        self._sink = parts.sink
+        self._now = parts.now_ns
+        self._steps = deque()
+        #: The step running now: (request, coroutine), or None.
+        self._running = None
+        self._resuming = self._woken = False
+        self._timer = parts.make_timer(self._on_timer)
+        self._timer.cancel()
+        self._armed = False
+
+    def step(self, request: StepRequest) -> None:
+        """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
+        if self._events.ring.length:
+            request = self._recorded(request)
+        frames = self._frames
+        if (self._running is None and not self._steps and request.progress is None
+                and not self._core.ack_timeout_ns and not frames.holds_frames()
+                and not frames.expected_hold()):
+            # Nothing to wait for, before it or after it: answered within this call.
+            request.reply(self._quick_step(request))
+            return
+        self._steps.append(request)
+        if self._running is None:
+            self._resume()
+
+    def _recorded(self, request: StepRequest) -> StepRequest:
+        """Return ``request`` with a reply that also records the call in the frame timeline."""
+        start, frame, epoch = self._now(), self._timeline.frame, self._timeline.epoch
+        reply = request.reply
+
+        def recorded(outcome: StepOutcome) -> None:
+            frames = outcome.frame - frame if outcome.epoch == epoch else outcome.frame
+            self._events.step(request.service, request.user_id, outcome.clock_ns, start,
+                              frames, outcome.success, outcome.message)
+            reply(outcome)
+        request.reply = recorded  # a request of its own, made for this call
+        return request
+
+    def _quick_step(self, request: StepRequest) -> StepOutcome:
+        """Take a step whose frames nothing waits for: all of them in one call; answer it."""
+        self._acks.take_waits()  # what held earlier frames back is not this step's
+        try:
+            self._frames.publish(self._take_all(request))
+        except Refused as refused:
+            return self._refused(refused)
+        return self._done()
+
+    def _take_all(self, request: StepRequest) -> range:
+        """Check the step and advance the timeline by all its frames; return them."""
+        return self._frames.dispatching(lambda: self._timeline.step(
+            request.user_id, request.steps, request.target_frame, request.epoch))
+
+    def _refused(self, refused: Refused) -> StepOutcome:
+        self._logger.warning(
+            f'step refused: {refused.reason}', throttle_duration_sec=1.0)
+        return self._outcome(False, refused.reason)
+
+    def _done(self) -> StepOutcome:
+        return self._outcome(
+            True, f'frame {self._timeline.frame}, time {self._frames.clock_now()} ns'
+            + self._acks.take_report())
+
+    async def _run_step(self, request: StepRequest) -> StepOutcome:
+        """One step: frames in runs up to the next frame that waits; then the answer."""
+        timeline, barrier, hold, frames = self._timeline, self._barrier, self._hold, self._frames
+        self._acks.take_waits()  # what held earlier frames back is not this step's
+        if frames.expected_hold():
+            try:
+                frames.dispatching(lambda: timeline.check_step(
+                    request.user_id, request.steps, request.target_frame, request.epoch))
+            except Refused as refused:
+                return self._refused(refused)
+            missing = await self._expected_ready()
+            if missing:
+                return self._outcome(
+                    False, f'frame {timeline.frame} waits for expected participants that are '
+                    f'not ready after participant_timeout '
+                    f'({self._hold.timeout.ns / 1e9:g} s): {"; ".join(missing)}; 0 of '
+                    f'{request.steps} frames done',
+                    late=[line.split(':', 1)[0] for line in missing])
+        try:
+            if request.progress is None and not frames.holds_frames():
+                # Nothing waits between its frames (their answer may wait for acknowledgements).
+                taken = self._take_all(request)
+                steps, remaining = len(taken), 0
+                frames.publish(taken)
+            else:
+                steps = remaining = frames.dispatching(lambda: timeline.check_step(
+                    request.user_id, request.steps, request.target_frame, request.epoch))
+        except Refused as refused:
+            return self._refused(refused)
+        hold.count_again(self._now())
+        while True:
+            late = (await self._finished()) if not hold.settled else self._clear()
+            if late:
+                frames.missed(late)
+                return self._outcome(
+                    False, f'frame {timeline.frame} waits for {_describe(late)}; '
+                    f'{steps - remaining} of {steps} frames done',
+                    late=late.participants + late.topics)
+            names, topics = barrier.take_runaway()
+            if names:
+                return self._outcome(
+                    False, f'frame {timeline.frame} stopped after {MAX_ROUNDS} rounds: '
+                    f'participants {", ".join(names)} still published on {", ".join(topics)} '
+                    f'(a cycle that never goes quiet); {steps - remaining} of {steps} frames '
+                    'done', late=names)
+            done = steps - remaining
+            if request.progress is not None:
+                if done and remaining:
+                    await Until(0)  # a turn of the executor: a cancel, for one, may come
+                if not request.progress(done) and remaining:
+                    return self._outcome(
+                        False, f'stopped by the caller after {done} of {steps} frames')
+            if not remaining:
+                break
+            if request.progress is not None:
+                count = 1
+            elif frames.holds_frames():
+                count = frames.run_length(remaining)
+            else:
+                count = remaining
+            if count == 1 and frames.holds_frames():
+                nobody = await self._writers()
+                if nobody:
+                    return self._outcome(
+                        False, f'frame {timeline.frame + 1} is held: no node publishes '
+                        f'{", ".join(nobody)} (no writer matched the gate within its timeout); '
+                        f'{steps - remaining} of {steps} frames done', late=nobody)
+            try:
+                taken = frames.dispatching(lambda: timeline.step(request.user_id, count))
+            except Refused as refused:
+                return self._outcome(
+                    False, f'stopped after {steps - remaining} of {steps} frames: '
+                    f'{refused.reason}')
+            frames.publish(taken)
+            remaining -= count
+        outcome = self._done()
+        if self._core.ack_timeout_ns:
+            outcome.unacknowledged = await self._acknowledged(self._core.ack_timeout_ns)
+            if outcome.unacknowledged:
+                outcome.message += ('; not acknowledged by all reliable readers in time: '
+                                    + ', '.join(outcome.unacknowledged))
+        return outcome
+
+    def _clear(self) -> Late:
+        """:meth:`_finished` when nothing is awaited: settle, nobody late."""
+        self._frames.finish_frames()
+        return Late()
+
+    async def _finished(self) -> Late:
+        """
+        Wait until no participant works on a frame out and no gated output is missing.
+
+        Return nobody, or the late participants and the gated topics past their timeout.
+        """
+        hold = self._hold
+        while not hold.settled:
+            late = hold.late(self._now())
+            if late:
+                return late
+            await Until(hold.deadline_ns())
+        self._frames.finish_frames()
+        return Late()
+
+    async def _expected_ready(self) -> List[str]:
+        """Wait until every expected node is ready; return what each lacks past the timeout."""
+        expected = self._expected
+        deadline = self._now() + self._hold.timeout.ns
+        while not expected.look():
+            now = self._now()
+            if now >= deadline:
+                return expected.describe_missing()
+            # Woken by a report; matches come without one, so looked at again meanwhile.
+            await Until(min(deadline, now + EXPECTED_LOOK_NS))
+        return []
+
+    async def _writers(self) -> List[str]:
+        """
+        Hold the next frame until each gate of it has a writer matched both ways.
+
+        Return [] then, or the gated topics that had no writer within their timeout.
+        """
+        gates = self._gates
+        while self._frames.unready(1):
+            nobody = gates.no_writer(self._now())
+            if nobody:
+                self._frames.no_writer(nobody)
+                return nobody
+            await Until(gates.deadline_ns())
+        return []
+
+    async def _acknowledged(self, timeout_ns: int) -> List[str]:
+        """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
+        # The node's one wait loop; it records the wait in the frame timeline (``on_wait``).
+        wait = self._acks.wait(self._sink.publishers(), timeout_ns)
+        for _ in wait:
+            await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
+        return wait.stalled
+
+    def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
+        timeline = self._timeline
+        return StepOutcome(success=success, message=message, frame=timeline.frame,
+                           clock_ns=self._frames.clock_now(), epoch=timeline.epoch,
+                           late=list(late))
+
+    # -- the driver ----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Look again at what the running step waits for: something it may wait on changed."""
+        if self._resuming:
+            self._woken = True
+        elif self._running is not None:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Run the steps until one waits (the timer or a wake resumes it) or none is left."""
+        if self._armed:
+            self._timer.cancel()
+            self._armed = False
+        self._resuming = True
+        try:
+            while self._running is not None or self._steps:
+                if self._running is None:
+                    request = self._steps.popleft()
+                    self._running = (request, self._run_step(request))
+                request, coroutine = self._running
+                self._woken = False
+                try:
+                    awaited = coroutine.send(None)
+                except StopIteration as stop:
+                    self._running = None
+                    request.reply(stop.value)
+                    continue
+                except BaseException:
+                    self._running = None
+                    raise
+                if not self._woken:
+                    self._arm(awaited.deadline_ns)
+                    return
+        finally:
+            self._resuming = False
+
+    def _arm(self, deadline_ns: Optional[int]) -> None:
+        """Resume at ``deadline_ns`` (steady time) unless woken before; None: only when woken."""
+        if deadline_ns is not None:
+            self._timer.timer_period_ns = max(deadline_ns - self._now(), TURN_NS)
+            self._timer.reset()
+            self._armed = True
+
+    def _on_timer(self) -> None:
+        self._timer.cancel()
+        self._armed = False
+        if self._running is not None and not self._resuming:
+            self._resume()
+
+    def close(self) -> None:
+        """Drop the steps not answered: the node is being destroyed."""
+        self._timer.cancel()
+        if self._running is not None:
+            self._running[1].close()
+        self._running = None
+        self._steps.clear()
+
+
+def _describe(late: Late) -> str:
+    """Name what a frame waits for past its timeout: participants, and gated topics."""
+    parts = [f'late participants: {", ".join(late.participants)}'] if late.participants else []
+    if late.topics:
+        parts.append(f'output on {", ".join(late.topics)} (no message after its /clock within '
+                     'the gate timeout)')
+    return ' and '.join(parts)
