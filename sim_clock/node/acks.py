@@ -102,7 +102,7 @@ class Acknowledgements:
         Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest.
 
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
-        A step's wait (``FrameEngine._acknowledged``) is the same :class:`Wait` with turns of
+        A step's wait (``StepRunner._acknowledged``) is the same :class:`Wait` with turns of
         the executor between slices. Once the node is stopped, it returns at once with nothing
         left.
         """
@@ -182,7 +182,7 @@ class Wait:
     ``publishers`` are acknowledged by all their matched reliable readers, ``timeout_ns`` has
     passed, or the node stops (:meth:`Acknowledgements.stop`: then before the next slice, with
     nothing left). Between two items the caller may let the executor serve the rest (a step's wait,
-    ``FrameEngine._acknowledged``) or go straight on (:meth:`Acknowledgements.wait_now`).
+    ``StepRunner._acknowledged``) or go straight on (:meth:`Acknowledgements.wait_now`).
     Topics whose readers stalled before, and are the same, are not waited for; those not
     acknowledged in time are remembered as stalled. Each wait counts for
     :meth:`Acknowledgements.take_waits` and, if it waited for anything, is recorded through

@@ -106,8 +106,9 @@ class FrameEngine:
         A gated frame whose gates have no writer ready is left out of a longer run: it goes
         alone, held until they have (:meth:`unready`).
         """
+        timeline = self._timeline
         count = self._hold.frames_until_awaited(
-            self.clock_now(), self._timeline.time_step_ns, limit)
+            self._axes.to_clock(timeline.time_ns), timeline.time_step_ns, limit)
         if count > 1 and self.unready(count, start=False):
             return count - 1
         return count
@@ -160,23 +161,6 @@ class FrameEngine:
         self.sink.publish_time(self._timeline.time_ns)
         self._pace.published()
         self._participants.frame_out()  # what was said with it, again
-
-    def dispatching(self, step: Callable):
-        """
-        Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
-
-        A step changes nothing that listeners follow (only a lapsed hold, when it does): the
-        dispatch, which also retimes the tick timer, is left out of the step's path otherwise.
-        """
-        try:
-            return step()
-        finally:
-            if self._timeline.changed:
-                self._changes.dispatch()
-
-    def clock_now(self) -> int:
-        """Return the /clock time of the current time."""
-        return self._axes.to_clock(self._timeline.time_ns)
 
     # -- the frame timeline ----------------------------------------------------------------------
 

@@ -97,6 +97,8 @@ class StepRunner:
         self._logger = parts.logger
         self._expected = parts.expected
         self._sink = parts.sink
+        self._changes = parts.changes
+        self._to_clock = parts.axes.to_clock
         self._now = parts.now_ns
         self._steps = deque()
         #: The step running now: (request, coroutine), or None.
@@ -145,8 +147,24 @@ class StepRunner:
 
     def _take_all(self, request: StepRequest) -> range:
         """Check the step and advance the timeline by all its frames; return them."""
-        return self._frames.dispatching(lambda: self._timeline.step(
+        return self._dispatching(lambda: self._timeline.step(
             request.user_id, request.steps, request.target_frame, request.epoch))
+
+    def _dispatching(self, step: Callable):
+        """
+        Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
+
+        A step changes nothing that listeners follow (only a lapsed hold, when it does): the
+        dispatch, which also retimes the tick timer, is left out of the step's path otherwise.
+        """
+        try:
+            return step()
+        finally:
+            if self._timeline.changed:
+                self._changes.dispatch()
+
+    def _clock_now(self) -> int:
+        return self._to_clock(self._timeline.time_ns)
 
     def _refused(self, refused: Refused) -> StepOutcome:
         self._logger.warning(
@@ -155,7 +173,7 @@ class StepRunner:
 
     def _done(self) -> StepOutcome:
         return self._outcome(
-            True, f'frame {self._timeline.frame}, time {self._frames.clock_now()} ns'
+            True, f'frame {self._timeline.frame}, time {self._clock_now()} ns'
             + self._acks.take_report())
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
@@ -164,7 +182,7 @@ class StepRunner:
         self._acks.take_waits()  # what held earlier frames back is not this step's
         if frames.expected_hold():
             try:
-                frames.dispatching(lambda: timeline.check_step(
+                self._dispatching(lambda: timeline.check_step(
                     request.user_id, request.steps, request.target_frame, request.epoch))
             except Refused as refused:
                 return self._refused(refused)
@@ -183,7 +201,7 @@ class StepRunner:
                 steps, remaining = len(taken), 0
                 frames.publish(taken)
             else:
-                steps = remaining = frames.dispatching(lambda: timeline.check_step(
+                steps = remaining = self._dispatching(lambda: timeline.check_step(
                     request.user_id, request.steps, request.target_frame, request.epoch))
         except Refused as refused:
             return self._refused(refused)
@@ -226,7 +244,7 @@ class StepRunner:
                         f'{", ".join(nobody)} (no writer matched the gate within its timeout); '
                         f'{steps - remaining} of {steps} frames done', late=nobody)
             try:
-                taken = frames.dispatching(lambda: timeline.step(request.user_id, count))
+                taken = self._dispatching(lambda: timeline.step(request.user_id, count))
             except Refused as refused:
                 return self._outcome(
                     False, f'stopped after {steps - remaining} of {steps} frames: '
@@ -299,7 +317,7 @@ class StepRunner:
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
         return StepOutcome(success=success, message=message, frame=timeline.frame,
-                           clock_ns=self._frames.clock_now(), epoch=timeline.epoch,
+                           clock_ns=self._clock_now(), epoch=timeline.epoch,
                            late=list(late))
 
     # -- the driver ----------------------------------------------------------------------------
