@@ -36,6 +36,9 @@ def pytest_configure(config):
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_STATIC_PEERS', None)
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
+    # A child that crashes (SIGSEGV, SIGABRT, ...) prints its threads' Python stacks on its
+    # stderr, which the test that started it shows: where in our code the crash came.
+    os.environ['PYTHONFAULTHANDLER'] = '1'
     # The run's own domain; each test that needs one takes the next (sim_clock's allocator,
     # which the sim_clock fixture's harnesses share). Imported once the run is isolated.
     from sim_clock.client.domains import DOMAINS
