@@ -167,6 +167,15 @@ class FrameOrder:
         return [message for _, message in filter(None, late)] + [
             message for _, message in ordered]
 
+    def held(self, before: int) -> List[Tuple[str, int]]:
+        """Return (topic, frame time) of each message not handed out, sent before ``before``."""
+        frames = []
+        for source, _, topic, _ in self._late + self._held:
+            index = bisect_right(self._sources, source)
+            if source < before and (index or self._trimmed):
+                frames.append((topic, self._times[max(index - 1, 0)]))
+        return frames
+
     def discard(self) -> int:
         """Drop what is still held (published at or after the end); return how many."""
         count = len(self._held)

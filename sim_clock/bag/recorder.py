@@ -23,7 +23,8 @@ Messages that come before any ``/clock`` are counted and left out. A topic given
 or whose type the graph shows (a subscriber), is subscribed at once; any other once a publisher
 shows its type. The QoS matches every publisher (reliable and transient local only if all
 are). At the end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a
-summary printed: messages per topic and the simulated time span.
+summary printed: messages per topic and the simulated time span. At ``--until``, what the
+server's Rounds announced for the frames before it is waited for first (:mod:`.round_tally`).
 """
 
 from dataclasses import dataclass
@@ -60,18 +61,24 @@ from sim_clock.bag.frame_order import FrameOrder
 from sim_clock.bag.record_options import is_recorded_by_all
 from sim_clock.bag.record_options import parse_arguments
 from sim_clock.bag.recording_summary import RecordingSummary
+from sim_clock.bag.round_tally import RoundTally
 from sim_clock.compat import take_ready
 from sim_clock.core.units import join_ns
 from sim_clock.message_types import get_message
+from sim_clock.msg import Round
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import DEFAULT_SERVER
+from sim_clock.names import DONE_QOS
 from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 from sim_clock.node.runtime import loopback_udp_only
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
 DISCOVERY_PERIOD = 0.2
+#: At --until, how long the recording waits at most for the messages the server's Rounds
+#: announced and that have not come (:mod:`.round_tally`), in steady ns.
+END_WAIT_NS = 10_000_000_000
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
 #: A topic subscribed before its publishers are known: reliable and volatile, what rclpy's
@@ -142,6 +149,11 @@ class Recorder(Node):
         self.clock_ns: Optional[int] = None
         #: The source timestamp of the /clock that reached --until (None: not reached).
         self._end_source: Optional[int] = None
+        #: The /clock time that reached --until, and until when (steady ns) the recording
+        #: waits for the messages announced before it.
+        self._end_ns = self._end_deadline = None
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._tally = RoundTally()
         for topic in list(self._waiting):
             if topic in self._types:
                 self._subscribe(topic, self._types[topic], [])
@@ -153,6 +165,9 @@ class Recorder(Node):
         # first, so the log line of the first /clock, which callers wait for, comes after.
         self._clock_sub = self.create_subscription(
             ClockMsg, CLOCK_TOPIC, self._on_clock, CLOCK_QOS)
+        # What a deterministic stack published in each round: at --until, waited for.
+        self._rounds_sub = self.create_subscription(
+            Round, f'{server.rstrip("/")}/rounds', self._on_round, DONE_QOS)
         self._timer = self.create_timer(
             DISCOVERY_PERIOD, self._discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         # Named in the server's expected_participants, the recorder holds the first frame
@@ -171,8 +186,34 @@ class Recorder(Node):
 
     @property
     def done(self) -> bool:
-        """Whether /clock reached --until: the recording ends."""
-        return self._end_source is not None
+        """
+        Whether the recording ends: /clock reached --until, and what was announced came.
+
+        What the server's Rounds announced for the frames before the end is waited for,
+        END_WAIT_NS at most; the messages that did not come are said.
+        """
+        if self._end_source is None:
+            return False
+        if self._end_deadline is None:
+            return True
+        # A Round taken by the executor after the /clock of the end would come too late.
+        self._take_waiting(self._rounds_sub)
+        missing = self._tally.missing(self._end_ns, self._order.held(self._end_source))
+        now = self._steady.now().nanoseconds
+        if missing and now < self._end_deadline:
+            return False
+        waited = (now - self._end_deadline + END_WAIT_NS) / 1e9
+        if missing:
+            self.get_logger().warning(
+                f'ending without messages the stack announced on ~/rounds, after waiting '
+                f'{waited:.3f} s: ' + ', '.join(
+                    f'{count} on {topic}' if topic else 'the Round of the last frame'
+                    for topic, count in sorted(missing.items())))
+        elif waited >= 0.001:
+            self.get_logger().info(
+                f'waited {waited:.3f} s for the last messages announced on ~/rounds')
+        self._end_deadline = None
+        return True
 
     @property
     def waiting(self) -> List[str]:
@@ -189,15 +230,21 @@ class Recorder(Node):
                 f'first {CLOCK_TOPIC} received ({join_ns(msg.clock)} ns): stamping from here on')
         self.clock_ns = join_ns(msg.clock)
         self.summary.clock(self.clock_ns)
+        self._tally.clock(self.clock_ns)
         self._order.clock(info['source_timestamp'], self.clock_ns)
         if self._until_ns is not None and self.clock_ns >= self._until_ns:
             # The end: what was published before this /clock is recorded (stamped before
             # --until), what comes after it is not, however soon it arrives. So a lockstep
             # stack records the same messages run after run, whatever it publishes at the end.
             self._end_source = info['source_timestamp']
+            self._end_ns = self.clock_ns
+            self._end_deadline = self._steady.now().nanoseconds + END_WAIT_NS
             # Said, so that a recording that ended early tells a /clock from a signal.
             self.get_logger().info(
                 f'{CLOCK_TOPIC} reached --until at {self.clock_ns} ns: ending the recording')
+
+    def _on_round(self, msg: Round) -> None:
+        self._tally.announced(join_ns(msg.time), msg.round, msg.topics, msg.counts, msg.next_frame)
 
     def spin_once(self, executor) -> None:
         """One round of the spin loop (see ``sim_clock.node.runtime.spin_until_stopped``)."""
@@ -246,6 +293,7 @@ class Recorder(Node):
         for message in messages:
             self._writer.write(self._connection(message.topic), message.stamp_ns, message.data)
             self.summary.message(message.topic, message.stamp_ns)
+            self._tally.written(message.topic, message.stamp_ns)
 
     def _connection(self, topic: str):
         """Return the bag connection of a subscribed topic, added to the bag on first use."""

@@ -118,6 +118,59 @@ def test_until_records_what_was_published_before_the_clock_that_reached_it(
     assert b'before' in recorded[0][1]
 
 
+@pytest.mark.parametrize('announced', [1, 2])
+def test_until_waits_for_what_the_rounds_announced(
+        start_server, client, publishers, tmp_path, announced):
+    """
+    At --until, the messages a Round announced for the frames before the end are waited for.
+
+    One message published in the frame at 0.04 s and a Round of that frame announcing
+    ``announced``: with 1 the recording ends at once; with 2 it waits for the second, which
+    never comes, for END_WAIT_NS, and says what it ended without.
+    """
+    import re
+
+    from rclpy.duration import Duration
+    from rosbags.rosbag2 import Reader
+    from sim_clock.bag.recorder import END_WAIT_NS
+    from sim_clock.msg import Round
+    from sim_clock.names import DONE_QOS
+    from sim_clock.srv import Step
+    from std_msgs.msg import String
+    start_server({'sync': True, 'time_step': 0.01})
+    client.wait_for_clock()
+    rounds = client.node.create_publisher(Round, '/sim_clock/rounds', DONE_QOS)
+    output, recorder = _start_recorder(
+        start_server, tmp_path, 'rounds', ['-t', '/rec_a', '--until', '0.05'])
+    client.spin_until(lambda: 'recording /rec_a' in recorder.log()
+                      and 'first /clock received' in recorder.log(), 'the recorder')
+    client.spin_until(lambda: client.node.count_subscribers('/rec_a') >= 1
+                      and rounds.get_subscription_count() >= 1, 'its subscriptions')
+
+    def step(frames):
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=frames))
+        assert response.success, response.message
+    step(4)
+    client.spin_until(lambda: 40 * MS in client.times(), '/clock at 0.04 s')
+    publishers['/rec_a'].publish(String(data='one'))
+    announcement = Round(round=1, topics=['/rec_a'], counts=[announced])
+    announcement.time.nanosec = 40 * MS
+    rounds.publish(announcement)
+    # In the recorder's queue before the /clock of the end (taken there before deciding).
+    assert rounds.wait_for_all_acked(Duration(seconds=TIMEOUT)), 'the Round not acknowledged'
+    step(1)
+    assert recorder.process.wait(TIMEOUT + END_WAIT_NS / 1e9) == 0, recorder.log()
+    with Reader(output) as bag:
+        assert [stamp for _, stamp, _ in bag.messages()] == [40 * MS], recorder.log()
+    log = recorder.log()
+    if announced == 1:
+        assert '[WARN]' not in log and 'ending without' not in log, log
+    else:
+        waited = re.search(r'ending without messages the stack announced on ~/rounds, after '
+                           r'waiting ([0-9.]+) s: 1 on /rec_a', log)
+        assert waited and float(waited.group(1)) >= END_WAIT_NS / 1e9, log
+
+
 def test_all_records_every_topic_but_the_clocks_and_the_servers_own(
         start_server, client, publishers, tmp_path):
     """``--all``: every published topic, not /clock nor the server's ``/sim_clock/...``."""
