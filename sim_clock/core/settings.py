@@ -83,6 +83,10 @@ class Core:
     frame_events: FrameEventRing = field(default_factory=FrameEventRing)
     publish_frame_events: bool = False
 
+    def holds_frames(self) -> bool:
+        """Whether frames wait for participants or output gates now (some set, in this mode)."""
+        return self.hold.has_holders and participants_hold(self.timeline.mode)
+
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""
         return self.hold.holding

@@ -25,16 +25,19 @@ before it would fire late), and never one older than that; a reset starts from i
 
 import time
 
+from sim_clock.core.settings import Core
+
 
 class CappedSink:
-    """A frame sink that applies ``cap`` to ``server``'s free run before ``sink`` publishes."""
+    """A frame sink that applies the core's rate cap to free run before ``sink`` publishes."""
 
-    def __init__(self, sink, server, cap):
-        self._sink, self._server, self._cap = sink, server, cap
+    def __init__(self, sink, core: Core):
+        self._sink, self._core = sink, core
+        self._timeline, self._cap = core.timeline, core.rate_cap
 
     def _capping(self) -> bool:
         """Whether frames are capped now: a cap is set and simulation time free-runs."""
-        return self._cap.active and self._server.timeline.frame_period_ns() is not None
+        return self._cap.active and self._timeline.frame_period_ns() is not None
 
     def limit(self, limit: int) -> int:
         """
@@ -45,14 +48,13 @@ class CappedSink:
         limit = self._sink.limit(limit)
         if not self._capping():
             return limit
-        return self._cap.limit(limit, self._server.timeline.frame, time.monotonic_ns())
+        return self._cap.limit(limit, self._timeline.frame, time.monotonic_ns())
 
     def publish_frames(self, frames) -> None:
         """Publish the frames that go out under the cap (all of them when not capping)."""
         if self._capping():
-            server = self._server
-            frames = self._cap.select(frames, server.timeline.frame, time.monotonic_ns(),
-                                      keep_last=server.holds_frames())
+            frames = self._cap.select(frames, self._timeline.frame, time.monotonic_ns(),
+                                      keep_last=self._core.holds_frames())
         if frames:
             self._sink.publish_frames(frames)
             self._cap.last_out_ns = frames[-1]

@@ -118,7 +118,7 @@ class ClockServer(Node):
         make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
         self.views = ClockViews(self)
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.
-        sink = CappedSink(self.views.wrap(make_sink(self)), self, core.rate_cap)
+        sink = CappedSink(self.views.wrap(make_sink(self)), core)
         self.participants = Participants(self, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = OutputGates(self, core.gates)
@@ -276,7 +276,7 @@ class ClockServer(Node):
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now."""
-        return self.engine.holds_frames()
+        return self._core.holds_frames()
 
     def hold_released(self) -> None:
         """Go on with free run at once: the hold of the last frame was released."""

@@ -15,8 +15,8 @@
 """
 CappedSink: the /clock rate cap applied to free run, and only to free run.
 
-The time core and the cap are the real ones; the sink it wraps and the server (the timeline,
-whether participants hold frames, the change listeners) are small fakes of ours.
+The time core and the cap are the real ones (whether participants hold frames is the core's
+answer); the sink it wraps is a small fake of ours.
 """
 
 from fractions import Fraction
@@ -63,21 +63,9 @@ class Sink:
         self.closed = True
 
 
-class Server:
-    """What CappedSink calls on the server: the timeline, the hold; the core's change dispatch."""
-
-    def __init__(self, core: Core):
-        self.core = core
-        self.timeline = core.timeline
-        self.applies = False
-
-    def holds_frames(self) -> bool:
-        """Return whether participants hold frames (as the test set it)."""
-        return self.applies
-
-    def dispatch(self) -> None:
-        """Take the timeline's changes through the core, which follows resets."""
-        self.core.take_changes(0, lambda time_ns: time_ns)
+def dispatch(core: Core) -> None:
+    """Take the timeline's changes through the core, which follows resets (as the server does)."""
+    core.take_changes(0, lambda time_ns: time_ns)
 
 
 class Rig:
@@ -89,8 +77,8 @@ class Rig:
         self.cap = ClockRateCap(Fraction(max_rate))
         self.cap.pace(self.timeline.time_step_ns, self.timeline.real_time_factor)
         self.inner = Sink(boundary)
-        self.server = Server(Core(self.timeline, Pacing(10 * MS), rate_cap=self.cap))
-        self.sink = CappedSink(self.inner, self.server, self.cap)
+        self.core = Core(self.timeline, Pacing(10 * MS), rate_cap=self.cap)
+        self.sink = CappedSink(self.inner, self.core)
 
     def run(self, wall_ms: int) -> range:
         """Let ``wall_ms`` of wall time pass; publish the frames due through the sink."""
@@ -111,7 +99,8 @@ def test_free_run_under_a_cap_publishes_only_the_grid():
 def test_participants_due_keep_the_last_frame_of_a_batch():
     """With the barrier in force the last frame goes out whatever the grid."""
     rig = Rig()
-    rig.server.applies = True
+    rig.core.barrier.join('participant', MS)
+    assert rig.core.holds_frames()
     rig.run(15)
     assert rig.inner.frames == [[10 * MS, 15 * MS]]
 
@@ -155,7 +144,7 @@ def test_a_reset_forgets_the_last_time_out():
     rig = Rig()
     rig.run(15)
     rig.timeline.reset('test')
-    rig.server.dispatch()
+    dispatch(rig.core)
     rig.sink.publish_time(rig.timeline.time_ns)
     assert rig.inner.times == [0]
 

@@ -66,6 +66,8 @@ class FrameEngine:
         self._gate_readers = parts.gate_readers
         self._expected = parts.expected
         self._now = parts.now_ns
+        #: Whether frames wait for participants or output gates now: the core's answer.
+        self.holds_frames = core.holds_frames
         #: What the frames out left to do once finished: a change of the timeline, or None.
         self._at_frames_end: Optional[Callable] = None
         self._steps = StepRunner(self, parts)
@@ -89,10 +91,6 @@ class FrameEngine:
         self._steps.wake()
 
     # -- what holds frames -----------------------------------------------------------------------
-
-    def holds_frames(self) -> bool:
-        """Whether frames wait for participants or output gates now."""
-        return self._hold.has_holders and participants_hold(self._timeline.mode)
 
     def expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
