@@ -196,8 +196,11 @@ class Recorder(Node):
             return False
         if self._end_deadline is None:
             return True
-        # A Round taken by the executor after the /clock of the end would come too late.
+        # What waits in the queues counts now: a Round taken by the executor after the /clock
+        # of the end would come too late, and data one message per turn would be slow.
         self._take_waiting(self._rounds_sub)
+        for entry in self._topics.values():
+            self._take_waiting(entry.subscription)
         missing = self._tally.missing(self._end_ns, self._order.held(self._end_source))
         now = self._steady.now().nanoseconds
         if missing and now < self._end_deadline:
