@@ -78,6 +78,11 @@ def test_topics_accumulate_however_given(start_server, client, publishers, tmp_p
             assert 'no publisher seen' not in log, (name, log)
 
 
+def _step(client, frames: int) -> None:
+    response = client.step(steps=frames)
+    assert response.success, response.message
+
+
 def test_until_records_what_was_published_before_the_clock_that_reached_it(
         start_server, client, publishers, tmp_path):
     """
@@ -88,7 +93,6 @@ def test_until_records_what_was_published_before_the_clock_that_reached_it(
     make a lockstep stack's recordings differ by what it published at the last frame.
     """
     from rosbags.rosbag2 import Reader
-    from sim_clock.srv import Step
     from std_msgs.msg import String
     start_server({'sync': True, 'time_step': 0.01})
     client.wait_for_clock()
@@ -98,15 +102,12 @@ def test_until_records_what_was_published_before_the_clock_that_reached_it(
                       and 'first /clock received' in recorder.log(), 'the recorder')
     client.spin_until(lambda: client.node.count_subscribers('/rec_a') >= 1, 'its subscription')
 
-    def step(frames):
-        response = client.call(Step, 'step', Step.Request(user_id='', steps=frames))
-        assert response.success, response.message
-    step(4)
+    _step(client, 4)
     client.spin_until(lambda: 40 * MS in client.times(), '/clock at 0.04 s')
     publishers['/rec_a'].publish(String(data='before'))
     os.kill(recorder.process.pid, signal.SIGSTOP)
     try:
-        step(1)
+        _step(client, 1)
         client.spin_until(lambda: 50 * MS in client.times(), '/clock at 0.05 s')
         publishers['/rec_a'].publish(String(data='after'))
     finally:
@@ -135,7 +136,6 @@ def test_until_waits_for_what_the_rounds_announced(
     from sim_clock.bag.recorder import END_WAIT_NS
     from sim_clock.msg import Round
     from sim_clock.names import DONE_QOS
-    from sim_clock.srv import Step
     from std_msgs.msg import String
     start_server({'sync': True, 'time_step': 0.01})
     client.wait_for_clock()
@@ -147,10 +147,7 @@ def test_until_waits_for_what_the_rounds_announced(
     client.spin_until(lambda: client.node.count_subscribers('/rec_a') >= 1
                       and rounds.get_subscription_count() >= 1, 'its subscriptions')
 
-    def step(frames):
-        response = client.call(Step, 'step', Step.Request(user_id='', steps=frames))
-        assert response.success, response.message
-    step(4)
+    _step(client, 4)
     client.spin_until(lambda: 40 * MS in client.times(), '/clock at 0.04 s')
     publishers['/rec_a'].publish(String(data='one'))
     announcement = Round(round=1, topics=['/rec_a'], counts=[announced])
@@ -158,7 +155,7 @@ def test_until_waits_for_what_the_rounds_announced(
     rounds.publish(announcement)
     # In the recorder's queue before the /clock of the end (taken there before deciding).
     assert rounds.wait_for_all_acked(Duration(seconds=TIMEOUT)), 'the Round not acknowledged'
-    step(1)
+    _step(client, 1)
     assert recorder.process.wait(TIMEOUT + END_WAIT_NS / 1e9) == 0, recorder.log()
     with Reader(output) as bag:
         assert [stamp for _, stamp, _ in bag.messages()] == [40 * MS], recorder.log()
