@@ -64,16 +64,15 @@ def short_waits(monkeypatch) -> None:
 
 def make_owner(free_running=False, ok=True, acks=None, timeline=None):
     """
-    Return a node's FlowControl, on a node that has only what it uses, and its logger.
+    Return a node's FlowControl, with only what it uses, and its logger.
 
     ``acks``: the node's Acknowledgements (None: new ones); ``timeline``: what says whether
-    time free-runs (None: one that says ``free_running``).
+    time free-runs (None: one that says ``free_running``); ``ok``: whether the context runs.
     """
     logger = Logger()
-    node = SimpleNamespace(timeline=timeline or SimpleNamespace(free_running=free_running),
-                           context=SimpleNamespace(ok=lambda: ok), get_logger=lambda: logger)
-    node.acks = acks or Acknowledgements()
-    return FlowControl(node), logger
+    flow = FlowControl(timeline or SimpleNamespace(free_running=free_running),
+                       acks or Acknowledgements(), logger, lambda: ok)
+    return flow, logger
 
 
 def make_flow(*writers, free_running=False, ok=True, acks=None):

@@ -124,9 +124,9 @@ class ServerNode(Node):
         self.expected = Expected()
         self.frame_timeline = FrameEvents()
         self.acks = Acknowledgements()
-        #: The node's one flow-control owner, as the server's: the views take their writers.
-        self.flow = FlowControl(self)
         self.log = Logger()
+        #: The node's one flow-control owner, as the server's: the views take their writers.
+        self.flow = FlowControl(self.timeline, self.acks, self.log, self.context.ok)
         self.listeners: List[Callable] = []
         self.cleared = 0
         self.applies = False

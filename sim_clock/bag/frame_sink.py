@@ -15,12 +15,14 @@
 """
 The bag player's frame sink: each frame's bag messages, then its /clock.
 
-:class:`BagFrames` is the sink a :class:`~sim_clock.node.server.ClockServer` tells each frame
-to publish when it plays a bag: it publishes the frame's messages, raw, before the frame's
-``/clock``, and while participants hold the clock has the data of the frame due for them
-acknowledged by every reliable reader first. It moves the bag's cursor on every reset, feeds
-the replay's :class:`~sim_clock.bag.progress.Progress`, and says what the end of the bag asks
-for (a loop, a pause). Also here: the QoS of the bag's publishers (:func:`qos_for`) and how
+:class:`BagFrames` is the sink a :class:`~sim_clock.node.server.ClockServer` makes from its
+:class:`~sim_clock.node.publishing.SinkParts` and tells each frame to publish when it plays a
+bag: it publishes the frame's messages, raw, before the frame's ``/clock``, and while
+participants hold the clock has the data of the frame due for them acknowledged by every
+reliable reader first. It is the core's position (``Core.position``): every reset moves the
+bag's cursor with the rest of the core. It feeds the replay's
+:class:`~sim_clock.bag.progress.Progress`, and says what the end of the bag asks for (a loop,
+a pause). Also here: the QoS of the bag's publishers (:func:`qos_for`) and how
 long a frame waits for its data's acknowledgements, which the ``--follow-clock`` node shares.
 """
 
@@ -52,13 +54,12 @@ from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
-from sim_clock.core.timeline import Change
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import HeldPublishers
 from sim_clock.node.publishing import publisher_destroyed
-from sim_clock.node.server import ClockServer
+from sim_clock.node.publishing import SinkParts
 
 #: History depth of a volatile topic's publisher, at least: a step may release a burst of
 #: messages on one topic, and a reliable writer repairs losses only within its history.
@@ -109,27 +110,30 @@ class BagFrames:
     the publishers); by the Python model otherwise.
     """
 
-    def __init__(self, server: ClockServer, bag: Bag, reader: ReadAhead, show_progress: bool,
+    def __init__(self, parts: SinkParts, bag: Bag, reader: ReadAhead, show_progress: bool,
                  qos_overrides: Optional[Dict[str, QoSProfile]] = None):
-        self._server = server
+        self._core = core = parts.core
+        self._timeline = core.timeline
+        self._logger = logger = parts.logger
         self._bag = bag
         self._reader = reader
-        self._axes = axes = server.axes
+        self._axes = axes = parts.axes
         #: The timeline time of the bag's last stamp.
         self.end_ns = axes.from_bag(bag.end_ns)
         self.loop = False
         self._ended = False
         qos_overrides = qos_overrides or {}
         for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
-            server.get_logger().info(f'overriding the QoS profile of {name}')
+            logger.info(f'overriding the QoS profile of {name}')
         self._publishers = [
-            server.create_publisher(topic.message_class, topic.name,
-                                    qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
+            parts.create_publisher(topic.message_class, topic.name,
+                                   qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
             for topic in bag.topics]
-        self._held = (*self._publishers, server.clock_publisher)
+        self._clock = parts.clock_publisher
+        self._held = (*self._publishers, self._clock)
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
         offset_ns = axes.clock_offset_ns
-        self._publish_clock = clock_publisher(server.clock_publisher, offset_ns)
+        self._publish_clock = clock_publisher(self._clock, offset_ns)
         publish = _replay.publish
 
         def emit(batch, start, stop):
@@ -142,14 +146,14 @@ class BagFrames:
         self._unacknowledged = True
         # The bag's topics, then /clock: the budgets as sim_clock._replay.play spends them.
         # The server's /clock has no other budget: this sink stands in for its ClockSink.
-        self._flow = flow = server.flow.writers([*self._publishers, server.clock_publisher])
+        self._flow = flow = parts.flow.writers([*self._publishers, self._clock])
         budgets = flow.budgets
         if clock_in_c():
             self._run = paced(flow, native_run(
-                pointers, publisher_address(server.clock_publisher), offset_ns, budgets))
+                pointers, publisher_address(self._clock), offset_ns, budgets))
         else:
             self._run = paced(flow, python_run(emit, self._publish_clock, budgets))
-        self._acks = server.acks
+        self._acks = parts.acks
         self._lockstep_run = paced(flow, python_run(
             emit_unacknowledged, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, axes.bag_start_ns)
@@ -158,8 +162,9 @@ class BagFrames:
         self.progress = Progress(
             axes.bag_start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
             time.monotonic_ns, stream=sys.stderr if output is Output.LINE else None,
-            log=server.get_logger().info if output is Output.LOG else None)
-        server.add_change_listener(self._on_change)
+            log=logger.info if output is Output.LOG else None)
+        # Every reset moves the cursor, with the rest of the core (Core.take_changes).
+        core.position = self
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's messages, then its /clock (the publishers held meanwhile)."""
@@ -170,7 +175,7 @@ class BagFrames:
         cursor, played = self.cursor, 0
         self._flow.start()
         parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
-                 if frames and self._server.holds_frames() else [(frames, self._run)])
+                 if frames and self._core.holds_frames() else [(frames, self._run)])
         try:
             for part, run in parts:
                 if run is self._run and part:
@@ -197,8 +202,8 @@ class BagFrames:
             self._unacknowledged = False
             stalled = self._acks.wait_now(self._publishers, DATA_ACK_TIMEOUT_NS)
         if stalled:
-            self._server.get_logger().warning(
-                f'frame at {self._server.clock_ns(time_ns)} ns goes out with its data not '
+            self._logger.warning(
+                f'frame at {self._axes.to_clock(time_ns)} ns goes out with its data not '
                 f'acknowledged by every reliable reader of: {", ".join(stalled)}',
                 throttle_duration_sec=5.0)
         self._publish_clock(time_ns)
@@ -211,7 +216,7 @@ class BagFrames:
 
     def publishers(self) -> list:
         """Return the publishers of /clock and of the bag's topics."""
-        return [self._server.clock_publisher, *self._publishers]
+        return [self._clock, *self._publishers]
 
     def close(self) -> None:
         """End the read-ahead process; from now on a publish raises."""
@@ -219,15 +224,14 @@ class BagFrames:
         self._run = self._publish_clock = publisher_destroyed
         self.progress.close()
 
-    def _on_change(self, change: Change) -> None:
-        if change.reset:
-            # Every reset moves the bag to the timeline's new time (zero: the bag's start).
-            self.cursor.seek(self._axes.to_bag(change.time_after_ns))
-            self.progress.restart(change.time_after_ns, self.cursor.handed_out, change.epoch)
-            self._ended = False
+    def move_to(self, time_ns: int, epoch: int) -> None:
+        """Play the bag from timeline time ``time_ns`` on, after a reset (0: the bag's start)."""
+        self.cursor.seek(self._axes.to_bag(time_ns))
+        self.progress.restart(time_ns, self.cursor.handed_out, epoch)
+        self._ended = False
 
     def _progressed(self) -> None:
-        timeline = self._server.timeline
+        timeline = self._timeline
         if timeline.free_running:
             playback = Playback.PLAYING
         else:
@@ -246,7 +250,7 @@ class BagFrames:
         return batches if first is None else itertools.chain([first], batches)
 
     def _read_failed(self, error: Exception) -> None:
-        self._server.get_logger().error(
+        self._logger.error(
             f'reading the bag failed: {error}; no more data plays until a seek or reset')
 
     def limit(self, limit: int) -> int:
@@ -257,7 +261,7 @@ class BagFrames:
         end is applied before a frame past the bag goes out (free run, as fast as possible
         too).
         """
-        timeline = self._server.timeline
+        timeline = self._timeline
         left_ns = self.end_ns - timeline.time_ns
         if left_ns <= 0:
             return limit
@@ -270,8 +274,7 @@ class BagFrames:
         Loop: back to the bag's start (a reset). Else free run and real time pause there, and
         sync mode steps on without data. The frame engine applies it at the frame boundary.
         """
-        server = self._server
-        timeline = server.timeline
+        timeline = self._timeline
         # Time at or past the bag's last stamp: every message has been handed out (a frame
         # plays all up to its time). The cursor may not know yet, when its batch was used up
         # exactly by that frame: asked, a frame past the end would go out before a loop.
@@ -284,16 +287,15 @@ class BagFrames:
         if timeline.free_running:
             return self._pause_at_end
         if not ended:
-            server.get_logger().info('end of the bag: time steps on without data')
+            self._logger.info('end of the bag: time steps on without data')
         return None
 
     def _pause_at_end(self) -> None:
-        server = self._server
-        timeline = server.timeline
+        timeline = self._timeline
         if not timeline.free_running:
             return  # paused or stepped meanwhile
         self.progress.end_line()  # the last line stays above the log's
         timeline.set_paused(True)
-        server.get_logger().info(
-            f'end of the bag: paused at {server.clock_ns(timeline.time_ns)} ns '
+        self._logger.info(
+            f'end of the bag: paused at {self._axes.to_clock(timeline.time_ns)} ns '
             '(~/seek or ~/reset and ~/resume to play again, or set loop)')

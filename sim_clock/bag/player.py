@@ -56,6 +56,7 @@ from sim_clock.core.units import NS_PER_SEC
 from sim_clock.names import NODE_NAME
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.outcomes import Answer
+from sim_clock.node.publishing import SinkParts
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.server import ClockServer
 from sim_clock.node.services import fill
@@ -195,8 +196,8 @@ class BagPlayer:
             self.node.destroy_timer(self._delay_timer)
             self._delay_timer = None
 
-    def _make_frames(self, server: ClockServer) -> BagFrames:
-        self.frames = BagFrames(server, self.bag, self.reader, self._show_progress,
+    def _make_frames(self, parts: SinkParts) -> BagFrames:
+        self.frames = BagFrames(parts, self.bag, self.reader, self._show_progress,
                                 self._qos_overrides)
         return self.frames
 

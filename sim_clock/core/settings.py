@@ -27,6 +27,7 @@ from typing import Dict
 from typing import List
 from typing import Mapping
 from typing import Optional
+from typing import Protocol
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.clock_rate import ClockRateCap
@@ -65,6 +66,13 @@ from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_SEC
 
 
+class Position(Protocol):
+    """A place in recorded data that follows the timeline's time (a bag player's cursor)."""
+
+    def move_to(self, time_ns: int, epoch: int) -> None:
+        """Go to timeline time ``time_ns``, where epoch ``epoch`` starts (a reset)."""
+
+
 @dataclass
 class Core:
     """The core objects that the settings configure."""
@@ -82,6 +90,8 @@ class Core:
     #: The frame timeline (frame_events), and whether each event is published.
     frame_events: FrameEventRing = field(default_factory=FrameEventRing)
     publish_frame_events: bool = False
+    #: Where recorded data plays from (a bag player's), moved by every reset; None: no data.
+    position: Optional[Position] = None
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now (some set, in this mode)."""
@@ -95,15 +105,18 @@ class Core:
         """
         Return the timeline's changes since the last call; follow each reset in the core.
 
-        At a reset the rate cap forgets the last time out, nothing is awaited any more, and
-        the new time is a frame like any other:
-        while participants hold frames, the next waits until each has taken it (its rounds
-        run, what it published counted). ``now_ns``: steady time; ``to_clock``: timeline time
-        to /clock time, the barrier's.
+        At a reset the recorded data's position moves to the new time, the rate cap forgets
+        the last time out, nothing is awaited any more, and the new time is a frame like any
+        other: while participants hold frames, the next waits until each has taken it (its
+        rounds run, what it published counted). ``now_ns``: steady time; ``to_clock``:
+        timeline time to /clock time, the barrier's. The views need nothing: their drift
+        counts from the timeline's epoch start.
         """
         changes = self.timeline.take_changes()
         for change in changes:
             if change.reset:
+                if self.position is not None:
+                    self.position.move_to(change.time_after_ns, change.epoch)
                 self.hold.reset()
                 self.rate_cap.restart()
                 if participants_hold(self.timeline.mode):

@@ -53,11 +53,17 @@ publishes no further window: the frames left of a step would only delay its end.
 from array import array
 from typing import Callable
 from typing import List
+from typing import Protocol
+from typing import TYPE_CHECKING
 
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
 from sim_clock._replay import UNLIMITED
+from sim_clock.node.acks import Acknowledgements
+
+if TYPE_CHECKING:  # engine_parts imports the sinks, which import this module
+    from sim_clock.node.engine_parts import Logger
 
 #: The most samples a writer has out, unacknowledged, between two waits.
 MAX_WINDOW = 500
@@ -79,6 +85,12 @@ def window(qos) -> int:
     return max(min(qos.depth // 2, MAX_WINDOW), 1)
 
 
+class RunState(Protocol):
+    """Whether time advances by itself (the timeline): steps are flow-controlled, free run not."""
+
+    free_running: bool
+
+
 class FlowControl:
     """
     The one owner of a node's flow control: arms its writers, and refills them in one wait.
@@ -91,9 +103,18 @@ class FlowControl:
     topics and the views, are acknowledged in one wait per window instead of one per group.
     """
 
-    def __init__(self, node):
-        self._node = node
-        self._acks = node.acks
+    def __init__(self, run: RunState, acks: Acknowledgements, logger: 'Logger',
+                 context_ok: Callable[[], bool]):
+        """
+        Control the writers' flow while ``run`` does not free-run; wait through ``acks``.
+
+        ``logger``: where stalled readers and refusals are said; ``context_ok``: whether the
+        node's context still runs (a refusal after its end is not retried).
+        """
+        self._run = run
+        self._acks = acks
+        self._logger = logger
+        self._context_ok = context_ok
         self._groups: List[Writers] = []
         self._armed = False
 
@@ -119,7 +140,7 @@ class FlowControl:
 
     def start(self) -> bool:
         """Arm every group if time advances only by steps, else lift them; return whether armed."""
-        armed = not self._node.timeline.free_running
+        armed = not self._run.free_running
         if armed != self._armed:  # else nothing to do: a tick's fast path
             self._armed = armed
             for group in self._groups:
@@ -133,7 +154,7 @@ class FlowControl:
         stalled = self._acks.wait_now([group.publishers[index] for group, index in spent],
                                       WAIT_TIMEOUT_NS)
         if stalled:
-            self._node.get_logger().warning(
+            self._logger.warning(
                 f'publishing on without waiting for stalled reliable readers of: '
                 f'{", ".join(stalled)} (they did not acknowledge {MAX_WINDOW} samples or '
                 f'fewer within {WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they '
@@ -154,7 +175,6 @@ class Writers:
 
     def __init__(self, flow: FlowControl, publishers: List):
         self._flow = flow
-        self._node = flow._node
         self._acks = flow._acks
         #: The writers, by the indices of :attr:`budgets`.
         self.publishers = publishers
@@ -242,13 +262,13 @@ class Writers:
         writer for the rest of its run of frames (:meth:`gave_up`). In a node whose context
         ended (shut down while publishing) it raises ``error``: the caller ends.
         """
-        if not self._node.context.ok():
+        if not self._flow._context_ok():
             raise error
         return at != refused and self.caught_up(which)
 
     def gave_up(self, which: int, error: RuntimeError, consequence: str) -> None:
         """Warn that writer ``which`` gave up after refusing a sample, with ``consequence``."""
-        self._node.get_logger().warning(
+        self._flow._logger.warning(
             f'{self.publishers[which].topic_name} refused a sample ({error}) and its readers '
             f'did not catch up within {WAIT_TIMEOUT_NS / 1e9:g} s: {consequence}',
             throttle_duration_sec=5.0)

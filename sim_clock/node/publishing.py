@@ -21,11 +21,13 @@ frame's /clock (``sim_clock.bag.player``).
 """
 
 import copy
+from dataclasses import dataclass
 import functools
 import struct
 from typing import Callable
 from typing import Optional
 from typing import Protocol
+from typing import TYPE_CHECKING
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidHandle
@@ -37,10 +39,17 @@ from sim_clock import _replay
 from sim_clock.compat import HeldHandles
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
+from sim_clock.core.axes import Axes
+from sim_clock.core.settings import Core
 from sim_clock.core.units import split_ns
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
+from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import PublisherDestroyed
+
+if TYPE_CHECKING:  # engine_parts imports this module for FrameSink
+    from sim_clock.node.engine_parts import Logger
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
@@ -104,6 +113,25 @@ class FrameSink(Protocol):
 
     def close(self) -> None:
         """Stop publishing: the node destroys its publishers next."""
+
+
+@dataclass
+class SinkParts:
+    """What the node gives the frame sink it is made with, each by its interface."""
+
+    #: The time core: the timeline, whether frames are held, the data's position at a reset.
+    core: Core
+    #: Timeline time to /clock time, and to a bag's time.
+    axes: Axes
+    logger: 'Logger'
+    #: The node's ``create_publisher`` (rclpy's signature).
+    create_publisher: Callable
+    #: The node's /clock publisher (:func:`create_clock_publisher`).
+    clock_publisher: object
+    #: The node's one flow control: each sink's writers take their budgets of it.
+    flow: FlowControl
+    #: The node's acknowledgement waits.
+    acks: Acknowledgements
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,13 +211,17 @@ def publisher_destroyed(*args) -> None:
 
 
 class ClockSink:
-    """Publish each frame's /clock, ``offset_ns`` after the timeline's time, on ``node``'s."""
+    """
+    Publish each frame's /clock, ``offset_ns`` after the timeline's time, on ``publisher``.
 
-    def __init__(self, node, offset_ns: int = 0):
-        self._publisher = node.clock_publisher
+    ``flow``: the node's flow control (``node/flow.py``), which gives /clock its budget.
+    """
+
+    def __init__(self, publisher, flow, offset_ns: int = 0):
+        self._publisher = publisher
         self._held = HeldPublishers((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
-        self._flow = node.flow.writers([self._publisher])
+        self._flow = flow.writers([self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""

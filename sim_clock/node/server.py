@@ -64,6 +64,7 @@ from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
 from sim_clock.node.publishing import FrameSink
+from sim_clock.node.publishing import SinkParts
 from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.resets import ResetEvents
@@ -71,22 +72,23 @@ from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
 from sim_clock.node.ticking import Ticker
 from sim_clock.node.views import ClockViews
+from sim_clock.node.views import declare_views
 
 
 class ClockServer(Node):
     """
     Publish /clock from a :class:`Timeline` and serve its control.
 
-    :param sink: makes the :class:`FrameSink` from this node (default: /clock only).
+    :param sink: makes the :class:`FrameSink` from the parts this node gives it
+        (:class:`SinkParts`; default: /clock only).
     :param axes: where timeline time 0 lies on /clock and in a bag (default: both at 0).
     """
 
-    def __init__(self, *, sink: Optional[Callable[['ClockServer'], FrameSink]] = None,
+    def __init__(self, *, sink: Optional[Callable[[SinkParts], FrameSink]] = None,
                  axes: Axes = Axes(), **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         #: The time coordinates: every conversion between them goes through it.
         self.axes = axes
-        clock_offset_ns = axes.clock_offset_ns
         values = parameters.declare(self)
         self._core = core = settings.initial(values, now_ns=time.monotonic_ns)
         self._timeline, self._pacing = core.timeline, core.pacing
@@ -114,11 +116,16 @@ class ClockServer(Node):
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
         #: The one owner of this node's flow control: every sink's writers take budgets of it.
-        self.flow = FlowControl(self)
-        make_sink = sink or (lambda node: ClockSink(node, clock_offset_ns))
-        self.views = ClockViews(self)
+        self.flow = FlowControl(self._timeline, self.acks, self.get_logger(),
+                                self.context.ok)
+        make_sink = sink or (lambda parts: ClockSink(
+            parts.clock_publisher, parts.flow, parts.axes.clock_offset_ns))
+        self.views = ClockViews(declare_views(self), self.create_publisher, self.flow,
+                                self._timeline, axes)
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.
-        sink = CappedSink(self.views.wrap(make_sink(self)), core)
+        sink = CappedSink(self.views.wrap(make_sink(SinkParts(
+            core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
+            self.flow, self.acks))), core)
         self.participants = Participants(self, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = OutputGates(self, core.gates)

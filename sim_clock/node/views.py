@@ -20,18 +20,23 @@ The views come from a YAML file named by the read-only parameter ``clock_views_f
 after each window of frames' own publishing, every view publishes those frames' times as it
 sees them; idle republishing too. Stepped view frames are flow-controlled like /clock (a
 view's reader that keeps every frame gets them all, and a full history never blocks a
-publish). A reset starts every view's drift again (a change listener).
+publish). Each view's drift counts from the start of the timeline's epoch, so a reset starts
+it again with nothing to follow.
 """
 
+from typing import Callable
 from typing import List
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sim_clock.core.axes import Axes
 from sim_clock.core.rules import Refused
+from sim_clock.core.timeline import Timeline
 from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
+from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import HeldPublishers
@@ -59,19 +64,31 @@ def load_views(path: str) -> List[View]:
     return parse_views(document.get('views') or {})
 
 
-class ClockViews:
-    """The views of ``server``: their publishers, the epoch's start, and the sink wrapper."""
+def declare_views(node) -> List[View]:
+    """Declare ``clock_views_file`` on ``node``; return the views of the file it names."""
+    return load_views(node.declare_parameter(VIEWS_PARAMETER, '', VIEWS_DESCRIPTOR).value)
 
-    def __init__(self, server):
-        self._server = server
-        path = server.declare_parameter(VIEWS_PARAMETER, '', VIEWS_DESCRIPTOR).value
-        self.views = load_views(path)
-        self._publishers = [server.create_publisher(ClockMsg, view.topic, CLOCK_QOS)
+
+class ClockViews:
+    """
+    The ``views`` on their topics: their publishers, and the wrapper of the node's sink.
+
+    ``create_publisher``: the node's (``Node.create_publisher``); ``flow``: the node's flow
+    control, which gives the views' writers their budgets; ``timeline``: where the epoch
+    started; ``axes``: timeline time to /clock time.
+    """
+
+    def __init__(self, views: List[View], create_publisher: Callable, flow: FlowControl,
+                 timeline: Timeline, axes: Axes):
+        self.views = list(views)
+        self._timeline = timeline
+        self._to_clock = axes.to_clock
+        self._publishers = [create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
         # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
         # (node/flow.py): a window's wait for /clock waits for the views too.
-        self._flow = server.flow.writers(self._publishers)
+        self._flow = flow.writers(self._publishers)
 
     @property
     def topics(self) -> tuple:
@@ -92,8 +109,8 @@ class ClockViews:
 
     def publish(self, times) -> None:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
-        clock_ns = self._server.clock_ns
-        start = clock_ns(self._server.timeline.epoch_start_ns)
+        clock_ns = self._to_clock
+        start = clock_ns(self._timeline.epoch_start_ns)
         self._flow.start()
         with HeldPublishers(self._publishers):
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):

@@ -146,3 +146,30 @@ def test_a_reset_makes_the_rate_cap_forget_the_last_time_out():
     core.timeline.reset('test')
     core.take_changes(now_ns=0, to_clock=lambda time_ns: time_ns)
     assert core.rate_cap.last_out_ns is None
+
+
+class Position:
+    """A bag's cursor, as the core sees it: where each reset moved it."""
+
+    def __init__(self):
+        self.moves = []
+
+    def move_to(self, time_ns, epoch):
+        self.moves.append((time_ns, epoch))
+
+
+def test_every_reset_moves_the_recorded_datas_position_and_nothing_else_does():
+    """A seek, a reset and a mode change move it to the new time, in order; steps do not."""
+    core = settings.initial({**settings.DEFAULTS, 'sync': True, 'time_step': 0.01},
+                            now_ns=lambda: 0)
+    core.position = position = Position()
+    core.timeline.step('', 3)
+    core.timeline.seek(25 * MS, 'test')
+    core.timeline.step('', 1)
+    core.timeline.reset('test')
+    core.take_changes(now_ns=0, to_clock=lambda time_ns: time_ns)
+    assert position.moves == [(25 * MS, 1), (0, 2)]
+    core.timeline.step('', 2)
+    core.timeline.set_mode_sync(Mode.SIMULATION, False)
+    core.take_changes(now_ns=0, to_clock=lambda time_ns: time_ns)
+    assert position.moves == [(25 * MS, 1), (0, 2), (0, 3)]

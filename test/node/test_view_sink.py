@@ -34,6 +34,7 @@ from sim_clock.names import CLOCK_QOS
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.flow import PublisherDestroyed
 from sim_clock.node.views import ClockViews
+from sim_clock.node.views import declare_views
 from sim_clock.node.views import load_views
 
 OFFSET_NS = 100 * SECOND
@@ -70,6 +71,12 @@ class Sink:
     def close(self) -> None:
         """Note the close."""
         self.closed = True
+
+
+def views_of(server: ServerNode) -> ClockViews:
+    """Return the views the server's clock_views_file names, wired as the server wires them."""
+    return ClockViews(declare_views(server), server.create_publisher, server.flow,
+                      server.timeline, server.axes)
 
 
 def views_file(tmp_path, text: str = VIEWS) -> str:
@@ -117,7 +124,7 @@ def test_load_views_reads_the_file_or_refuses_saying_why(tmp_path):
 def test_without_views_the_sink_is_left_as_it_is(context):
     """No views file: the sink is not wrapped; /clock is the only topic."""
     server = ServerNode(context, timeline=Timeline())
-    views = ClockViews(server)
+    views = views_of(server)
     sink = Sink()
     assert views.wrap(sink) is sink
     assert views.topics == ('/clock',) and views.describe() == []
@@ -125,7 +132,7 @@ def test_without_views_the_sink_is_left_as_it_is(context):
 
 def test_the_views_are_described_and_their_topics_named(context, tmp_path):
     """Each view on /<name>/clock, described for ~/get_status, publishers after the sink's."""
-    views = ClockViews(server_with(context, views_file(tmp_path)))
+    views = views_of(server_with(context, views_file(tmp_path)))
     assert views.topics == ('/clock', '/fast/clock', '/late/clock')
     assert views.describe() == ['fast: offset 0.5 s, drift 100000 ppm, on /fast/clock',
                                 'late: offset -2 s, drift 0 ppm, on /late/clock']
@@ -140,7 +147,7 @@ def test_the_views_are_described_and_their_topics_named(context, tmp_path):
 def test_each_frame_goes_out_on_every_view_a_window_at_a_time(context, tmp_path):
     """The sink publishes a window, then the views publish it: each time as each view sees it."""
     server = server_with(context, views_file(tmp_path))
-    views = ClockViews(server)
+    views = views_of(server)
     inner = Sink()
     sink = views.wrap(inner)
     reader = Reader(context, ['/fast/clock', '/late/clock'])
@@ -163,7 +170,7 @@ def test_each_frame_goes_out_on_every_view_a_window_at_a_time(context, tmp_path)
 def test_a_reset_starts_every_views_drift_again(context, tmp_path):
     """After a seek to 10 s the drift counts from 10 s; a time published again goes out too."""
     server = server_with(context, views_file(tmp_path))
-    views = ClockViews(server)
+    views = views_of(server)
     inner = Sink()
     sink = views.wrap(inner)
     reader = Reader(context, ['/fast/clock'])
@@ -180,7 +187,7 @@ def test_a_reset_starts_every_views_drift_again(context, tmp_path):
 
 def test_after_close_a_publish_raises(context, tmp_path):
     """Closed (the node is being destroyed): the wrapped sink is closed; publishing raises."""
-    views = ClockViews(server_with(context, views_file(tmp_path)))
+    views = views_of(server_with(context, views_file(tmp_path)))
     inner = Sink()
     views.wrap(inner).close()
     assert inner.closed

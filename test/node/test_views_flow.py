@@ -25,10 +25,12 @@ from types import SimpleNamespace
 from flow_doubles import make_owner
 from flow_doubles import Writer
 import pytest
+from sim_clock.core.axes import Axes
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.views import ClockViews
+from sim_clock.node.views import load_views
 
 MS = 1_000_000
 
@@ -49,20 +51,16 @@ class Handle:
 
 
 def _server(tmp_path, waits):
+    """Return /clock's publisher, the node's flow control, the views, and the logger."""
     path = tmp_path / 'views.yaml'
     path.write_text('views:\n  r1: {offset: 0.25, drift_ppm: 50}\n  r2: {offset: 0, '
                     'drift_ppm: 0}\n')
-    owner, logger = make_owner(acks=Acknowledgements(
+    timeline = SimpleNamespace(free_running=False, time_ns=0, epoch_start_ns=0)
+    flow, logger = make_owner(timeline=timeline, acks=Acknowledgements(
         on_wait=lambda topics, *rest: waits.append(tuple(sorted(topics)))))
-    server = owner._node
-    server.timeline.time_ns = server.timeline.epoch_start_ns = 0
-    server.flow = owner
-    server.declare_parameter = lambda *args: SimpleNamespace(value=str(path))
-    server.create_publisher = lambda message, topic, qos: _publisher(topic)
-    server.add_change_listener = lambda listener: None
-    server.clock_ns = lambda time_ns: time_ns
-    server.clock_publisher = _publisher('/clock')
-    return server, logger
+    views = ClockViews(load_views(str(path)), lambda message, topic, qos: _publisher(topic),
+                       flow, timeline, Axes())
+    return _publisher('/clock'), flow, views, logger
 
 
 def _publisher(topic):
@@ -77,15 +75,14 @@ def _publisher(topic):
 def test_clock_and_the_views_wait_once_per_window_of_stepped_frames(tmp_path, steps):
     """Every frame on /clock and each view; each wait is for all three, one per window."""
     waits = []
-    server, logger = _server(tmp_path, waits)
-    views = ClockViews(server)
-    sink = views.wrap(ClockSink(server))
+    clock, flow, views, logger = _server(tmp_path, waits)
+    sink = views.wrap(ClockSink(clock, flow))
     sink.publish_time(0)  # as at start: the views' republish is flow-controlled
     time_ns = 0
     for frames in steps:
         sink.publish_frames(range(time_ns + MS, time_ns + (frames + 1) * MS, MS))
         time_ns += frames * MS
-    writers = [server.clock_publisher, *views.publishers()]
+    writers = [clock, *views.publishers()]
     assert [len(writer.sent) for writer in writers] == [1 + sum(steps)] * 3
     # A wait before each window of samples: the republish's, then the frames'.
     windows = -(-(1 + sum(steps)) // MAX_WINDOW)
