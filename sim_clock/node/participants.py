@@ -72,11 +72,11 @@ class Participants:
         serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         self._rounds = server.create_publisher(Round, '~/rounds', DONE_QOS)
-        #: The last Round that said what next_frame participants published (said again with
-        #: its time).
+        #: The last Round that said what next_frame participants published, and the epoch of
+        #: its time: said again with that time, never with the same time after a reset.
         self._carried = None
+        self._carried_epoch = None
         server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
-        server.add_change_listener(self._on_change)
 
     @property
     def joined(self) -> bool:
@@ -163,7 +163,8 @@ class Participants:
         """
         if time_ns is None:
             carried, now = self._carried, self._server.clock_now()
-            if carried is not None and join_ns(carried.time) == now:
+            if (carried is not None and join_ns(carried.time) == now
+                    and self._carried_epoch == self._server.timeline.epoch):
                 self._rounds.publish(carried)
             else:
                 # Nothing was said for this time: it went out before they joined (nothing was
@@ -193,11 +194,9 @@ class Participants:
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         msg.topics, msg.counts = list(counts), list(counts.values())
         self._rounds.publish(msg)
+        if next_frame:
+            self._carried_epoch = self._server.timeline.epoch
         return msg
-
-    def _on_change(self, change) -> None:
-        if change.reset:  # the core has reset the barrier (settings.Core.take_changes)
-            self._carried = None
 
     def _nodes_present(self) -> set:
         return {namespace.rstrip('/') + '/' + name

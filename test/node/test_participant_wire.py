@@ -171,3 +171,21 @@ def test_a_participant_whose_node_leaves_the_graph_is_dropped(context):
     rig.spin_until(lambda: not rig.participants.joined)
     assert rig.server.log.at('warning') == [
         "participant 'watcher' dropped: its node /watched left the graph"]
+
+
+def test_after_a_reset_to_the_same_time_what_is_said_again_is_new(context):
+    """A reset back to the time of the last Round: the time again says what came since."""
+    rig = Rig(context)
+    rig.participants.join('relay', '', 0, next_frame=True, topics=['/scan'])
+    rig.spin_until(lambda: rig.node.count_publishers('/sim_clock/rounds') == 1)
+    rig.spin_until(lambda: rig.server.count_subscribers('/sim_clock/rounds') == 1)
+    rig.participants.frame_out(10 * MS)                     # said: nothing published yet
+    rig.barrier.done('relay', 10 * MS, time.monotonic_ns(), counts={'/scan': 2},
+                     next_frame=True)                       # it published 2 while at 10 ms
+    rig.server.timeline.seek(10 * MS)                       # a reset to the same time
+    rig.server.dispatch()
+    rig.participants.frame_out()                            # the reset's time goes out
+    rig.spin_until(lambda: len(rig.rounds) >= 2)
+    rig.spin_for(0.2)
+    assert [(r.time.nanosec, list(r.topics), list(r.counts)) for r in rig.rounds] == [
+        (10 * MS, ['/scan'], [0]), (10 * MS, ['/scan'], [2])]
