@@ -17,7 +17,8 @@ Small fakes of the clock server's own parts, around a real rclpy node, for test/
 
 :class:`ServerNode` is a real node of the test's context that offers the few methods of
 ``ClockServer`` that the node's parts call (the timeline, /clock times, change listeners, the
-engine's wake, ...), each a fake that records; :class:`Logger` records the lines logged.
+parts of the waits with the engine's release, ...), each a fake that records; :class:`Logger`
+records the lines logged.
 """
 
 import time
@@ -33,6 +34,7 @@ from sim_clock.core.pacing import Pacing
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.flow import FlowControl
 
 MS = 1_000_000
@@ -69,14 +71,14 @@ class Logger:
 
 
 class Engine:
-    """The frame engine as the parts see it: how often it was woken."""
+    """The frame engine as the parts see it: how often a wait was released to it."""
 
     def __init__(self):
-        self.wakes = 0
+        self.releases = 0
 
-    def wake(self) -> None:
-        """Count a wake."""
-        self.wakes += 1
+    def released(self) -> None:
+        """Count a release (``WaitParts.released``)."""
+        self.releases += 1
 
 
 class Expected:
@@ -128,7 +130,6 @@ class ServerNode(Node):
         #: The node's one flow-control owner, as the server's: the views take their writers.
         self.flow = FlowControl(self.timeline, self.acks, self.log, self.context.ok)
         self.listeners: List[Callable] = []
-        self.cleared = 0
         self.applies = False
 
     def get_logger(self):
@@ -155,9 +156,10 @@ class ServerNode(Node):
                 listener(change)
         return changes
 
-    def hold_released(self) -> None:
-        """Count that frames were let go on."""
-        self.cleared += 1
+    def waits(self) -> WaitParts:
+        """Return the parts the participants and the output gates are given, as the server's."""
+        return WaitParts(self, self.timeline, self.axes, self.frame_timeline, self.expected,
+                         self.engine.released)
 
     def holds_frames(self) -> bool:
         """Return whether frames wait for participants now (as the test set it)."""

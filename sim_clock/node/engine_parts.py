@@ -18,7 +18,8 @@ What the frame engine works with: one interface per collaborator, and the parts 
 The engine (:mod:`.engine`) is handed :class:`EngineParts` and nothing else: no node, no
 server. Each field is typed by what the engine calls on it, so a test drives the engine with
 small fakes of these parts (``test/node/test_engine.py``) and the server wires the real ones
-(``node/server.py``).
+(``node/server.py``). The readers of its waits on the wire (participants, output gates) are
+handed :class:`WaitParts`: what a wait that ends tells the engine goes through one callable.
 """
 
 from dataclasses import dataclass
@@ -31,8 +32,10 @@ from typing import Optional
 from typing import Protocol
 from typing import Tuple
 
+from rclpy.node import Node
 from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
+from sim_clock.core.timeline import Timeline
 from sim_clock.node.publishing import FrameSink
 
 
@@ -119,6 +122,9 @@ class ExpectedNodes(Protocol):
     def describe_missing(self) -> List[str]:
         """Say, per expected node not ready, what it lacks."""
 
+    def forget(self, *names: str) -> None:
+        """Forget what the nodes ``names`` said (they left): each must say it again."""
+
 
 class FrameRecorder(Protocol):
     """The frame timeline (:class:`~.frame_events.FrameTimeline`), as the engine feeds it."""
@@ -134,6 +140,14 @@ class FrameRecorder(Protocol):
     def step(self, service: str, user_id: str, time_ns: int, start_ns: int, frames: int,
              success: bool, message: str) -> None:
         """Record a step call that came at ``start_ns``, answered now."""
+
+    def done(self, name: str, time_ns: int, since_ns: int, now_ns: int, round_: int = 0,
+             success: bool = True) -> None:
+        """Record that ``name`` finished /clock time ``time_ns``, awaited since ``since_ns``."""
+
+    def gate(self, topic: str, time_ns: int, since_ns: int, now_ns: int,
+             success: bool = True) -> None:
+        """Record the gated output on ``topic`` for /clock time ``time_ns``."""
 
 
 class AckWaits(Protocol):
@@ -175,3 +189,20 @@ class EngineParts:
     make_timer: Callable[[Callable[[], None]], Timer]
     #: Steady time, ns: the deadlines of holds and the times of frame events.
     now_ns: Callable[[], int] = time.monotonic_ns
+
+
+@dataclass
+class WaitParts:
+    """What the node's readers of the engine's waits (participants, output gates) work with."""
+
+    #: The rclpy node: the services, subscriptions, publishers and timers they make, the
+    #: graph they look at, the logger.
+    node: Node
+    timeline: Timeline
+    #: Timeline time to /clock time: participants and gates speak /clock time.
+    axes: Axes
+    events: FrameRecorder
+    expected: ExpectedNodes
+    #: A wait ended or may have (a done, a leave, a gated output, a writer matched, a gate
+    #: removed): the engine looks again (``FrameEngine.released``).
+    released: Callable[[], None]

@@ -29,12 +29,15 @@ message received earlier never counts.
 
 import time
 
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.compat import drop_pending
 from sim_clock.core.gates import Gates
 from sim_clock.message_types import get_message
+from sim_clock.node.engine_parts import WaitParts
 
 #: How often gated topics not subscribed yet are looked for in the graph, in s.
 DISCOVERY_PERIOD_S = 0.1
@@ -43,21 +46,23 @@ DEPTH = 10
 
 
 class OutputGates:
-    """The subscriptions of one clock server's gated topics, handed the server."""
+    """The subscriptions of one clock server's gated topics (the ``gates``), on ``parts.node``."""
 
-    def __init__(self, server, gates: Gates):
-        self._server = server
+    def __init__(self, parts: WaitParts, gates: Gates):
+        self._node = parts.node
+        self._events = parts.events
+        self._go_on = parts.released
         self.gates = gates
         #: topic -> its subscription
         self._subscriptions = {}
-        self._timer = server.create_timer(
-            DISCOVERY_PERIOD_S, self.refresh, clock=server.steady_clock)
+        self._timer = self._node.create_timer(
+            DISCOVERY_PERIOD_S, self.refresh, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def refresh(self) -> None:
         """Subscribe the gated topics that have a publisher now; drop the ones not gated."""
-        server, wanted = self._server, set(self.gates.gates)
+        wanted = set(self.gates.gates)
         for topic in set(self._subscriptions) - wanted:
-            server.destroy_subscription(self._subscriptions.pop(topic))
+            self._node.destroy_subscription(self._subscriptions.pop(topic))
         missing = wanted - set(self._subscriptions)
         if missing:
             for topic in sorted(missing):
@@ -66,18 +71,18 @@ class OutputGates:
             self._timer.cancel()
         elif self._timer.is_canceled():
             self._timer.reset()
-        server.engine.wake()  # a gate removed: the frame waits for it no more
+        self._go_on()  # a gate removed: the frame waits for it no more
 
     def _subscribe(self, topic: str) -> None:
-        server = self._server
-        infos = server.get_publishers_info_by_topic(topic)
+        node = self._node
+        infos = node.get_publishers_info_by_topic(topic)
         type_names = sorted({info.topic_type for info in infos})
         if not type_names:
             return
         try:
             message_class = get_message(type_names[0])
         except LookupError as error:
-            server.get_logger().error(
+            node.get_logger().error(
                 f'output gate {topic}: cannot subscribe {type_names[0]}: {error}',
                 throttle_duration_sec=10.0)
             return
@@ -86,12 +91,12 @@ class OutputGates:
                        for info in infos)
         qos = QoSProfile(depth=DEPTH, reliability=ReliabilityPolicy.RELIABLE if reliable
                          else ReliabilityPolicy.BEST_EFFORT)
-        subscription = server.create_subscription(
+        subscription = node.create_subscription(
             message_class, topic, lambda msg: self._on_message(topic), qos, raw=True,
             event_callbacks=SubscriptionEventCallbacks(
                 matched=lambda status: self._on_matched(topic, status.current_count)))
         self._subscriptions[topic] = subscription
-        server.get_logger().info(
+        node.get_logger().info(
             f'output gate {topic}: subscribed ({type_names[0]}, '
             f'{"reliable" if reliable else "best effort"})')
         # A reader created after its writers were discovered matches them at once; its matched
@@ -109,16 +114,10 @@ class OutputGates:
         awaited = None if gate is None else (gate.awaited_ns, gate.awaited_since_ns)
         if self.gates.arrived(topic, now):
             if awaited is not None and awaited[0] is not None:
-                self._server.frame_timeline.gate(topic, awaited[0], awaited[1], now)
+                self._events.gate(topic, awaited[0], awaited[1], now)
             if not self.gates.awaited:
                 self._go_on()
 
     def _on_matched(self, topic: str, writers: int) -> None:
         if self.gates.matched(topic, writers, time.monotonic_ns()):
             self._go_on()
-
-    def _go_on(self) -> None:
-        """Let the frames go on: what held them may have ended (a step, or free run)."""
-        server = self._server
-        server.engine.wake()
-        server.hold_released()

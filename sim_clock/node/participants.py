@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import time
 from typing import Optional
 
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
@@ -32,6 +34,7 @@ from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
 from sim_clock.names import DONE_QOS
+from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
 from sim_clock.srv import Join
@@ -62,21 +65,28 @@ class LeaveOutcome:
 
 
 class Participants:
-    """The participants of one clock server, handed the server (a ``ClockServer``)."""
+    """The participants of one clock server: the ``barrier``'s wire, on ``parts.node``."""
 
-    def __init__(self, server, barrier: Barrier):
-        self._server = server
+    def __init__(self, parts: WaitParts, barrier: Barrier):
+        self._node = node = parts.node
+        self._timeline = parts.timeline
+        self._to_clock = parts.axes.to_clock
+        self._events = parts.events
+        self._expected = parts.expected
+        self._go_on = parts.released
+        self._logger = node.get_logger()
         self.barrier = barrier
         self._seen_nodes = set()
         self._joined_at = {}
-        serve(server, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
-        server.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
-        self._rounds = server.create_publisher(Round, '~/rounds', DONE_QOS)
+        serve(node, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
+        node.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
+        self._rounds = node.create_publisher(Round, '~/rounds', DONE_QOS)
         #: The last Round that said what next_frame participants published, and the epoch of
         #: its time: said again with that time, never with the same time after a reset.
         self._carried = None
         self._carried_epoch = None
-        server.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=server.steady_clock)
+        node.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     @property
     def joined(self) -> bool:
@@ -86,19 +96,19 @@ class Participants:
     def join(self, name: str, node: str, period_ns: int, next_frame: bool = False,
              topics=()) -> JoinOutcome:
         """Add a participant; it takes part from the next frame."""
-        server = self._server
+        timeline = self._timeline
         try:
             self.barrier.join(name, period_ns, node, next_frame, topics)
         except Refused as refused:
             return JoinOutcome(success=False, message=refused.reason,
-                               frame=server.timeline.frame, clock_ns=server.clock_now())
-        server.get_logger().info(
+                               frame=timeline.frame, clock_ns=self._clock_now())
+        self._logger.info(
             f'participant {name!r} joined (period {period_ns} ns'
             + (f', node {node}' if node else '') + ')')
         self._joined_at[name] = time.monotonic_ns()
-        return JoinOutcome(success=True, message=f'joined; frame {server.timeline.frame} is the '
+        return JoinOutcome(success=True, message=f'joined; frame {timeline.frame} is the '
                                                  'last before its first',
-                           frame=server.timeline.frame, clock_ns=server.clock_now())
+                           frame=timeline.frame, clock_ns=self._clock_now())
 
     def leave(self, name: str, why: str = 'left') -> LeaveOutcome:
         """Remove a participant: no frame waits for it any more."""
@@ -106,14 +116,14 @@ class Participants:
         if not self.barrier.leave(name):
             return LeaveOutcome(success=False, message=f'no participant named {name!r}')
         # An expected node that leaves must say it is ready again before frames go on.
-        self._server.expected.forget(name, participant.node)
+        self._expected.forget(name, participant.node)
         self._joined_at.pop(name, None)
         # One call per severity: rclpy refuses a second severity from the same line (it raised
         # in the server when a participant was dropped after another had left).
         if why == 'left':
-            self._server.get_logger().info(f'participant {name!r} left')
+            self._logger.info(f'participant {name!r} left')
         else:
-            self._server.get_logger().warning(f'participant {name!r} {why}')
+            self._logger.warning(f'participant {name!r} {why}')
         self._released()
         return LeaveOutcome(success=True, message=f'{name!r} {why}')
 
@@ -128,8 +138,7 @@ class Participants:
 
     def _on_done(self, msg: Done) -> None:
         time_ns = join_ns(msg.time)
-        server = self._server
-        if not server.clock_ns(server.timeline.epoch_start_ns) <= time_ns <= server.clock_now():
+        if not self._to_clock(self._timeline.epoch_start_ns) <= time_ns <= self._clock_now():
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
@@ -137,7 +146,7 @@ class Participants:
         counts = dict(zip(msg.topics, msg.counts))
         if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds,
                         msg.next_frame):
-            self._server.frame_timeline.done(
+            self._events.done(
                 msg.name, time_ns, barrier.participants[msg.name].awaited_since_ns, now,
                 msg.round)
             self._released()
@@ -151,8 +160,7 @@ class Participants:
         if started is not None:
             self._publish_round(*started)
             return
-        self._server.engine.wake()
-        self._server.hold_released()
+        self._go_on()
 
     def frame_out(self, time_ns: Optional[int] = None) -> None:
         """
@@ -162,9 +170,9 @@ class Participants:
         None: the time went out again; so does what was said with it.
         """
         if time_ns is None:
-            carried, now = self._carried, self._server.clock_now()
+            carried, now = self._carried, self._clock_now()
             if (carried is not None and join_ns(carried.time) == now
-                    and self._carried_epoch == self._server.timeline.epoch):
+                    and self._carried_epoch == self._timeline.epoch):
                 self._rounds.publish(carried)
             else:
                 # Nothing was said for this time: it went out before they joined (nothing was
@@ -181,7 +189,7 @@ class Participants:
         counts, shared = carried
         self._carried = self._publish_round(time_ns, 0, counts, next_frame=True)
         if shared:
-            self._server.get_logger().warning(
+            self._logger.warning(
                 'next_frame participants share topics (' + '; '.join(
                     f'{topic}: {", ".join(names)}' for topic, names in shared.items())
                 + '): which of their messages a reader delivers at the next frame depends on '
@@ -195,12 +203,15 @@ class Participants:
         msg.topics, msg.counts = list(counts), list(counts.values())
         self._rounds.publish(msg)
         if next_frame:
-            self._carried_epoch = self._server.timeline.epoch
+            self._carried_epoch = self._timeline.epoch
         return msg
+
+    def _clock_now(self) -> int:
+        return self._to_clock(self._timeline.time_ns)
 
     def _nodes_present(self) -> set:
         return {namespace.rstrip('/') + '/' + name
-                for name, namespace in self._server.get_node_names_and_namespaces()}
+                for name, namespace in self._node.get_node_names_and_namespaces()}
 
     def _check_graph(self) -> None:
         watched = {p.name: p.node for p in self.barrier.participants.values() if p.node}

@@ -53,6 +53,7 @@ from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
@@ -126,12 +127,16 @@ class ClockServer(Node):
         sink = CappedSink(self.views.wrap(make_sink(SinkParts(
             core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
             self.flow, self.acks))), core)
-        self.participants = Participants(self, core.barrier)
-        #: The subscriptions of the gated topics (output_gates).
-        self.output_gates = OutputGates(self, core.gates)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(
             self, core.roster, self._frame_writers, self._expected_ready, self.steady_clock)
+        # A wait that ends on the wire goes to the engine, made next (the engine tells them
+        # each frame out, they tell it each wait released).
+        waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
+                          released=lambda: self.engine.released())
+        self.participants = Participants(waits, core.barrier)
+        #: The subscriptions of the gated topics (output_gates).
+        self.output_gates = OutputGates(waits, core.gates)
         # One executor runs every callback, on one thread: the timeline needs no lock.
         #: Every frame of every mode goes through it.
         self.engine = FrameEngine(EngineParts(
@@ -284,11 +289,6 @@ class ClockServer(Node):
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now."""
         return self._core.holds_frames()
-
-    def hold_released(self) -> None:
-        """Go on with free run at once: the hold of the last frame was released."""
-        if self._timeline.free_running:
-            self.engine.tick()
 
     def _frame_writers(self) -> list:
         """Return the writers of every frame: /clock, the views, a bag's topics."""

@@ -326,3 +326,32 @@ def test_a_gated_frame_waits_for_its_output():
     outcome = rig.answer()
     assert outcome.success and outcome.frame == 3, outcome
     assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
+
+
+def test_a_release_in_free_run_sends_the_frames_due_at_once():
+    """A done that releases a held free-run frame: the frames due go out in its callback."""
+    rig = Rig(sync=False, time_step=0.01, real_time_factor=1.0)
+    rig.core.barrier.join('planner', 0)
+    rig.clock.now += 10 * MS
+    rig.engine.tick()
+    assert rig.sink.all_frames() == [10 * MS]           # held there for the participant
+    rig.clock.now += 20 * MS
+    rig.engine.tick()
+    assert rig.sink.all_frames() == [10 * MS]
+    assert rig.core.barrier.done('planner', 10 * MS, rig.clock.now)
+    rig.engine.released()                               # no tick: the release itself
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS]  # the next one due, held again
+
+
+def test_a_release_wakes_a_held_step_and_leaves_sync_mode_without_a_tick():
+    rig = Rig(sync=True, time_step=0.01)
+    rig.core.barrier.join('planner', 0)
+    rig.step(2)
+    assert rig.answers == [] and rig.sink.all_frames() == [10 * MS]
+    assert rig.core.barrier.done('planner', 10 * MS, rig.clock.now)
+    rig.engine.released()
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS]
+    assert rig.core.barrier.done('planner', 20 * MS, rig.clock.now)
+    rig.engine.released()
+    outcome = rig.answer()
+    assert outcome.success and outcome.frame == 2, outcome

@@ -83,6 +83,12 @@ class FrameEngine:
         """Drop the steps not answered: the node is being destroyed."""
         self._steps.close()
 
+    def released(self) -> None:
+        """Go on with a step or free run: a wait may have ended (a done, a leave, an output)."""
+        self._steps.wake()
+        if self._timeline.free_running:
+            self.tick()
+
     def on_change(self, change) -> None:
         """Follow a change of the timeline: a step waiting may go on."""
         if change.reset:
