@@ -58,8 +58,24 @@ class OutputGates:
         self._timer = self._node.create_timer(
             DISCOVERY_PERIOD_S, self.refresh, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
+    def reconfigure(self) -> None:
+        """
+        Follow a new gates table (``output_gates`` set): subscribe and drop, then go on.
+
+        A frame held for a gate no longer in the table waits for it no more: the engine looks
+        again (a step goes on, free run ticks).
+        """
+        self.refresh()
+        self._go_on()
+
     def refresh(self) -> None:
-        """Subscribe the gated topics that have a publisher now; drop the ones not gated."""
+        """
+        Subscribe the gated topics that have a publisher now; drop the ones not gated.
+
+        Releases nothing: a subscription releases a frame when its writer matches
+        (:meth:`_on_matched`). At the server's start, before anything was published, a release
+        in free run would send frames out from within the node's construction.
+        """
         wanted = set(self.gates.gates)
         for topic in set(self._subscriptions) - wanted:
             self._node.destroy_subscription(self._subscriptions.pop(topic))
@@ -71,7 +87,6 @@ class OutputGates:
             self._timer.cancel()
         elif self._timer.is_canceled():
             self._timer.reset()
-        self._go_on()  # a gate removed: the frame waits for it no more
 
     def _subscribe(self, topic: str) -> None:
         node = self._node

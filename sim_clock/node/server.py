@@ -310,7 +310,7 @@ class ClockServer(Node):
         if 'publish_frame_events' in parsed:
             self.frame_timeline.publish(parsed['publish_frame_events'])
         if 'output_gates' in parsed:
-            self.output_gates.refresh()
+            self.output_gates.reconfigure()
         if 'expected_participants' in parsed:
             self.expected.look()
 
