@@ -32,6 +32,7 @@ from typing import Optional
 from typing import Protocol
 from typing import Tuple
 
+from rclpy.clock import Clock
 from rclpy.node import Node
 from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
@@ -206,3 +207,5 @@ class WaitParts:
     #: A wait ended or may have (a done, a leave, a gated output, a writer matched, a gate
     #: removed): the engine looks again (``FrameEngine.released``).
     released: Callable[[], None]
+    #: The node's steady clock, for their timers (never ROS time).
+    steady_clock: Clock

@@ -29,8 +29,6 @@ message received earlier never counts.
 
 import time
 
-from rclpy.clock import Clock
-from rclpy.clock import ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
@@ -56,7 +54,7 @@ class OutputGates:
         #: topic -> its subscription
         self._subscriptions = {}
         self._timer = self._node.create_timer(
-            DISCOVERY_PERIOD_S, self.refresh, clock=Clock(clock_type=ClockType.STEADY_TIME))
+            DISCOVERY_PERIOD_S, self.refresh, clock=parts.steady_clock)
 
     def reconfigure(self) -> None:
         """

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 import time
 from typing import Optional
 
-from rclpy.clock import Clock
-from rclpy.clock import ClockType
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
@@ -81,12 +79,11 @@ class Participants:
         serve(node, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         node.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         self._rounds = node.create_publisher(Round, '~/rounds', DONE_QOS)
-        #: The last Round that said what next_frame participants published, and the epoch of
-        #: its time: said again with that time, never with the same time after a reset.
+        #: (epoch, Round): the last Round that said what next_frame participants published,
+        #: with the epoch of its time: said again with that time in that epoch, never with the
+        #: same time after a reset.
         self._carried = None
-        self._carried_epoch = None
-        node.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        node.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=parts.steady_clock)
 
     @property
     def joined(self) -> bool:
@@ -170,24 +167,24 @@ class Participants:
         None: the time went out again; so does what was said with it.
         """
         if time_ns is None:
-            carried, now = self._carried, self._clock_now()
-            if (carried is not None and join_ns(carried.time) == now
-                    and self._carried_epoch == self._timeline.epoch):
-                self._rounds.publish(carried)
+            said, now = self._carried, self._clock_now()
+            if (said is not None and said[0] == self._timeline.epoch
+                    and join_ns(said[1].time) == now):
+                self._rounds.publish(said[1])
             else:
                 # Nothing was said for this time: it went out before they joined (nothing was
                 # published before it), or it is a reset's (what they published during the
                 # last frame before it is delivered with it).
                 carried = self.barrier.take_carried()
                 if carried is not None:
-                    self._carried = self._publish_round(now, 0, carried[0], next_frame=True)
+                    self._carry(now, carried[0])
             return
         carried = self.barrier.take_carried()
         if carried is None:
             self._carried = None
             return
         counts, shared = carried
-        self._carried = self._publish_round(time_ns, 0, counts, next_frame=True)
+        self._carry(time_ns, counts)
         if shared:
             self._logger.warning(
                 'next_frame participants share topics (' + '; '.join(
@@ -202,9 +199,12 @@ class Participants:
         msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         msg.topics, msg.counts = list(counts), list(counts.values())
         self._rounds.publish(msg)
-        if next_frame:
-            self._carried_epoch = self._timeline.epoch
         return msg
+
+    def _carry(self, time_ns: int, counts: dict) -> None:
+        """Say what next_frame participants published before ``time_ns``; keep it to say again."""
+        self._carried = (self._timeline.epoch,
+                         self._publish_round(time_ns, 0, counts, next_frame=True))
 
     def _clock_now(self) -> int:
         return self._to_clock(self._timeline.time_ns)

@@ -133,7 +133,8 @@ class ClockServer(Node):
         # A wait that ends on the wire goes to the engine, made next (the engine tells them
         # each frame out, they tell it each wait released).
         waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
-                          released=lambda: self.engine.released())
+                          released=lambda: self.engine.released(),
+                          steady_clock=self.steady_clock)
         self.participants = Participants(waits, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = OutputGates(waits, core.gates)
