@@ -27,6 +27,8 @@ from typing import Optional
 from typing import Tuple
 
 from rclpy.node import Node
+from rclpy.qos import qos_check_compatible
+from rclpy.qos import QoSCompatibility
 from sim_clock.msg import Ready
 from sim_clock.names import DEFAULT_SERVER
 from sim_clock.names import READY_QOS
@@ -37,14 +39,82 @@ ROS_TOPICS = ('/parameter_events', '/rosout')
 LOOK_NS = 50_000_000
 
 
-def endpoint_counts(node: Node, leave_out: Iterable[str]) -> Tuple[tuple, tuple]:
-    """Return ((topic, readers matched) per writer, (topic, writers matched) per reader)."""
-    left_out = set(leave_out)
-    writers = tuple(sorted((p.topic_name, p.get_subscription_count()) for p in node.publishers
-                           if p.topic_name not in left_out))
-    readers = tuple(sorted((s.topic_name, s.get_publisher_count()) for s in node.subscriptions
-                           if s.topic_name not in left_out))
-    return writers, readers
+def full_node_name(info) -> str:
+    """Return the full name of the node of a graph endpoint: ``/ns/name``, ``/name``."""
+    return f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+
+
+def readers_seen(node: Node, topic: str) -> Tuple[str, ...]:
+    """
+    Return the node of each reader of ``topic`` in ``node``'s graph that its writer could match.
+
+    A reader of another type, or of a QoS the node's writer on ``topic`` does not offer
+    (transient local, a deadline), never matches it and is left out; so is everything while
+    that writer is not in the graph yet (an expected reader then counts as not seen).
+    """
+    me = (node.get_name(), node.get_namespace())
+    own = [info for info in node.get_publishers_info_by_topic(topic)
+           if (info.node_name, info.node_namespace) == me]
+    if not own:
+        return ()
+    return tuple(sorted(
+        full_node_name(info) for info in node.get_subscriptions_info_by_topic(topic)
+        if info.topic_type == own[0].topic_type and qos_check_compatible(
+            own[0].qos_profile, info.qos_profile)[0] != QoSCompatibility.ERROR))
+
+
+def endpoint_counts(node: Node, counted: Callable[[str], bool],
+                    seen: Callable[[str, tuple], Tuple[str, ...]]) -> Tuple[tuple, tuple]:
+    """
+    Return the endpoints on the topics ``counted`` says, as ``~/ready`` says them.
+
+    ((topic, readers matched, readers seen) per writer, (topic, writers matched) per reader);
+    the readers seen of a topic from ``seen(topic, its writers' counts)`` (a
+    :class:`SeenReaders`), asked after the counts.
+    """
+    writers = [(p.topic_name, p.get_subscription_count()) for p in node.publishers
+               if counted(p.topic_name)]
+    graph = {topic: seen(topic, tuple(count for name, count in writers if name == topic))
+             for topic in {topic for topic, _ in writers}}
+    return (tuple(sorted((topic, count, graph[topic]) for topic, count in writers)),
+            tuple(sorted((s.topic_name, s.get_publisher_count()) for s in node.subscriptions
+                         if counted(s.topic_name))))
+
+
+#: The graph's name for the node of an endpoint whose node it does not know yet (its process's
+#: node list has not come): named once it has.
+UNKNOWN_NODE = '_NODE_NAME_UNKNOWN_'
+
+
+class SeenReaders:
+    """
+    :func:`readers_seen` of a node's topics, asked of the graph only when it may have changed.
+
+    A topic is settled when each of its writers has matched as many readers as were seen, the
+    counts are those of the last look and every reader seen has its node's name: a reader that
+    then appears in the graph has not been matched (the report, without it, holds the frames
+    that wait for it), and its match changes a count, which makes the next look ask the graph
+    again. A reader whose node is not named yet is named later without any count changing, so
+    the graph is asked again until it is. A look at the graph costs a few hundred microseconds
+    a topic; a participant looks every 50 ms.
+
+    ``look``: topic -> the readers seen (:func:`readers_seen` of the node).
+    """
+
+    def __init__(self, look: Callable[[str], Tuple[str, ...]]):
+        self._look = look
+        self._last = {}
+
+    def __call__(self, topic: str, counts: tuple) -> Tuple[str, ...]:
+        """Return the readers seen on ``topic``, whose writers have matched ``counts``."""
+        last = self._last.get(topic)
+        if last is not None and last[0] == counts and all(
+                count == len(last[1]) for count in counts) and not any(
+                UNKNOWN_NODE in name for name in last[1]):
+            return last[1]
+        names = self._look(topic)
+        self._last[topic] = (counts, names)
+        return names
 
 
 class ReadyReports:
@@ -73,6 +143,11 @@ class ReadyReports:
         self._prefix = prefix + '/'
         self._said = None
         self._looked_ns = 0
+        self._seen = SeenReaders(lambda topic: readers_seen(node, topic))
+
+    def _counted(self, topic: str) -> bool:
+        """Whether an endpoint on ``topic`` is said: not ROS's, not the server's own."""
+        return topic not in self._leave_out and not topic.startswith(self._prefix)
 
     def look(self, now_ns: Optional[int] = None) -> bool:
         """Publish the counts if they changed since they were last said; return whether."""
@@ -80,17 +155,17 @@ class ReadyReports:
         if now_ns - self._looked_ns < LOOK_NS:
             return False
         self._looked_ns = now_ns
-        writers, readers = endpoint_counts(self._node, self._leave_out)
-        writers = tuple(item for item in writers if not item[0].startswith(self._prefix))
-        readers = tuple(item for item in readers if not item[0].startswith(self._prefix))
+        writers, readers = endpoint_counts(self._node, self._counted, self._seen)
         read = {topic for topic, _ in readers}
         readers += tuple(sorted((topic, 0) for topic in set(self._pending()) - read))
         if (writers, readers) == self._said:
             return False
         self._said = (writers, readers)
         msg = Ready(name=self.name)
-        msg.publications = [topic for topic, _ in writers]
-        msg.readers = [count for _, count in writers]
+        msg.publications = [topic for topic, _, _ in writers]
+        msg.readers = [count for _, count, _ in writers]
+        msg.readers_seen = [len(seen) for _, _, seen in writers]
+        msg.reader_nodes = [name for _, _, seen in writers for name in seen]
         msg.subscriptions = [topic for topic, _ in readers]
         msg.writers = [count for _, count in readers]
         self.publisher.publish(msg)

@@ -42,6 +42,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.executors import TimeoutException
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
+from rclpy.qos import qos_check_compatible
+from rclpy.qos import QoSCompatibility
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -241,8 +243,10 @@ class Participant:
         if not force and now - self._ready_looked_ns < READY_LOOK_NS:
             return
         self._ready_looked_ns = now
+        # Each writer's count first, then the readers the graph shows that it could match.
         writers = [(topic, self._publishers[topic].get_subscription_count())
                    for topic in self.role.publications]
+        writers = [(topic, count, self._readers_seen(topic)) for topic, count in writers]
         readers = [(topic, subscription.get_publisher_count())
                    for topic, _, _, subscription in self._inputs]
         if (writers, readers) == self._ready_said:
@@ -250,8 +254,24 @@ class Participant:
         self._ready_said = (writers, readers)
         self._ready.publish(Ready(
             name=self.node.get_fully_qualified_name(),
-            publications=[topic for topic, _ in writers], readers=[n for _, n in writers],
-            subscriptions=[topic for topic, _ in readers], writers=[n for _, n in readers]))
+            publications=[topic for topic, _, _ in writers],
+            readers=[n for _, n, _ in writers],
+            subscriptions=[topic for topic, _ in readers], writers=[n for _, n in readers],
+            readers_seen=[len(seen) for _, _, seen in writers],
+            reader_nodes=[name for _, _, seen in writers for name in seen]))
+
+    def _readers_seen(self, topic: str) -> list:
+        """Return the node of each reader of ``topic`` its writer could match, from the graph."""
+        me = (self.node.get_name(), self.node.get_namespace())
+        mine = [info for info in self.node.get_publishers_info_by_topic(topic)
+                if (info.node_name, info.node_namespace) == me]
+        if not mine:
+            return []
+        return sorted(
+            f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+            for info in self.node.get_subscriptions_info_by_topic(topic)
+            if info.topic_type == mine[0].topic_type and qos_check_compatible(
+                mine[0].qos_profile, info.qos_profile)[0] != QoSCompatibility.ERROR)
 
     def matched(self, readers: dict) -> bool:
         """Whether each writer named in ``readers`` has matched that many readers."""

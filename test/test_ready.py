@@ -18,10 +18,15 @@ import time
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import QoSProfile
 from sim_clock.msg import Ready
 from sim_clock.names import READY_QOS
 from sim_clock.ready import LOOK_NS
+from sim_clock.ready import readers_seen
 from sim_clock.ready import ReadyReports
+from sim_clock.ready import SeenReaders
+from sim_clock.ready import UNKNOWN_NODE
 from std_msgs.msg import String
 
 TIMEOUT_S = 10.0
@@ -66,3 +71,75 @@ def test_a_pending_topic_is_said_as_a_reader_that_matched_nothing(context):
     assert list(second.subscriptions) == ['/chatter', '/later']
     assert list(second.writers) == [0, 1]
     executor.shutdown()
+
+
+def test_each_writer_says_the_readers_it_sees_by_node(context):
+    """A writer on /stage1: the graph's readers it could match, by node, and its count."""
+    node = rclpy.create_node('reporter', context=context)
+    listener = rclpy.create_node('listener', namespace='/robot', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(listener)
+    reports = []
+    listener.create_subscription(Ready, '/sim_clock/ready', reports.append, READY_QOS)
+    writer = node.create_publisher(String, '/stage1', 10)
+    listener.create_subscription(String, '/stage1', lambda _: None, 10)
+    # Transient local: the volatile writer never matches it, and it is not among those seen.
+    listener.create_subscription(String, '/stage1', lambda _: None, QoSProfile(
+        depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    deadline = time.monotonic() + TIMEOUT_S
+    while writer.get_subscription_count() < 1 or len(
+            node.get_subscriptions_info_by_topic('/stage1')) < 2:
+        assert time.monotonic() < deadline, 'the reader of /stage1 never matched'
+        executor.spin_once(timeout_sec=0.05)
+    ready = ReadyReports(node)
+    assert ready.look(LOOK_NS)
+    while not reports:
+        assert time.monotonic() < deadline, 'no report came'
+        executor.spin_once(timeout_sec=0.05)
+    said = reports[-1]
+    assert list(said.publications) == ['/stage1'] and list(said.readers) == [1]
+    assert list(said.readers_seen) == [1] and list(said.reader_nodes) == ['/robot/listener']
+    executor.shutdown()
+
+
+def test_the_graph_is_asked_again_only_when_a_topic_may_have_changed():
+    """Settled (counts unchanged, as many matched as seen, all named): the last view."""
+    graph = {'/stage1': ()}
+    asked = []
+
+    def look(topic):
+        asked.append(topic)
+        return graph[topic]
+
+    seen = SeenReaders(look)
+    assert seen('/stage1', (0,)) == () and len(asked) == 1
+    graph['/stage1'] = ('/first',)
+    assert seen('/stage1', (0,)) == (), 'settled at 0 of 0: not asked again'
+    assert seen('/stage1', (1,)) == ('/first',), 'a count changed: asked again'
+    assert len(asked) == 2
+    assert seen('/stage1', (1,)) == ('/first',) and len(asked) == 2, 'settled'
+    graph['/stage1'] = ('/first', '/second')
+    assert seen('/stage1', (0,)) == ('/first', '/second'), 'a count changed: asked again'
+    graph['/stage1'] = ('/first', '/second', '/third')
+    assert seen('/stage1', (0,)) == ('/first', '/second', '/third'), '0 of 2: asked again'
+    # A reader whose node the graph does not name yet: asked again until it is named.
+    unknown = f'/_NODE_NAMESPACE_UNKNOWN_/{UNKNOWN_NODE}'
+    graph['/stage1'] = ('/first', unknown)
+    assert seen('/stage1', (2,)) == ('/first', unknown)
+    graph['/stage1'] = ('/first', '/recorder')
+    assert seen('/stage1', (2,)) == ('/first', '/recorder'), 'not named: asked again'
+    asked.clear()
+    assert seen('/stage1', (2,)) == ('/first', '/recorder') and not asked, 'settled'
+
+
+def test_a_reader_of_the_graph_is_seen_by_its_node_name(context):
+    """readers_seen: the graph's readers the writer could match, by full node name."""
+    node = rclpy.create_node('reporter', context=context)
+    node.create_publisher(String, '/stage1', 10)
+    first = rclpy.create_node('first', namespace='/robot', context=context)
+    first.create_subscription(String, '/stage1', lambda _: None, 10)
+    deadline = time.monotonic() + TIMEOUT_S
+    while readers_seen(node, '/stage1') != ('/robot/first',):
+        assert time.monotonic() < deadline, 'the graph never showed /robot/first'
+        time.sleep(0.01)

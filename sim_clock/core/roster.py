@@ -25,6 +25,15 @@ endpoint of the stack is known) and each of its endpoints has matched every endp
 other side among the named nodes (and the server's own writers of a bag's topics): a writer
 on ``/a`` as many readers as the named nodes hold on ``/a``, a reader as many writers. Counts
 are at least, not exactly: a tool that also reads (``ros2 topic echo``) changes nothing.
+
+Writers are checked by name where their node says the names (the server's own writers of
+each frame, ``/clock``, clock views and a bag's topics, always; a node's when its report lists
+the readers each writer sees): a reader that no one expects (any node started with
+``use_sim_time`` reads ``/clock``; a ``ros2 topic echo``) would otherwise stand in for an
+expected reader that the writer has not matched yet, though that reader already matched the
+writer (the two sides of a match are discovered apart). Such a writer must see, among the
+readers its node's graph shows that it could match, every reader of every expected node on its
+topic, and have matched as many readers as it sees (:class:`WriterView`).
 """
 
 from dataclasses import dataclass
@@ -91,17 +100,59 @@ class Report:
     writers: Tuple[Tuple[str, int], ...] = ()
     #: (topic, writers matched) for each of its readers
     readers: Tuple[Tuple[str, int], ...] = ()
+    #: For each of its writers, the node of each reader it sees (:class:`WriterView`); empty:
+    #: a node that says counts only, whose writers are checked by count.
+    seen: Tuple[Tuple[str, ...], ...] = ()
 
     @classmethod
     def of(cls, publications: Sequence[str], readers: Sequence[int],
-           subscriptions: Sequence[str], writers: Sequence[int]) -> 'Report':
-        """Return a report from the fields of a ``Ready`` message (lists cut to the shorter)."""
+           subscriptions: Sequence[str], writers: Sequence[int],
+           readers_seen: Sequence[int] = (), reader_nodes: Sequence[str] = ()) -> 'Report':
+        """
+        Return a report from the fields of a ``Ready`` message (lists cut to the shorter).
+
+        ``readers_seen`` and ``reader_nodes`` are taken only when they name the readers of
+        every writer, ``reader_nodes`` holding exactly as many names as they add up to.
+        """
+        seen = ()
+        if len(readers_seen) == len(publications) == len(readers) and sum(
+                int(n) for n in readers_seen) == len(reader_nodes):
+            names, start = [], 0
+            for count in readers_seen:
+                names.append(tuple(reader_nodes[start:start + int(count)]))
+                start += int(count)
+            seen = tuple(names)
         return cls(tuple(zip(publications, (int(n) for n in readers))),
-                   tuple(zip(subscriptions, (int(n) for n in writers))))
+                   tuple(zip(subscriptions, (int(n) for n in writers))), seen)
 
 
 #: The key of :meth:`Roster.missing` for the server's own writers.
 SERVER = 'the server'
+
+
+@dataclass(frozen=True)
+class WriterView:
+    """A writer as its own node sees it: what it matched, and the readers it could match."""
+
+    #: The readers it has matched (its count).
+    matched: int = 0
+    #: The full node name of each reader its node's graph shows on its topic that it could
+    #: match (type and QoS compatible), one entry per reader, taken after ``matched``.
+    seen: Tuple[str, ...] = ()
+
+    def lacks(self, topic: str, expected: Mapping[str, int]) -> List[str]:
+        """
+        Return what it lacks, in words, to have matched each of ``expected``'s readers.
+
+        ``expected``: node name -> the readers that expected node holds on ``topic``.
+        """
+        short = [f'its writer on {topic} does not see {count - self.seen.count(name)} of the '
+                 f'{count} readers of {name} yet'
+                 for name, count in sorted(expected.items()) if self.seen.count(name) < count]
+        if self.matched < len(self.seen):
+            short.append(f'its writer on {topic} matched {self.matched} of the '
+                         f'{len(self.seen)} readers it sees')
+        return short
 
 
 @dataclass
@@ -128,7 +179,7 @@ class Roster:
         return len(self.ready) == len(self.expected) and not self.server_lacks
 
     def report(self, name: str, report: Report,
-               server_writers: Mapping[str, Sequence[int]] = None) -> bool:
+               server_writers: Mapping[str, Sequence[WriterView]] = None) -> bool:
         """
         Take what node ``name`` said (its latest report replaces the one before); look again.
 
@@ -142,19 +193,21 @@ class Roster:
         self.reports.pop(node_name(name), None)
         self.ready.discard(node_name(name))
 
-    def look(self, server_writers: Mapping[str, Sequence[int]] = None) -> bool:
+    def look(self, server_writers: Mapping[str, Sequence[WriterView]] = None) -> bool:
         """
         Find which expected nodes are ready now; return whether all are.
 
-        ``server_writers``: topic -> the readers matched by each of the server's own writers
-        on it (a bag's topics); each must have matched the expected nodes' readers too.
+        ``server_writers``: topic -> each of the server's own writers of each frame on it
+        (/clock, the views, a bag's topics); each must have matched the expected nodes'
+        readers too, and every other reader it sees.
         """
         missing = self.missing(server_writers)
         self.server_lacks = missing.pop(SERVER, '')
         self.ready = set(self.expected) - set(missing)
         return self.all_ready
 
-    def missing(self, server_writers: Mapping[str, Sequence[int]] = None) -> Dict[str, str]:
+    def missing(self, server_writers: Mapping[str, Sequence[WriterView]] = None
+                ) -> Dict[str, str]:
         """Return each expected node (and SERVER) that is not ready, with what it lacks."""
         if not self.expected:
             return {}
@@ -165,19 +218,22 @@ class Roster:
             if lacks:
                 lacking[name] = lacks
         if all(name in self.reports for name in self.expected):
-            _, readers = self._endpoints()
-            short = [f'its writer on {topic} matched {min(counts)} of {readers[topic]} readers'
-                     for topic, counts in sorted(server_writers.items())
-                     if counts and min(counts) < readers.get(topic, 0)]
+            short = []
+            for topic, writers in sorted(server_writers.items()):
+                expected = self._readers_by_node(topic)
+                for writer in writers:
+                    short += [lack for lack in writer.lacks(topic, expected)
+                              if lack not in short]
             if short:
                 lacking[SERVER] = '; '.join(short)
         return lacking
 
-    def describe_missing(self, server_writers: Mapping[str, Sequence[int]] = None) -> List[str]:
+    def describe_missing(self, server_writers: Mapping[str, Sequence[WriterView]] = None
+                         ) -> List[str]:
         """Return '<node>: <what it lacks>' for each expected node not ready (and the server)."""
         return [f'{name}: {lacks}' for name, lacks in self.missing(server_writers).items()]
 
-    def _lacks(self, name: str, server_writers: Mapping[str, Sequence[int]]) -> str:
+    def _lacks(self, name: str, server_writers: Mapping[str, Sequence[WriterView]]) -> str:
         """Return what node ``name`` lacks to be ready, in words; '' if nothing."""
         report = self.reports.get(name)
         if report is None:
@@ -187,7 +243,11 @@ class Roster:
             return f'waits for {", ".join(silent)} to say which topics they use'
         writers, readers = self._endpoints()
         short = []
-        for topic, matched in report.writers:
+        for index, (topic, matched) in enumerate(report.writers):
+            if report.seen:  # by name, as the server's own writers
+                short += WriterView(matched, report.seen[index]).lacks(
+                    topic, self._readers_by_node(topic))
+                continue
             need = readers.get(topic, 0)
             if matched < need:
                 short.append(f'its writer on {topic} matched {matched} of {need} readers')
@@ -207,3 +267,12 @@ class Roster:
             for topic, _ in report.readers:
                 readers[topic] = readers.get(topic, 0) + 1
         return writers, readers
+
+    def _readers_by_node(self, topic: str) -> Dict[str, int]:
+        """Return node name -> the readers it said it holds on ``topic``, for expected nodes."""
+        counts = {}
+        for name in self.expected:
+            held = sum(1 for read, _ in self.reports[name].readers if read == topic)
+            if held:
+                counts[name] = held
+        return counts

@@ -74,9 +74,7 @@ class Timeline:
         check_real_time_factor(Fraction(real_time_factor))
         self._now_ns = now_ns
         self._new_user_id = new_user_id
-        self._mode = mode
-        self._sync = sync
-        self._paused = paused
+        self._set_run(mode, sync, paused)
         self._time_step_ns = time_step_ns
         self._rtf = Fraction(real_time_factor)
         self._hold = SyncHold(now_ns, holder_timeout_ns)
@@ -143,7 +141,7 @@ class Timeline:
     @property
     def free_running(self) -> bool:
         """Whether time advances by itself (real-time or free run, not paused)."""
-        return runs_by_itself(self._mode, self._sync, self._paused)
+        return self._free_running
 
     def frame_period_ns(self) -> Optional[Fraction]:
         """
@@ -154,7 +152,7 @@ class Timeline:
         """
         if self._mode is Mode.REAL_TIME or not self.free_running:
             return None
-        if self._rtf == 0:
+        if not self._rtf:  # 0: as fast as possible
             return Fraction(0)
         return self._time_step_ns / self._rtf
 
@@ -188,7 +186,7 @@ class Timeline:
             self._time_ns = target
             self._frame += 1
             return range(target, target + 1)
-        if self._rtf == 0:
+        if not self._rtf:
             count = limit
         else:
             elapsed = self._now_ns() - self._ref_steady_ns
@@ -331,7 +329,7 @@ class Timeline:
         if paused == self._paused:
             return False
         self._catch_up_real_time()
-        self._paused = paused
+        self._set_run(self._mode, self._sync, paused)
         self._snapshot()
         self._record(ChangeKind.PAUSE if paused else ChangeKind.RESUME,
                      ('paused' if paused else 'resumed') + f' at {self._time_ns} ns')
@@ -421,9 +419,14 @@ class Timeline:
             self._record(kind, cause)
 
     def _switch(self, mode: Mode, sync: bool, reason: str) -> None:
-        self._mode = mode
-        self._sync = sync
+        self._set_run(mode, sync, self._paused)
         self._reset(reason)
+
+    def _set_run(self, mode: Mode, sync: bool, paused: bool) -> None:
+        """Set mode, sync and pause, and whether time runs by itself with them."""
+        self._mode, self._sync, self._paused = mode, sync, paused
+        # Kept with them, never set apart: every frame of free run asks (free_running).
+        self._free_running = runs_by_itself(mode, sync, paused)
 
     def _origin_ns(self) -> int:
         """Return where time starts: start_ns, or the wall clock now (None)."""

@@ -72,9 +72,11 @@ class Acknowledgements:
         step's frames back (flow control, a bag frame's data), for the step's answer. A step
         takes them before its frames too, so that only its own are in its answer.
         """
-        waited, stalled = self._waited, sorted(self._stalled_now)
+        waited, stalled = self._waited, self._stalled_now
+        if not (waited or stalled):
+            return {}, []  # nothing waited: a step's usual case
         self._waited, self._stalled_now = {}, set()
-        return waited, stalled
+        return waited, sorted(stalled)
 
     def take_report(self) -> str:
         """Take the waits (:meth:`take_waits`) and say them for a step's answer (or '')."""

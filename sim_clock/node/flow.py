@@ -33,7 +33,9 @@ A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is st
 dead process keeps its match until its lease ends): its topic is not waited for again while
 its readers stay the same and have not caught up, as for acknowledged steps. The wait is long
 enough for a slow reader that is alive to take a whole window on a loaded machine (100
-samples a second), so that only a frozen or dead one counts as stalled and loses samples.
+samples a second), so that only a frozen or dead one counts as stalled. The wait is per writer,
+not per reader: while a stalled reader stays matched, a live reader of the same topic that is
+slower than the publishing can lose samples too (doc/design.md, "Flow control").
 
 A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
 that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end

@@ -22,8 +22,8 @@ records it in the core's ring (``sim_clock.core.frame_events``). With the ring o
 """
 
 import time
-from typing import Callable
 from typing import Iterable
+from typing import Protocol
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
@@ -47,6 +47,12 @@ EVENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         durability=DurabilityPolicy.VOLATILE)
 
 
+class Epoch(Protocol):
+    """The epoch of the time now: resets so far (the timeline's)."""
+
+    epoch: int
+
+
 def to_msg(event: FrameEvent, msg=None) -> FrameEventMsg:
     """Return ``event`` as a ``sim_clock/msg/FrameEvent`` (filled into ``msg`` if given)."""
     msg = FrameEventMsg() if msg is None else msg
@@ -61,12 +67,12 @@ class FrameTimeline:
     """
     Record the server's frame events in ``ring``; serve and (optionally) publish them.
 
-    ``epoch``: returns the timeline's epoch now (the events of a reset carry its own).
+    ``run``: what says the epoch now (the timeline); the events of a reset carry their own.
     """
 
-    def __init__(self, node: Node, ring: FrameEventRing, epoch: Callable[[], int]):
+    def __init__(self, node: Node, ring: FrameEventRing, run: Epoch):
         self.ring = ring
-        self._epoch = epoch
+        self._run = run
         self._publisher = node.create_publisher(FrameEventMsg, '~/frame_events', EVENTS_QOS)
         node.create_service(GetFrameEvents, '~/get_frame_events', self._on_get,
                             qos_profile=SERVICE_QOS)
@@ -78,40 +84,40 @@ class FrameTimeline:
     def frames(self, times: range, first_number: int, now_ns: int) -> None:
         """Record frames at /clock times ``times``, out at ``now_ns``, from ``first_number``."""
         if self.ring.length:
-            self.ring.record_frames(self._epoch(), times, first_number, now_ns)
+            self.ring.record_frames(self._run.epoch, times, first_number, now_ns)
 
     def done(self, name: str, time_ns: int, since_ns: int, now_ns: int, round_: int = 0,
              success: bool = True) -> None:
         """Record that ``name`` finished /clock time ``time_ns``, awaited since ``since_ns``."""
         if self.ring.length:
-            self.ring.record(DONE, self._epoch(), time_ns, since_ns, now_ns, name, round_,
+            self.ring.record(DONE, self._run.epoch, time_ns, since_ns, now_ns, name, round_,
                              success)
 
     def gate(self, topic: str, time_ns: int, since_ns: int, now_ns: int,
              success: bool = True) -> None:
         """Record the gated output on ``topic`` for /clock time ``time_ns`` (or its timeout)."""
         if self.ring.length:
-            self.ring.record(GATE, self._epoch(), time_ns, since_ns, now_ns, topic, 0, success)
+            self.ring.record(GATE, self._run.epoch, time_ns, since_ns, now_ns, topic, 0, success)
 
     def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
         """Record that the frame at ``time_ns`` stopped waiting for ``names`` (late ones)."""
         if self.ring.length:
             now = time.monotonic_ns()
             for name in names:
-                self.ring.record(kind, self._epoch(), time_ns, since_ns, now, name, 0, False)
+                self.ring.record(kind, self._run.epoch, time_ns, since_ns, now, name, 0, False)
 
     def acknowledged(self, topics: Iterable[str], time_ns: int, start_ns: int, end_ns: int,
                      stalled: Iterable[str] = ()) -> None:
         """Record a wait for the readers of ``topics`` from ``start_ns`` to ``end_ns``."""
         if self.ring.length:
-            self.ring.record(ACK, self._epoch(), time_ns, start_ns, end_ns,
+            self.ring.record(ACK, self._run.epoch, time_ns, start_ns, end_ns,
                              ','.join(topics), 0, not stalled)
 
     def step(self, service: str, user_id: str, time_ns: int, start_ns: int, frames: int,
              success: bool, message: str) -> None:
         """Record a step call that came at ``start_ns``, answered now."""
         if self.ring.length:
-            self.ring.record(STEP, self._epoch(), time_ns, start_ns, time.monotonic_ns(),
+            self.ring.record(STEP, self._run.epoch, time_ns, start_ns, time.monotonic_ns(),
                              service, frames, success, f'{user_id}: {message}')
 
     def reset(self, epoch: int, time_before_ns: int, time_after_ns: int, cause: str) -> None:

@@ -139,13 +139,12 @@ class Participants:
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
-        barrier, now = self.barrier, time.monotonic_ns()
+        barrier, now, name, round_ = self.barrier, time.monotonic_ns(), msg.name, msg.round
         counts = dict(zip(msg.topics, msg.counts))
-        if barrier.done(msg.name, time_ns, now, join_ns(msg.next), msg.round, counts, msg.rounds,
+        if barrier.done(name, time_ns, now, join_ns(msg.next), round_, counts, msg.rounds,
                         msg.next_frame):
-            self._events.done(
-                msg.name, time_ns, barrier.participants[msg.name].awaited_since_ns, now,
-                msg.round)
+            self._events.done(name, time_ns, barrier.participants[name].awaited_since_ns, now,
+                              round_)
             self._released()
 
     def _released(self) -> None:

@@ -34,6 +34,8 @@ class CappedSink:
     def __init__(self, sink, core: Core):
         self._sink, self._core = sink, core
         self._timeline, self._cap = core.timeline, core.rate_cap
+        #: What the sink it wraps leaves to do at the end of its frames (its own method).
+        self.end_of_frames = sink.end_of_frames
 
     def _capping(self) -> bool:
         """Whether frames are capped now: a cap is set and simulation time free-runs."""
@@ -70,10 +72,6 @@ class CappedSink:
     def publishers(self) -> list:
         """Return the publishers of the sink it wraps."""
         return self._sink.publishers()
-
-    def end_of_frames(self):
-        """Return what the sink it wraps leaves to do at the end of its frames."""
-        return self._sink.end_of_frames()
 
     def close(self) -> None:
         """Close the sink it wraps."""

@@ -28,8 +28,10 @@ from typing import List
 
 from sim_clock.core.roster import Report
 from sim_clock.core.roster import Roster
+from sim_clock.core.roster import WriterView
 from sim_clock.msg import Ready
 from sim_clock.names import READY_READER_QOS
+from sim_clock.ready import readers_seen
 
 #: How often the server looks again while an expected node is missing, in s.
 LOOK_PERIOD_S = 0.05
@@ -53,12 +55,15 @@ class ExpectedParticipants:
         node.create_subscription(Ready, '~/ready', self._on_ready, READY_READER_QOS)
         self._timer = node.create_timer(LOOK_PERIOD_S, self._on_timer, clock=steady_clock)
 
-    def server_writers(self) -> Dict[str, List[int]]:
-        """Return topic -> the readers matched by each of the server's writers of frames."""
+    def server_writers(self) -> Dict[str, List[WriterView]]:
+        """Return topic -> each of the server's writers of frames, its matches and readers."""
         writers = {}
         for publisher in self._data_publishers():
+            # The count first, the graph after: a reader matched in between is then in the
+            # graph too, and cannot stand in for one the count missed.
+            matched = publisher.get_subscription_count()
             writers.setdefault(publisher.topic_name, []).append(
-                publisher.get_subscription_count())
+                WriterView(matched, readers_seen(self._node, publisher.topic_name)))
         return writers
 
     def look(self) -> bool:
@@ -80,7 +85,8 @@ class ExpectedParticipants:
         self.look()
 
     def _on_ready(self, msg: Ready) -> None:
-        report = Report.of(msg.publications, msg.readers, msg.subscriptions, msg.writers)
+        report = Report.of(msg.publications, msg.readers, msg.subscriptions, msg.writers,
+                           msg.readers_seen, msg.reader_nodes)
         self._changed(self.roster.report(msg.name, report, self.server_writers()))
 
     def _on_timer(self) -> None:

@@ -14,6 +14,8 @@
 
 """Every change in the log, and every reset as a message on ``~/resets``."""
 
+from typing import Callable
+
 from sim_clock.core.state import Change
 from sim_clock.core.state import ChangeKind
 from sim_clock.msg import Reset
@@ -36,22 +38,28 @@ def log_change(logger, change: Change, at_ns: int) -> None:
 
 class ResetEvents:
     """
-    Publish a :class:`~sim_clock.msg.Reset` for each reset of ``server``'s timeline.
+    Publish a :class:`~sim_clock.msg.Reset` on ``publisher`` for each reset it is told of.
 
-    Reliable and transient local (depth 1), so that a node that starts late learns of the last
-    one; times are /clock times (a bag player's offset included).
+    ``to_clock``: timeline time to /clock time (a bag player's offset included), the times the
+    message carries. The publisher is reliable and transient local, depth 1
+    (:func:`create_publisher`), so that a node that starts late learns of the last reset.
     """
 
-    def __init__(self, server):
-        self._server = server
-        self._publisher = server.create_publisher(Reset, RESETS_TOPIC, RESET_QOS)
-        server.add_change_listener(self._on_change)
+    def __init__(self, publisher, to_clock: Callable[[int], int]):
+        self._publisher = publisher
+        self._to_clock = to_clock
 
-    def _on_change(self, change: Change) -> None:
+    def on_change(self, change: Change) -> None:
+        """Publish ``change`` if it is a reset; a change listener."""
         if not change.reset:
             return
-        clock_ns = self._server.clock_ns
+        to_clock = self._to_clock
         self._publisher.publish(Reset(
-            epoch=change.epoch, time_before=time_msg(clock_ns(change.time_before_ns)),
-            time_after=time_msg(clock_ns(change.time_after_ns)), cause=change.cause,
+            epoch=change.epoch, time_before=time_msg(to_clock(change.time_before_ns)),
+            time_after=time_msg(to_clock(change.time_after_ns)), cause=change.cause,
             mode=change.mode.value, sync=change.sync))
+
+
+def create_publisher(create_publisher: Callable):
+    """Make the ``~/resets`` publisher with ``create_publisher`` (a node's)."""
+    return create_publisher(Reset, RESETS_TOPIC, RESET_QOS)

@@ -22,6 +22,7 @@ history and figures are. rclpy's private API is in ``sim_clock.compat``.
 import importlib.metadata
 import os
 import signal
+import sys
 from typing import Callable
 from typing import Optional
 
@@ -172,6 +173,24 @@ SIGNAL_LATENCY_S = 0.1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def ignoring_late_stop_signals(hook: Callable) -> Callable:
+    """
+    Return ``sys.unraisablehook`` ``hook`` that says nothing of a stop signal that came late.
+
+    A SIGINT that arrives while its Python handler is being replaced by SIG_IGN (launch's
+    second SIGINT, a few ms after the terminal's) is found pending with no Python handler
+    left, and CPython writes it out as an unraisable "Signal 2 ignored due to race condition"
+    with a traceback. Ignoring it was the intent: only that report is dropped.
+    """
+    late = {f'Signal {int(number)} ignored due to race condition' for number in STOP_SIGNALS}
+
+    def quiet(unraisable) -> None:
+        if not (isinstance(unraisable.exc_value, OSError)
+                and str(unraisable.exc_value) in late):
+            hook(unraisable)
+    return quiet
+
+
 def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,
                        executor_factory: Callable[[], object] = make_executor,
                        transports: Optional[Callable[[], Optional[str]]] = None) -> int:
@@ -239,6 +258,7 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
         # Ctrl-C reaches the process group and launch forwards another (and SIGTERM after
         # 5 s), which would otherwise find Python's default handlers on the way out and end
         # the process with -2 or -15 (doc/design.md, "Ctrl-C").
+        sys.unraisablehook = ignoring_late_stop_signals(sys.unraisablehook)
         for number, handler in previous.items():
             signal.signal(number, signal.SIG_IGN if stopped else handler)
     return 0

@@ -46,6 +46,7 @@ from sim_clock.core.units import NS_PER_SEC
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
+from sim_clock.node import resets
 from sim_clock.node import simulation_interfaces
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import ClockSourceAlarm
@@ -68,7 +69,6 @@ from sim_clock.node.publishing import FrameSink
 from sim_clock.node.publishing import SinkParts
 from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants
-from sim_clock.node.resets import ResetEvents
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
 from sim_clock.node.ticking import Ticker
@@ -98,8 +98,7 @@ class ClockServer(Node):
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
-        self.frame_timeline = FrameTimeline(self, core.frame_events,
-                                            lambda: self._timeline.epoch)
+        self.frame_timeline = FrameTimeline(self, core.frame_events, self._timeline)
         self.frame_timeline.publish(core.publish_frame_events)
         #: The one place a change of the timeline is announced; the listeners below, in order.
         self.changes = TimelineChanges(
@@ -111,7 +110,10 @@ class ClockServer(Node):
             lambda period_s, callback: self.create_timer(period_s, callback,
                                                          clock=self.steady_clock),
             self.destroy_timer, detach_time_source(self))
-        self._reset_events = ResetEvents(self)
+        #: ``~/resets``: a message for each reset, to the nodes that follow them.
+        self._reset_events = resets.ResetEvents(resets.create_publisher(self.create_publisher),
+                                                axes.to_clock)
+        self.changes.listen(self._reset_events.on_change)
         #: The one owner of this node's acknowledgement waits and stalled readers.
         self.acks = Acknowledgements(on_wait=self._acknowledgement_wait)
         #: The /clock publisher; the sink publishes on it.

@@ -117,7 +117,7 @@ class ControlServices:
 
     def _on_step(self, request, response):
         self._engine.step(_step_request(request, answer_later(
-            self._step_replies, response, lambda outcome: fill(response, outcome))))
+            self._step_replies, response, functools.partial(fill, response))))
         return response
 
     def _on_step_once(self, request, response):

@@ -21,6 +21,7 @@ from sim_clock.core.roster import parse_expected
 from sim_clock.core.roster import Report
 from sim_clock.core.roster import Roster
 from sim_clock.core.roster import SERVER
+from sim_clock.core.roster import WriterView
 from sim_clock.core.rules import Refused
 
 
@@ -85,13 +86,82 @@ def test_each_endpoint_must_match_every_peer_among_the_expected_nodes():
     # server says it writes /chatter itself (a bag's topic).
     roster.report('/perception', PERCEPTION)
     roster.report('/recorder', RECORDER)
-    assert roster.look({'/chatter': [1]})
-    assert not roster.look({'/chatter': [0]})
-    assert roster.missing({'/chatter': [0]}) == {
-        SERVER: 'its writer on /chatter matched 0 of 1 readers'}
-    assert not roster.look({'/chatter': [1, 1]})  # two writers: its reader needs both
-    assert roster.missing({'/chatter': [1, 1]}) == {
+    assert roster.look({'/chatter': [WriterView(1, ('/perception',))]})
+    assert not roster.look({'/chatter': [WriterView(0, ('/perception',))]})
+    assert roster.missing({'/chatter': [WriterView(0, ('/perception',))]}) == {
+        SERVER: 'its writer on /chatter matched 0 of the 1 readers it sees'}
+    two = [WriterView(1, ('/perception',))] * 2
+    assert not roster.look({'/chatter': two})  # two writers: its reader needs both
+    assert roster.missing({'/chatter': two}) == {
         '/perception': 'its reader on /chatter matched 1 of 2 writers'}
+
+
+def test_a_reader_nobody_expects_does_not_stand_in_for_an_expected_one():
+    """
+    The server's writer is checked by name: the test client's match is not the recorder's.
+
+    The recorder says its reader matched the server's writer; the writer's one match is the
+    test client's reader.
+    """
+    roster = Roster()
+    roster.configure(('/recorder',))
+    roster.report('/recorder', Report.of([], [], ['/clock'], [1]))
+    client_only = {'/clock': [WriterView(1, ('/test_client',))]}
+    assert not roster.look(client_only)
+    assert roster.missing(client_only) == {
+        SERVER: 'its writer on /clock does not see 1 of the 1 readers of /recorder yet'}
+    seen_not_matched = {'/clock': [WriterView(1, ('/recorder', '/test_client'))]}
+    assert not roster.look(seen_not_matched)
+    assert roster.missing(seen_not_matched) == {
+        SERVER: 'its writer on /clock matched 1 of the 2 readers it sees'}
+    assert roster.look({'/clock': [WriterView(2, ('/recorder', '/test_client'))]})
+    # A node with two readers of /clock (its time source's and its own): both seen.
+    roster.report('/recorder', Report.of([], [], ['/clock', '/clock'], [1, 1]))
+    assert not roster.look({'/clock': [WriterView(2, ('/recorder', '/test_client'))]})
+    assert roster.look({'/clock': [WriterView(3, ('/recorder', '/test_client', '/recorder'))]})
+
+
+def test_a_node_writer_that_names_its_readers_is_checked_by_name():
+    """
+    Perception's writer on /stage1 matched 2 (the count the others need), one of them an echo.
+
+    Named, it is not ready until it sees /recorder's reader and matched all it sees; a report
+    without names (or with names that do not add up) is checked by count, as before.
+    """
+    def perception(matched, seen):
+        return Report.of(['/stage1'], [matched], ['/chatter'], [0],
+                         [len(seen)], list(seen))
+    roster = stack()
+    roster.report('/planning', PLANNING)
+    roster.report('/recorder', RECORDER)
+    assert not roster.report('/perception', perception(2, ('/echo', '/planning')))
+    assert roster.missing() == {
+        '/perception': 'its writer on /stage1 does not see 1 of the 1 readers of /recorder yet'}
+    assert not roster.report('/perception', perception(2, ('/echo', '/planning', '/recorder')))
+    assert roster.missing() == {
+        '/perception': 'its writer on /stage1 matched 2 of the 3 readers it sees'}
+    assert roster.report('/perception', perception(3, ('/echo', '/planning', '/recorder')))
+    # Counts only: two matches are enough, whoever they are.
+    assert roster.report('/perception', Report.of(['/stage1'], [2], ['/chatter'], [0]))
+    assert Report.of(['/stage1'], [2], [], [], [2], ['/planning']).seen == ()
+    assert Report.of(['/a', '/b'], [1, 2], [], [], [1, 2], ['/x', '/y', '/z']).seen == (
+        ('/x',), ('/y', '/z'))
+
+
+@given(st.lists(st.sampled_from(['/a', '/b', '/x']), max_size=5), st.integers(0, 5),
+       st.integers(0, 2), st.integers(0, 2))
+def test_a_server_writer_is_ready_iff_it_sees_and_matched_every_expected_reader(
+        seen, matched, readers_a, readers_b):
+    """Against a model: each expected reader among those seen, and every one seen matched."""
+    roster = Roster()
+    roster.configure(('/a', '/b'))
+    roster.report('/a', Report.of([], [], ['/clock'] * readers_a, [1] * readers_a))
+    roster.report('/b', Report.of([], [], ['/clock'] * readers_b, [1] * readers_b))
+    writers = {'/clock': [WriterView(matched, tuple(seen))]}
+    model = (seen.count('/a') >= readers_a and seen.count('/b') >= readers_b
+             and matched >= len(seen))
+    assert roster.look(writers) == model
+    assert (SERVER in roster.missing(writers)) == (not model)
 
 
 def test_a_node_that_leaves_must_say_it_is_ready_again():
@@ -107,7 +177,7 @@ def test_a_node_that_leaves_must_say_it_is_ready_again():
 
 def test_nothing_expected_is_always_ready_and_others_change_nothing():
     roster = Roster()
-    assert roster.all_ready and roster.look({'/chatter': [0]})
+    assert roster.all_ready and roster.look({'/chatter': [WriterView(0, ('/x',))]})
     assert roster.report('/stranger', Report.of(['/x'], [0], [], []))
     assert roster.missing() == {}
 

@@ -983,6 +983,14 @@ def test_only_the_documented_transitions_reset(operations):
             assert after == replace(before, holder=model.holder), operation
         assert (after.mode, after.sync, after.holder, after.paused) == (
             model.mode, model.sync, model.holder, model.paused), operation
+        # What free run and its pace follow, kept with the state: as the state says.
+        free = not model.paused and not (model.mode is SIM and model.sync)
+        assert timeline.free_running is free, operation
+        period = timeline.frame_period_ns()
+        if not free or model.mode is RT:
+            assert period is None, operation
+        else:
+            assert (period == 0) is (after.real_time_factor == 0), operation
 
 
 # -- Timeline.seek -----------------------------------------------------------------------------

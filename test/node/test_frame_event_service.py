@@ -45,7 +45,7 @@ class Rig:
         self.node = Node('sim_clock', context=context)
         self.epoch = 3
         self.ring = FrameEventRing(length)
-        self.timeline = FrameTimeline(self.node, self.ring, lambda: self.epoch)
+        self.timeline = FrameTimeline(self.node, self.ring, self)
 
     def events(self) -> list:
         """Return every event in the ring."""

@@ -23,13 +23,18 @@ A real node of the test's context holds the server's /clock writer; an expected 
 from node_doubles import ServerNode
 from node_doubles import spin_for
 from node_doubles import spin_until
+import rclpy
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sim_clock.core.roster import Roster
+from sim_clock.core.roster import WriterView
 from sim_clock.msg import Ready
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import READY_QOS
 from sim_clock.node.readiness import ExpectedParticipants
+from std_msgs.msg import String
 
 PLANNER = '/planner'
 
@@ -68,14 +73,27 @@ class Rig:
         spin_until([self.server, self.planner], condition)
 
 
-def test_the_server_writers_are_counted_by_topic(context):
-    """Each writer of frames, by topic, with the readers it has matched."""
+def test_the_server_writers_are_counted_by_topic(context, domain_id):
+    """Each writer of frames, by topic, with its matches and the readers the graph shows."""
     rig = Rig(context)
+    # A participant of its own: one participant takes one type per topic.
+    elsewhere = rclpy.Context()
+    rclpy.init(context=elsewhere, domain_id=domain_id)
+    stranger = Node('stranger', context=elsewhere)
     rig.writers.append(rig.server.create_publisher(Clock, '/view/clock', CLOCK_QOS))
-    assert rig.expected.server_writers() == {'/clock': [0], '/view/clock': [0]}
+    assert rig.expected.server_writers() == {'/clock': [WriterView(0, ())],
+                                             '/view/clock': [WriterView(0, ())]}
     rig.read_clock()
-    rig.spin_until(lambda: rig.expected.server_writers()['/clock'] == [1])
-    assert rig.expected.server_writers()['/view/clock'] == [0]
+    # A reader the writer can never match (transient local: the writer is volatile) is not
+    # among those it sees; nor is one of another type.
+    rig.planner.create_subscription(Clock, '/clock', lambda msg: None, QoSProfile(
+        depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    stranger.create_subscription(String, '/view/clock', lambda msg: None, 1)
+    rig.spin_until(lambda: rig.expected.server_writers()['/clock'] == [
+        WriterView(1, (PLANNER,))] and rig.server.count_subscribers('/view/clock'))
+    assert rig.expected.server_writers()['/view/clock'] == [WriterView(0, ())]
+    stranger.destroy_node()
+    rclpy.try_shutdown(context=elsewhere)
 
 
 def test_a_report_on_ready_makes_the_node_ready_once(context):
@@ -102,7 +120,7 @@ def test_what_is_missing_is_said(context):
     rig.spin_until(lambda: PLANNER in rig.expected.roster.reports)
     assert rig.expected.describe_missing() == [
         '/planner: its reader on /clock matched 0 of 1 writers',
-        'the server: its writer on /clock matched 0 of 1 readers']
+        'the server: its writer on /clock does not see 1 of the 1 readers of /planner yet']
     assert rig.readies == 0
 
 
@@ -115,6 +133,29 @@ def test_a_match_without_a_message_is_found_by_looking_again(context):
     rig.read_clock()
     rig.spin_until(lambda: rig.readies)
     assert rig.expected.roster.all_ready
+
+
+def test_a_reader_nobody_expects_does_not_stand_in_for_the_expected_one(context):
+    """
+    Another node's match on /clock is not the planner's: the frame waits for the planner's.
+
+    The planner says its reader of /clock matched the server's writer before that writer
+    matched it (here: before the reader exists), while another node's reader of /clock has
+    matched: the writer's count is 1, as expected.
+    """
+    rig = Rig(context)
+    other = Node('test_client', context=context)
+    other.create_subscription(Clock, '/clock', lambda msg: None, CLOCK_QOS)
+    rig.spin_until(lambda: rig.clock.get_subscription_count() == 1)
+    rig.report()
+    rig.spin_until(lambda: PLANNER in rig.expected.roster.reports)
+    spin_for([rig.server, rig.planner, other], 0.3)  # the timer looks again, and again
+    assert rig.readies == 0 and rig.expected.describe_missing() == [
+        'the server: its writer on /clock does not see 1 of the 1 readers of /planner yet']
+    rig.read_clock()
+    spin_until([rig.server, rig.planner, other], lambda: rig.readies)
+    assert rig.clock.get_subscription_count() == 2
+    other.destroy_node()
 
 
 def test_a_node_forgotten_must_say_it_is_ready_again(context):

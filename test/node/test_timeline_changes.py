@@ -27,6 +27,7 @@ from sim_clock.core.rules import Refused
 from sim_clock.core.state import ChangeKind
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.changes import TimelineChanges
+from sim_clock.node.resets import ResetEvents
 
 OFFSET_NS = 5_000 * MS
 SECOND_NS = 1_000 * MS
@@ -145,3 +146,31 @@ def test_apply_announces_what_changed_before_a_change_raised():
         rig.changes.apply(pause_then_refuse)
     assert [change.kind for change in rig.after[0]] == [ChangeKind.PAUSE]
     assert rig.logger.at('info') == [f'time paused at {OFFSET_NS} ns']
+
+
+class Published:
+    """What ResetEvents publishes, kept in order: the part of a publisher it uses."""
+
+    def __init__(self):
+        self.messages = []
+
+    def publish(self, msg) -> None:
+        self.messages.append(msg)
+
+
+def test_each_reset_and_only_a_reset_goes_out_on_resets_in_clock_time():
+    """A reset on ~/resets: a message per reset, with /clock times, mode and sync."""
+    rig = Rig()
+    published = Published()
+    events = ResetEvents(published, Axes(clock_offset_ns=OFFSET_NS).to_clock)
+    rig.changes.listen(events.on_change)
+    rig.timeline.step('', 3)
+    rig.timeline.set_paused(True)
+    rig.timeline.reset('test reset')
+    rig.timeline.set_time_step_ns(20 * MS)
+    rig.changes.dispatch()
+    assert len(published.messages) == 1
+    msg = published.messages[0]
+    assert (msg.epoch, msg.cause, msg.mode, msg.sync) == (1, 'test reset', 'simulation', True)
+    assert (msg.time_before.sec, msg.time_before.nanosec) == divmod(OFFSET_NS + 30 * MS, SECOND_NS)
+    assert (msg.time_after.sec, msg.time_after.nanosec) == divmod(OFFSET_NS, SECOND_NS)

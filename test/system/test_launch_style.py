@@ -59,7 +59,7 @@ def files_digest(path: str) -> str:
 
 def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
                  storage: str):
-    """Start everything at once, step at once; return (digest, recording path, processed)."""
+    """Start everything at once, step at once; return (digest, path, processed, its log)."""
     output = str(tmp_path / f'{mode}-{run}')
     player = start_server({'sync': True, 'time_step': 0.01,
                            'expected_participants': EXPECTED},
@@ -73,7 +73,8 @@ def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str,
     step_until_recorded(client, recorder, nodes, player)
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
-    return files_digest(output), output, {role: processed(node) for role, node in nodes.items()}
+    return (files_digest(output), output,
+            {role: processed(node) for role, node in nodes.items()}, recorder.log())
 
 
 @pytest.fixture
@@ -90,14 +91,15 @@ def test_a_stack_started_at_once_records_the_same_file_every_run(
         start_server, client, domain_id, tmp_path, bag, mode, storage):
     """20 runs started as launch starts them: one bag file, the first frame in it, causal."""
     path, chatter = bag
-    digests, first = set(), None
+    digests, first, first_log = set(), None, None
     for run in range(RUNS):
-        digest, output, seen = launched_run(
+        digest, output, seen, log = launched_run(
             start_server, client, domain_id, tmp_path, path, mode, run, storage)
         digests.add(digest)
-        first = first or output
-        assert len(digests) == 1, f'run {run} recorded another file than run 0: ' + '\n'.join(
-            compare(first, output).lines())
+        first, first_log = first or output, first_log or log
+        assert len(digests) == 1, '\n'.join((
+            f'run {run} recorded another file than run 0:', *compare(first, output).lines(),
+            'the recorder of run 0 said:', first_log, f'the recorder of run {run} said:', log))
         for role, messages in seen.items():
             assert messages, role
             for topic, clock, sent, data in messages:

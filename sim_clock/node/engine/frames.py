@@ -119,6 +119,8 @@ class FrameEngine:
 
     def unready(self, count: int, start: bool = True) -> List[str]:
         """Return the gates of the last of the next ``count`` frames with no writer ready."""
+        if not self._gates.gates:
+            return []  # no output gates: every frame of free run with participants asks
         timeline, to_clock = self._timeline, self._axes.to_clock
         last = to_clock(timeline.time_ns + count * timeline.time_step_ns)
         return self._gates.hold(to_clock(timeline.time_ns), last, self._now(), start)

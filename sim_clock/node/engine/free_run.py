@@ -63,10 +63,11 @@ class FreeRun:
         if timeline.release_lapsed_holder():
             self._changes.dispatch()
         frames_out.finish_frames()
-        if timeline.free_running and frames_out.expected_hold():
+        free_running = timeline.free_running
+        if free_running and frames_out.expected_hold():
             self._waits_for_expected()
             frames = range(0)
-        elif frames_out.holds_frames() and timeline.free_running:
+        elif free_running and frames_out.holds_frames():
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
             frames = self._held()
         elif self._pace.full_speed:

@@ -147,24 +147,21 @@ class StepRunner:
 
     def _take_all(self, request: StepRequest) -> range:
         """Check the step and advance the timeline by all its frames; return them."""
-        return self._dispatching(lambda: self._timeline.step(
-            request.user_id, request.steps, request.target_frame, request.epoch))
+        return self._dispatching(self._timeline.step, request.user_id, request.steps,
+                                 request.target_frame, request.epoch)
 
-    def _dispatching(self, step: Callable):
+    def _dispatching(self, step: Callable, *args):
         """
-        Run ``step()`` (a check or a step of the timeline); dispatch what it changed, if any.
+        Run ``step(*args)`` (a check or a step of the timeline); dispatch what it changed, if any.
 
         A step changes nothing that listeners follow (only a lapsed hold, when it does): the
         dispatch, which also retimes the tick timer, is left out of the step's path otherwise.
         """
         try:
-            return step()
+            return step(*args)
         finally:
             if self._timeline.changed:
                 self._changes.dispatch()
-
-    def _clock_now(self) -> int:
-        return self._to_clock(self._timeline.time_ns)
 
     def _refused(self, refused: Refused) -> StepOutcome:
         self._logger.warning(
@@ -172,9 +169,10 @@ class StepRunner:
         return self._outcome(False, refused.reason)
 
     def _done(self) -> StepOutcome:
-        return self._outcome(
-            True, f'frame {self._timeline.frame}, time {self._clock_now()} ns'
-            + self._acks.take_report())
+        outcome = self._outcome(True, '')
+        outcome.message = (f'frame {outcome.frame}, time {outcome.clock_ns} ns'
+                           + self._acks.take_report())
+        return outcome
 
     async def _run_step(self, request: StepRequest) -> StepOutcome:
         """One step: frames in runs up to the next frame that waits; then the answer."""
@@ -182,8 +180,8 @@ class StepRunner:
         self._acks.take_waits()  # what held earlier frames back is not this step's
         if frames.expected_hold():
             try:
-                self._dispatching(lambda: timeline.check_step(
-                    request.user_id, request.steps, request.target_frame, request.epoch))
+                self._dispatching(timeline.check_step, request.user_id, request.steps,
+                                  request.target_frame, request.epoch)
             except Refused as refused:
                 return self._refused(refused)
             missing = await self._expected_ready()
@@ -201,8 +199,9 @@ class StepRunner:
                 steps, remaining = len(taken), 0
                 frames.publish(taken)
             else:
-                steps = remaining = self._dispatching(lambda: timeline.check_step(
-                    request.user_id, request.steps, request.target_frame, request.epoch))
+                steps = remaining = self._dispatching(
+                    timeline.check_step, request.user_id, request.steps, request.target_frame,
+                    request.epoch)
         except Refused as refused:
             return self._refused(refused)
         hold.count_again(self._now())
@@ -244,7 +243,7 @@ class StepRunner:
                         f'{", ".join(nobody)} (no writer matched the gate within its timeout); '
                         f'{steps - remaining} of {steps} frames done', late=nobody)
             try:
-                taken = self._dispatching(lambda: timeline.step(request.user_id, count))
+                taken = self._dispatching(timeline.step, request.user_id, count)
             except Refused as refused:
                 return self._outcome(
                     False, f'stopped after {steps - remaining} of {steps} frames: '
@@ -317,7 +316,7 @@ class StepRunner:
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
         timeline = self._timeline
         return StepOutcome(success=success, message=message, frame=timeline.frame,
-                           clock_ns=self._clock_now(), epoch=timeline.epoch,
+                           clock_ns=self._to_clock(timeline.time_ns), epoch=timeline.epoch,
                            late=list(late))
 
     # -- the driver ----------------------------------------------------------------------------
