@@ -25,6 +25,7 @@ import time
 from harness import ChildProcess
 from harness import ServerProcess
 from harness import stamp_ns
+from harness import status_tuple
 from harness import UDP_LOOPBACK_ENV
 import pytest
 from sim_clock.srv import GetStatus
@@ -165,7 +166,7 @@ def test_server_killed_and_restarted(domain_id, tmp_path, client):
 
 def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path):
     """A holder killed while its step(10000) is served: every frame is published, once."""
-    start_server({'time_step': 0.001, 'owner_timeout': 2.0})
+    server = start_server({'time_step': 0.001, 'owner_timeout': 2.0})
     # Our /clock subscription is matched before the ghost's first frame is published.
     client.wait_for_clock(lambda t: True, 'the idle /clock')
     ghost = ChildProcess(domain_id, GHOST, str(tmp_path), env=UDP_LOOPBACK_ENV)
@@ -174,7 +175,13 @@ def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path)
         assert ghost.process.wait(60) == -signal.SIGKILL, ghost.finish()
     finally:
         ghost.kill()
-    client.wait_for_time(10_001 * MS, timeout=60)
+    try:
+        client.wait_for_time(10_001 * MS, timeout=60)
+    except AssertionError as error:
+        last = client.clocks[-1][1] if client.clocks else None
+        raise AssertionError(f'{error}; {len(client.clocks)} /clock messages came, the last at '
+                             f'{last} ns; status {status_tuple(client.status())}:\n'
+                             f'{server.log()}') from None
     client.spin_until(lambda: client.status().owner == '', 'the dead holder to lapse')
     taken = client.sync_mode_cmd('next', True, 0)
     assert taken.result and taken.frame == 10_001, taken  # taken without a reset
