@@ -204,3 +204,27 @@ def write_recording(path, messages, storage: str = 'mcap', time_step_ns=10 * MS)
             writer.write(connections[topic], stamp,
                          cdr(data) if isinstance(data, str) else data)
     return path
+
+
+def batch_datas(batch) -> list:
+    """Return the messages of a packed batch, one bytes object each."""
+    _, _, blob, offsets = batch
+    return [blob[a:b] for a, b in zip(offsets, offsets[1:])]
+
+
+def flatten_batches(batches):
+    """Return [(time, topic index, data)] of batches (packed or not), checking each."""
+    out = []
+    for batch in batches:
+        if len(batch) == 4:
+            assert len(batch[3]) == len(batch[0]) + 1 and batch[3][-1] == len(batch[2])
+            batch = (batch[0].tolist(), batch[1].tolist(), batch_datas(batch))
+        times, topics, datas = batch
+        assert len(times) == len(topics) == len(datas) > 0
+        out += zip(times, topics, datas)
+    return out
+
+
+def bag_messages(bag, start_ns) -> list:
+    """Return [(time, topic index, data)] of ``bag``'s messages from ``start_ns`` on."""
+    return [(t, i, d) for i, t, d in bag.messages(start_ns)]

@@ -13,10 +13,21 @@
 # limitations under the License.
 
 """
-Test isolation and fixtures shared by the suite.
+Test isolation, the suite's tiers, and fixtures shared by the suite.
 
 Every run talks DDS on loopback only, on DDS domains of its own (one per test that starts a
 server), and writes logs and temporary files under a folder of its own.
+
+The folder a test lives in says its tier (:data:`TIERS`), and the tier is checked, not trusted:
+
+- ``fast``: no child process and no DDS participant (the time core, the node's and the bag
+  player's parts with our doubles, the client's formatting, the package's files);
+- ``dds``: rclpy nodes in the pytest process, on DDS, and no child process;
+- ``process``: servers, players, CLIs, builds and browsers in processes of their own.
+
+``scripts/run_tests.sh --fast`` runs the fast tier, ``--tier T`` any one; without either the
+whole suite runs. A fast test that creates an rclpy context, or a fast or dds test that starts
+a process, fails, naming what it did (:class:`TierGuard`).
 """
 
 import os
@@ -25,9 +36,118 @@ import tempfile
 
 import pytest
 
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The tier of each folder of test/; a test file elsewhere is refused at collection.
+TIERS = {'core': 'fast', 'node': 'fast', 'bag': 'fast', 'client': 'fast', 'package': 'fast',
+         'dds': 'dds', 'system': 'process'}
+#: What each tier may not do.
+FORBIDDEN = {'fast': {'process', 'participant'}, 'dds': {'process'}, 'process': set()}
+#: The audit events (sys.addaudithook) of starting a process.
+PROCESS_EVENTS = frozenset({'subprocess.Popen', 'os.fork', 'os.forkpty', 'os.posix_spawn',
+                            'os.spawn', 'os.system', 'os.exec', 'pty.spawn'})
+
+
+class TierViolation(RuntimeError):
+    """A test did what its tier forbids: started a process, or created an rclpy context."""
+
+
+class TierGuard:
+    """
+    Fails a test that does what its tier forbids, while it runs (set-up and teardown included).
+
+    Processes are seen through Python's audit hooks (every way of starting one raises an audit
+    event); rclpy contexts (each one a DDS participant) through ``rclpy.Context.init``, which
+    the guard wraps and calls. The forbidden call raises :class:`TierViolation`, and the test
+    fails at teardown even if it caught that error.
+    """
+
+    def __init__(self):
+        self.forbidden = set()
+        self.violations = []
+
+    def install(self) -> None:
+        """Install the audit hook and wrap ``rclpy.Context.init`` (once per pytest run)."""
+        sys.addaudithook(self._audit)
+        from rclpy.context import Context
+        original = Context.init
+        guard = self
+
+        def init(context, *args, **kwargs):
+            guard.check('participant', 'created an rclpy context (a DDS participant)')
+            return original(context, *args, **kwargs)
+        Context.init = init
+
+    def check(self, kind: str, what: str) -> None:
+        """Raise TierViolation (and remember it) if the running test's tier forbids ``kind``."""
+        if kind in self.forbidden:
+            self.violations.append(what)
+            raise TierViolation(f'{what}: tests of this tier may not (test/conftest.py, TIERS)')
+
+    def _audit(self, event: str, args) -> None:
+        if event in PROCESS_EVENTS and self.forbidden:
+            self.check('process', f'started a process ({event} {args[0] if args else ""})')
+
+
+GUARD = TierGuard()
+
+
+def tier_of(path) -> str:
+    """Return the tier of the test file at ``path`` (None outside the tier folders)."""
+    relative = os.path.relpath(str(path), TEST_DIR).split(os.sep)
+    return TIERS.get(relative[0]) if len(relative) > 1 else None
+
+
+def pytest_addoption(parser):
+    """Add --tier (the tests of one tier only) and --soak (statistical claims in full)."""
+    parser.addoption('--tier', choices=sorted(FORBIDDEN),
+                     help='run only the tests of this tier (fast, dds, process: test/conftest.py)')
+    parser.addoption('--soak', action='store_true',
+                     help='run the statistical tests (marker soak) at their full counts, e.g. '
+                          '20 runs instead of 2 (scripts/soak.sh; harness.soak)')
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Leave out the folders of the other tiers under --tier (without importing them)."""
+    tier = config.getoption('--tier')
+    path = str(collection_path)
+    if tier is None or os.path.dirname(path) != TEST_DIR or not os.path.isdir(path):
+        return None
+    return True if TIERS.get(os.path.basename(path), tier) != tier else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its folder's tier; a test file outside the tier folders is an error."""
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is None:
+            raise pytest.UsageError(f'{item.path} is in no tier folder of test/: put it in one '
+                                    f'of {", ".join(sorted(TIERS))} (test/conftest.py)')
+        item.add_marker(tier)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Guard the test's set-up, call and teardown by its tier."""
+    GUARD.forbidden, GUARD.violations = FORBIDDEN[tier_of(item.path)], []
+    try:
+        yield
+    finally:
+        GUARD.forbidden = set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Fail the test at its teardown if it did what its tier forbids, even if it caught it."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == 'teardown' and GUARD.violations and not report.failed:
+        report.outcome = 'failed'
+        report.longrepr = (f'{item.nodeid} is in the {tier_of(item.path)} tier, and it '
+                           + '; '.join(GUARD.violations))
+
 
 def pytest_configure(config):
-    """Isolate the run before anything imports rclpy."""
+    """Isolate the run before anything imports rclpy; install the tier guard."""
     run_dir = tempfile.mkdtemp(prefix='sim_clock-test-')
     os.environ['TMPDIR'] = run_dir
     tempfile.tempdir = run_dir
@@ -39,10 +159,14 @@ def pytest_configure(config):
     # A child that crashes (SIGSEGV, SIGABRT, ...) prints its threads' Python stacks on its
     # stderr, which the test that started it shows: where in our code the crash came.
     os.environ['PYTHONFAULTHANDLER'] = '1'
+    # Read by harness.soak when the test modules are imported (and by pytest-xdist's workers).
+    if config.getoption('--soak'):
+        os.environ['SIM_CLOCK_SOAK'] = '1'
     # The run's own domain; each test that needs one takes the next (sim_clock's allocator,
     # which the sim_clock fixture's harnesses share). Imported once the run is isolated.
     from sim_clock.client.domains import DOMAINS
     os.environ['ROS_DOMAIN_ID'] = str(DOMAINS.take())
+    GUARD.install()
 
 
 @pytest.fixture(autouse=True)

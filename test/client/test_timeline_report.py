@@ -21,15 +21,12 @@ makes of it: test_report_in_browser.py.
 
 import io
 import json
-import subprocess
 
 from frame_timeline import FRAMES
 from frame_timeline import HOLDERS
 from frame_timeline import MS
 from frame_timeline import Page
 from frame_timeline import synthetic_run
-from harness import executable
-from harness import TIMEOUT
 import pytest
 from sim_clock.client.frame_trace import write_trace
 from sim_clock.client.report import format_holders
@@ -177,22 +174,3 @@ def test_report_of_a_file_that_is_not_a_trace_exits_2_saying_why(tmp_path, conte
     assert out.getvalue() == ''
     assert err.getvalue().startswith('cannot read the trace: ') and reason in err.getvalue()
     assert not (tmp_path / 'report.html').exists()
-
-
-def test_simclock_report_as_installed(tmp_path):
-    """The executable: a trace file in, the page out, exit 0; a bad file: 2, no traceback."""
-    trace = str(tmp_path / 'run.json')
-    write_trace(trace, synthetic_run(), '/sim_clock')
-    page_path = tmp_path / 'report.html'
-    result = subprocess.run([executable('simclock'), 'report', trace, '--html', str(page_path)],
-                            capture_output=True, text=True, timeout=TIMEOUT * 2)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines()[2].split()[0] == '/slow'
-    page = Page(page_path.read_text())
-    assert len(page.find('tr', within='holders', cls='holder')) == len(HOLDERS)
-    (tmp_path / 'bad.json').write_text('[]')
-    result = subprocess.run([executable('simclock'), 'report', str(tmp_path / 'bad.json')],
-                            capture_output=True, text=True, timeout=TIMEOUT * 2)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert 'cannot read the trace: ' in result.stderr and 'not a Chrome trace' in result.stderr
-    assert 'Traceback' not in result.stderr

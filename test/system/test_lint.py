@@ -24,6 +24,9 @@ import pytest
 
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
     'sim_clock', 'launch', 'test', 'examples', 'benchmarks', 'setup.py')]
+SCRIPTS = os.path.join(ROOT, 'scripts')
+PYTHON_PATHS += [os.path.join(SCRIPTS, name) for name in sorted(os.listdir(SCRIPTS))
+                 if name.endswith('.py')]
 # The executables configured from scripts/launcher.py.in are Python too (flake8 only); the
 # others (stack_relay, in C) are not.
 EXECUTABLES = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock')
