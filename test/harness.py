@@ -71,6 +71,16 @@ UDP_LOOPBACK_ENV = {
 }
 
 
+def soak(suite: int, full: int) -> int:
+    """
+    Return how many runs a statistical test makes: ``suite`` in the suite, ``full`` in a soak.
+
+    The suite keeps the smallest run that shows the behaviour; ``scripts/soak.sh`` (pytest
+    ``--soak``) runs the tests marked ``soak`` at the counts the docs quote.
+    """
+    return full if os.environ.get('SIM_CLOCK_SOAK') else suite
+
+
 def server_executable() -> str:
     """Return the installed clock_server launcher."""
     return os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')

@@ -26,6 +26,7 @@ import time
 
 from harness import ChildProcess
 from harness import SERVICE_QOS
+from harness import soak
 from harness import stamp_ns
 import pytest
 from sim_clock.msg import FrameEvent as FrameEventMsg
@@ -150,12 +151,13 @@ def test_a_silent_node_stops_the_step_naming_its_topic(start_server, client, dom
         assert _published(node) == [50 * MS, 100 * MS, 150 * MS]
 
 
-#: Runs of the node started together with the server, and what each steps.
-TOGETHER_RUNS = 20
+#: Runs of the node started together with the server (20 in a soak), and what each steps.
+TOGETHER_RUNS = soak(3, 20)
 TOGETHER_STEPS = 3
 TOGETHER_FRAMES = 10
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize('run', range(TOGETHER_RUNS))
 def test_a_node_started_with_the_server_gives_every_output(run, start_server, client,
                                                            domain_id, tmp_path):

@@ -31,6 +31,7 @@ from bags import write_test_bag
 from harness import ChildProcess
 from harness import executable
 from harness import NS
+from harness import soak
 import pytest
 from sim_clock.client.bag_diff import compare
 from sim_clock.names import RECORDER_NODE_NAME
@@ -41,7 +42,8 @@ from test_stack import processed
 from test_stack import step_until_recorded
 from test_stack import STEPS
 
-RUNS = 20
+#: Runs under each rule: 20 in a soak (the figure README.md quotes).
+RUNS = soak(2, 20)
 ROLES = ('perception', 'planning', 'control')
 TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
 EXPECTED = [f'/{role}' for role in ROLES] + [f'/{RECORDER_NODE_NAME}']
@@ -85,11 +87,12 @@ def bag(tmp_path):
     return path, {r.key: r.time_ns for r in records if r.topic == '/chatter'}
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize('mode, storage', [('deterministic', 'sqlite3'),
                                            ('next_frame', 'mcap')])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
         start_server, client, domain_id, tmp_path, bag, mode, storage):
-    """20 runs started as launch starts them: one bag file, the first frame in it, causal."""
+    """RUNS runs started as launch starts them: one bag file, the first frame in it, causal."""
     path, chatter = bag
     digests, first, first_log = set(), None, None
     for run in range(RUNS):
