@@ -47,6 +47,49 @@ class Writer:
         return 1
 
 
+class KeepLast(Writer):
+    """
+    A KEEP_LAST writer of ``depth`` samples and its matched reliable readers, in one process.
+
+    ``readers``: name -> how many samples that reader takes each time the writer waits for its
+    acknowledgements (0: a dead or frozen one, which takes none and stays matched). A reader
+    takes samples only then, the slowest a live one can be: a sample it has not taken when
+    ``depth`` newer ones are out is overwritten, lost to it (:attr:`lost`). :meth:`leave`
+    unmatches a reader, as the end of a dead process's lease does.
+    """
+
+    def __init__(self, depth, readers):
+        super().__init__()
+        self.qos_profile = QoSProfile(depth=depth)
+        self.rates = dict(readers)
+        #: reader -> the samples it took, and those it lost, in order.
+        self.taken = {reader: [] for reader in self.rates}
+        self.lost = {reader: [] for reader in self.rates}
+
+    def publish(self, time_ns):
+        super().publish(time_ns)
+        oldest = len(self.sent) - self.qos_profile.depth  # the first sample still held
+        for reader in self.rates:
+            self.lost[reader].extend(self.sent[self._next(reader):max(oldest, 0)])
+
+    def _next(self, reader):
+        """Return the index of the next sample ``reader`` takes or loses."""
+        return len(self.taken[reader]) + len(self.lost[reader])
+
+    def wait_for_all_acked(self, timeout):
+        for reader, rate in self.rates.items():
+            start = self._next(reader)
+            self.taken[reader].extend(self.sent[start:start + rate])
+        return all(self._next(reader) == len(self.sent) for reader in self.rates)
+
+    def get_subscription_count(self):
+        return len(self.rates)
+
+    def leave(self, reader):
+        """Unmatch ``reader``: what it lacks is no longer waited for."""
+        del self.rates[reader]
+
+
 class Logger:
     """Keeps the warnings."""
 

@@ -22,7 +22,9 @@ slices between which the executor serves everything else: the loop of :class:`Wa
 every wait of the node runs (a step's, flow control's, a bag frame's for its data). A topic
 that timed out is not waited for again while its readers stay the same and still have not
 caught up: a dead reader would otherwise stall every step for its whole lease
-(doc/design.md, "Acknowledged steps").
+(doc/design.md, "Acknowledged steps"). Flow control alone waits for such a topic all the same
+(``skip_stalled=False``): its windows are what keeps a live reader of that topic from losing
+samples (doc/design.md, "Flow control").
 Once the node stops (:meth:`Acknowledgements.stop`: Ctrl-C, SIGTERM) nothing is waited for.
 """
 
@@ -95,29 +97,31 @@ class Acknowledgements:
         """Whether :meth:`stop` was called."""
         return self._stopped
 
-    def wait(self, publishers, timeout_ns: int) -> 'Wait':
+    def wait(self, publishers, timeout_ns: int, *, skip_stalled: bool = True) -> 'Wait':
         """Return the wait until ``publishers`` are acknowledged, ``timeout_ns`` at most."""
-        return Wait(self, publishers, timeout_ns)
+        return Wait(self, publishers, timeout_ns, skip_stalled)
 
-    def wait_now(self, publishers, timeout_ns: int) -> List[str]:
+    def wait_now(self, publishers, timeout_ns: int, *, skip_stalled: bool = True) -> List[str]:
         """
         Wait until ``publishers`` are acknowledged, at most ``timeout_ns``; return the rest.
 
         Holds the executor meanwhile: for a frame's data before its /clock, and flow control.
         A step's wait (``StepRunner._acknowledged``) is the same :class:`Wait` with turns of
         the executor between slices. Once the node is stopped, it returns at once with nothing
-        left.
+        left. ``skip_stalled=False`` waits for the topics remembered as stalled too (flow
+        control's windows).
         """
-        wait = Wait(self, publishers, timeout_ns)
+        wait = Wait(self, publishers, timeout_ns, skip_stalled)
         for _ in wait:
             pass  # straight on to the next slice
         return wait.stalled
 
-    def _slices(self, publishers, timeout_ns: int) -> Generator[None, None, List[str]]:
+    def _slices(self, publishers, timeout_ns: int,
+                skip_stalled: bool) -> Generator[None, None, List[str]]:
         """Wait as :class:`Wait` says, yielding between two slices; return the topics left."""
         now = start = time.monotonic_ns()
         deadline = now + timeout_ns
-        pending, skipped = self.begin(publishers)
+        pending, skipped = self.begin(publishers, skip_stalled)
         waited, topics = self._waited, [publisher.topic_name for publisher in pending]
         while pending and now < deadline:
             if self._stopped:
@@ -148,13 +152,19 @@ class Acknowledgements:
             pending = self.wait_slice(pending, deadline)
         return not pending or self._stopped
 
-    def begin(self, publishers):
-        """Return the publishers to wait for, and the topics skipped as stalled."""
+    def begin(self, publishers, skip_stalled: bool = True):
+        """
+        Return the publishers to wait for, and the topics skipped as stalled.
+
+        A topic is skipped if it stalled before, its readers are the same and it has not
+        caught up, unless ``skip_stalled`` is False: then every publisher is waited for, and a
+        topic that stalls again is remembered again (:meth:`finish`).
+        """
         pending, skipped = [], []
         for publisher in publishers:
             topic = publisher.topic_name
             readers = publisher.get_subscription_count()
-            if (self._stalled.get(topic) == readers
+            if (skip_stalled and self._stalled.get(topic) == readers
                     and not publisher.wait_for_all_acked(Duration(nanoseconds=0))):
                 skipped.append(topic)
             else:
@@ -185,21 +195,25 @@ class Wait:
     passed, or the node stops (:meth:`Acknowledgements.stop`: then before the next slice, with
     nothing left). Between two items the caller may let the executor serve the rest (a step's wait,
     ``StepRunner._acknowledged``) or go straight on (:meth:`Acknowledgements.wait_now`).
-    Topics whose readers stalled before, and are the same, are not waited for; those not
-    acknowledged in time are remembered as stalled. Each wait counts for
+    Topics whose readers stalled before, and are the same, are not waited for unless
+    ``skip_stalled`` is False (flow control); those not acknowledged in time are remembered as
+    stalled. Each wait counts for
     :meth:`Acknowledgements.take_waits` and, if it waited for anything, is recorded through
     ``on_wait``. Then :attr:`stalled` names the topics not acknowledged (those skipped too).
     """
 
-    __slots__ = ('_acks', '_publishers', '_timeout_ns', 'stalled')
+    __slots__ = ('_acks', '_publishers', '_timeout_ns', '_skip_stalled', 'stalled')
 
-    def __init__(self, acks: Acknowledgements, publishers, timeout_ns: int):
+    def __init__(self, acks: Acknowledgements, publishers, timeout_ns: int,
+                 skip_stalled: bool = True):
         self._acks, self._publishers, self._timeout_ns = acks, publishers, timeout_ns
+        self._skip_stalled = skip_stalled
         #: The topics not acknowledged, sorted, once iterated.
         self.stalled: List[str] = []
 
     def __iter__(self) -> Iterator[None]:
-        self.stalled = yield from self._acks._slices(self._publishers, self._timeout_ns)
+        self.stalled = yield from self._acks._slices(self._publishers, self._timeout_ns,
+                                                     self._skip_stalled)
 
 
 def describe_waits(waited: Dict[str, int], stalled: List[str]) -> str:

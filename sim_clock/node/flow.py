@@ -72,6 +72,9 @@ MAX_WINDOW = 500
 #: The longest one wait for a window's acknowledgements, in ns; then its readers are stalled.
 #: 1 s counted a live keep-all reader as stalled on a loaded machine, and it lost frames.
 WAIT_TIMEOUT_NS = 5_000_000_000
+#: The least time between two warnings of stalled readers, in s: one window per wait would
+#: otherwise say it every window.
+STALLED_WARNING_PERIOD_S = 30.0
 
 
 class PublisherDestroyed(RuntimeError):
@@ -153,15 +156,17 @@ class FlowControl:
         """Wait until every spent writer of every group is acknowledged; give each a window."""
         spent = [(group, index) for group in self._groups
                  for index, budget in enumerate(group.budgets) if budget == 0]
+        # Stalled topics too: their windows are what keeps their live readers from losing.
         stalled = self._acks.wait_now([group.publishers[index] for group, index in spent],
-                                      WAIT_TIMEOUT_NS)
+                                      WAIT_TIMEOUT_NS, skip_stalled=False)
         if stalled:
             self._logger.warning(
-                f'publishing on without waiting for stalled reliable readers of: '
-                f'{", ".join(stalled)} (they did not acknowledge {MAX_WINDOW} samples or '
-                f'fewer within {WAIT_TIMEOUT_NS / 1e9:g} s; they may lose samples until they '
-                f'catch up)',
-                throttle_duration_sec=5.0)
+                f'stalled reliable readers of: {", ".join(stalled)} (they did not acknowledge '
+                f'{MAX_WINDOW} samples or fewer within {WAIT_TIMEOUT_NS / 1e9:g} s): each '
+                f'window of stepped frames on those topics waits {WAIT_TIMEOUT_NS / 1e9:g} s '
+                f'for them until they catch up or leave (a dead process: at the end of its '
+                f'lease)',
+                throttle_duration_sec=STALLED_WARNING_PERIOD_S)
         for group, index in spent:
             group.budgets[index] = group.windows[index]
 

@@ -19,6 +19,7 @@ rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the v
 ``test/node/test_flow.py``, with the same writers (``test/flow_doubles.py``).
 """
 
+from flow_doubles import KeepLast
 from flow_doubles import make_flow as _flow
 from flow_doubles import make_owner
 from flow_doubles import short_waits
@@ -89,6 +90,31 @@ def test_a_bag_sample_refused_is_played_again_once_its_readers_caught_up(refuse)
     assert topics.sent == _expected(times, range(0, 40, 10))
     assert topics.logger.warnings == []
     assert list(topics.flow.budgets) == [MAX_WINDOW - 5, MAX_WINDOW - 4]  # each sent once
+
+
+def test_a_live_reader_of_a_bag_topic_beside_a_dead_one_gets_every_message(monkeypatch):
+    """
+    A burst on a topic of depth 100 (windows of 50) while a dead reader of it is matched.
+
+    Each window waits for the topic all the same, so the live reader, which takes messages
+    only while the run waits, gets every one; the dead one loses what fell out of the history.
+    """
+    short_waits(monkeypatch)
+    topic, clock = KeepLast(depth=100, readers={'live': 10, 'dead': 0}), Writer()
+    topic.topic_name = '/a'
+    flow, logger = _flow(topic, clock)
+
+    def emit(batch, start, stop):
+        for index in range(start, stop):
+            topic.publish(batch[2][index])
+    run = paced(flow, python_run(emit, clock.publish, flow.budgets))
+    burst = 400
+    Cursor(lambda start: iter([([0] * burst, [0] * burst, list(range(burst)))]), 0).play(
+        range(0, 10, 10), 0, run)
+    flow.refill()  # what the next run of frames waits for first
+    assert topic.taken['live'] == list(range(burst)) and topic.lost['live'] == []
+    assert topic.lost['dead'] == list(range(burst - 100)) and clock.sent == [0]
+    assert len(logger.warnings) == burst // 50  # a wait after each window, each stalled
 
 
 def test_a_bag_topic_whose_readers_do_not_catch_up_is_left_out_until_the_next_frames(

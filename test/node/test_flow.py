@@ -21,13 +21,17 @@ DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
 views (``FlowControl.publish``). A bag's run: ``test/bag/test_bag_flow.py``.
 """
 
+import time
 from types import SimpleNamespace
 
+from flow_doubles import KeepLast
 from flow_doubles import make_flow as _flow
 from flow_doubles import make_owner
+from flow_doubles import SHORT_WAIT_NS
 from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
+from sim_clock.node import flow as flow_module
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.flow import PublisherDestroyed
@@ -55,6 +59,80 @@ def test_readers_that_do_not_catch_up_cost_the_rest_of_the_run_on_that_topic(mon
     assert 'stalled reliable readers of: /clock' in logger.warnings[0]  # the first window
     assert '/clock refused a sample (cannot publish data)' in logger.warnings[1]
     assert '1700 frames not published on it' in logger.warnings[1]
+
+
+def _waits():
+    """Return Acknowledgements that record each wait, and the record: [(stalled, ns)]."""
+    waits = []
+    return Acknowledgements(on_wait=lambda topics, start, end, stalled: waits.append(
+        (stalled, end - start))), waits
+
+
+def test_a_live_reader_beside_a_dead_one_loses_nothing(monkeypatch):
+    """
+    A dead reader stays matched until its lease ends: every window still waits for its topic.
+
+    The live reader beside it takes samples only while the server waits, far slower than the
+    server publishes: it gets every sample of a step four times the writer's history, one
+    window per wait. The dead one loses what fell out of the history.
+    """
+    short_waits(monkeypatch)
+    acks, waits = _waits()
+    clock = KeepLast(depth=1000, readers={'live': 50, 'dead': 0})
+    flow, logger = _flow(clock, acks=acks)
+    flow.publish(0, clock.publish, range(4000))
+    flow.refill()  # what the next step waits for first
+    assert clock.sent == clock.taken['live'] == list(range(4000))
+    assert clock.lost == {'live': [], 'dead': list(range(3000))}
+    # The first wait had nothing out; each one after a window waited its whole timeout.
+    assert [stalled for stalled, _ in waits] == [[]] + [['/clock']] * 8
+    assert all(ns >= SHORT_WAIT_NS for _, ns in waits[1:])
+    assert len(logger.warnings) == 8  # the node's logger throttles them
+    assert 'each window of stepped frames on those topics waits' in logger.warnings[0]
+
+
+@pytest.mark.parametrize('recovery', ['leaves', 'resumes'])
+def test_windows_go_out_unwaited_again_once_the_stalled_reader_leaves_or_resumes(
+        monkeypatch, recovery):
+    """A dead reader's lease ends (it unmatches), or a frozen one takes again: full speed."""
+    short_waits(monkeypatch)
+    acks, waits = _waits()
+    clock = KeepLast(depth=1000, readers={'live': 500, 'stalled': 0})
+    flow, _ = _flow(clock, acks=acks)
+    flow.publish(0, clock.publish, range(1500))
+    if recovery == 'leaves':
+        clock.leave('stalled')
+    else:
+        clock.rates['stalled'] = 500
+    flow.publish(0, clock.publish, range(1500, 3000))
+    assert [stalled for stalled, _ in waits] == [[], ['/clock'], ['/clock'], [], [], []]
+    assert all(ns < SHORT_WAIT_NS for stalled, ns in waits if not stalled)
+    assert clock.sent == list(range(3000)) and clock.lost['live'] == []
+    if recovery == 'resumes':  # it lost what fell out of the history while it was frozen
+        assert clock.lost['stalled'] == list(range(500))
+        assert clock.taken['stalled'] == list(range(500, 2500))
+
+
+def test_a_node_that_stops_ends_the_wait_for_a_stalled_topic_within_a_slice(monkeypatch):
+    """Ctrl-C while a dead reader paces the windows: no wait of WAIT_TIMEOUT_NS, no window more."""
+    short_waits(monkeypatch)
+    acks, waits = _waits()
+    clock = KeepLast(depth=1000, readers={'dead': 0})
+    flow, _ = _flow(clock, acks=acks)
+    flow.publish(0, clock.publish, range(1000))
+    assert waits[-1][0] == ['/clock']  # stalled: the next window waits for it again
+    monkeypatch.setattr(flow_module, 'WAIT_TIMEOUT_NS', 60_000_000_000)  # longer than the test
+    acked = clock.wait_for_all_acked
+
+    def stopped_in_a_slice(timeout):
+        if timeout.nanoseconds:
+            acks.stop()
+        return acked(timeout)
+    clock.wait_for_all_acked = stopped_in_a_slice
+    started = time.monotonic()
+    flow.publish(0, clock.publish, range(1000, 3000))
+    assert time.monotonic() - started < 1.0
+    assert clock.sent == list(range(1500))  # the window it waited for, no more
 
 
 def test_a_sample_refused_again_right_after_the_wait_is_dropped_with_the_rest():

@@ -106,6 +106,30 @@ def test_readers_past_the_deadline_stall_and_are_skipped_while_the_same():
     assert acks.take_waits()[1] == ['/dead']
 
 
+def test_flow_control_waits_for_a_stalled_topic_and_keeps_the_memory_true():
+    """
+    ``skip_stalled=False`` (flow control's windows): a stalled topic is waited for all the same.
+
+    Stalled again, it is still remembered, so a step's wait skips it; caught up within that
+    wait, it is forgotten, so a step's wait waits for it again.
+    """
+    acks, waits = _recording()
+    dead = Readers('/dead', lagging=-1)
+    assert acks.wait_now([dead], 10 * MS) == ['/dead']
+    slices = dead.slices
+    assert acks.wait_now([dead], 10 * MS, skip_stalled=False) == ['/dead']
+    assert dead.slices > slices and waits[-1][2] - waits[-1][1] >= 10 * MS  # the whole timeout
+    slices = dead.slices
+    wait = acks.wait([dead], timeout_ns=10 * MS)
+    assert list(wait) == [] and wait.stalled == ['/dead'] and dead.slices == slices
+    dead.lagging = 2  # it takes again: two slices more and it has everything
+    wait = acks.wait([dead], timeout_ns=1_000 * MS, skip_stalled=False)
+    assert len(list(wait)) == 2 and wait.stalled == []
+    dead.lagging = 1  # the next samples: a step's wait waits for them again
+    wait = acks.wait([dead], timeout_ns=1_000 * MS)
+    assert len(list(wait)) == 1 and wait.stalled == []
+
+
 def test_a_node_that_stops_ends_the_wait_at_the_next_slice_with_nothing_left():
     acks, waits = _recording()
     dead = Readers('/dead', lagging=-1)

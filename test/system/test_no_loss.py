@@ -140,31 +140,49 @@ def test_a_clock_step_beyond_the_history_loses_nothing(start_server, client, dom
     assert clocks[-frames:] == [k * MS for k in range(1, frames + 1)]
 
 
-def test_a_frozen_reader_costs_one_wait_then_is_not_waited_for(
+def test_a_frozen_reader_paces_the_windows_and_every_reader_gets_every_frame(
         start_server, client, domain_id, tmp_path):
-    """A reader that acknowledges nothing holds one window for 1 s, not every later one."""
+    """
+    A reader that acknowledges nothing, still matched: each window waits for it, no more.
+
+    Its topic's other readers cannot be told from it (rclpy says whether all acknowledged), so
+    every window waits WAIT_TIMEOUT_NS for it, and this test's reader gets every frame. Frozen
+    for less than its lease (two waits), it stays matched and gets every frame too once it
+    takes again; then the windows go out as fast as they are acknowledged.
+    """
     server = start_server({'sync': True, 'time_step': 0.001})
     reader = ChildProcess(domain_id, READER.replace('len(burst) < messages', 'False'),
                           str(tmp_path))
+    # The rest of the first window, a whole one, and a frame: two waits; then 3000 frames.
+    frozen = [2 * MAX_WINDOW, 3000]
     try:
         reader.expect('ready', timeout=60.0)
         client.wait_for_clock()
+        assert client.step('', 1).success  # the first window's wait, the reader live
         os.kill(reader.pid, signal.SIGSTOP)
-        durations = []
-        windows = 3000 // MAX_WINDOW  # /clock windows per step: each would wait 1 s for it
-        for _ in range(3):
-            started = time.monotonic()
-            response = client.call(Step, 'step', Step.Request(user_id='', steps=3000),
-                                   timeout=60.0)
-            durations.append(time.monotonic() - started)
-            assert response.success, response.message
-        wait_s = WAIT_TIMEOUT_NS / 1e9
-        assert durations[0] >= wait_s  # a window waited for the frozen reader
-        # Then it is skipped: later steps take less than a wait per window would (the other
-        # reader, this test's, still holds each window for its acknowledgements, which on a
-        # loaded machine took up to 3.5 s a step).
-        assert max(durations[1:]) < windows * wait_s, durations
-        assert 'stalled reliable readers of: /clock' in server.log()
+        try:
+            durations = []
+            for steps in frozen:
+                started = time.monotonic()
+                response = client.call(Step, 'step', Step.Request(user_id='', steps=steps),
+                                       timeout=60.0)
+                durations.append(time.monotonic() - started)
+                assert response.success, response.message
+                if len(durations) == 1:
+                    os.kill(reader.pid, signal.SIGCONT)  # well within its lease (20 s)
+        finally:
+            os.kill(reader.pid, signal.SIGCONT)
+        frames = 1 + sum(frozen)
+        reader.send(f'{frames + 1} 0')
+        clocks = [int(t) for t in reader.expect('clock', timeout=180.0).split()]
     finally:
-        os.kill(reader.pid, signal.SIGCONT)
         reader.stop()
+    wait_s = WAIT_TIMEOUT_NS / 1e9
+    assert durations[0] >= 2 * wait_s, durations  # each window waited for the frozen reader
+    # Taking again, it is waited for as any reader: less than a whole wait per window (this
+    # test's reader holds each window too, which on a loaded machine took up to 3.5 s a step).
+    assert durations[1] < frozen[1] // MAX_WINDOW * wait_s, durations
+    assert 'stalled reliable readers of: /clock' in server.log()
+    assert clocks[-frames:] == [k * MS for k in range(1, frames + 1)]
+    client.wait_for_time(frames * MS)
+    assert client.distinct_times_since_reset() == [k * MS for k in range(frames + 1)]
