@@ -100,14 +100,14 @@ class BagFollower(Node):
         self._bag = bag
         self.axes = Axes(clock_offset_ns=0 if start_at_zero else bag.start_ns,
                          bag_start_ns=bag.start_ns)
-        self._publishers = [
+        self._topic_publishers = [
             self.create_publisher(topic.message_class, topic.name, qos_for(topic.offered_qos))
             for topic in bag.topics]
         #: Flow control as a stepped replay's: a writer has at most its window of samples out
         #: before its readers have acknowledged them, so a /clock that jumps over many
         #: messages loses none at a reliable reader (:mod:`sim_clock.node.flow`).
-        self._windows = [window(publisher.qos_profile) for publisher in self._publishers]
-        self._out = [0] * len(self._publishers)
+        self._windows = [window(publisher.qos_profile) for publisher in self._topic_publishers]
+        self._out = [0] * len(self._topic_publishers)
         self.acks = Acknowledgements()
         self.following = Following(Cursor(self._read_from, bag.start_ns), self.axes,
                                    python_run(self._emit, _nothing))
@@ -264,7 +264,7 @@ class BagFollower(Node):
     def _emit(self, batch, start: int, stop: int) -> None:
         """Publish messages ``start`` to ``stop`` of ``batch``, each writer within its window."""
         _, topics, datas = batch
-        publishers, windows, out = self._publishers, self._windows, self._out
+        publishers, windows, out = self._topic_publishers, self._windows, self._out
         for index in range(start, stop):
             which = topics[index]
             if 0 <= windows[which] <= out[which]:
@@ -285,7 +285,7 @@ class BagFollower(Node):
 
     def _acknowledged(self, writers: List[int]) -> List[str]:
         """Wait for the readers of ``writers`` (indices); return the topics not acknowledged."""
-        stalled = self.acks.wait_now([self._publishers[which] for which in writers],
+        stalled = self.acks.wait_now([self._topic_publishers[which] for which in writers],
                                      DATA_ACK_TIMEOUT_NS)
         for which in writers:
             self._out[which] = 0
