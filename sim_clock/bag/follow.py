@@ -54,6 +54,7 @@ from sim_clock.names import DONE_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import full_name
+from sim_clock.node.flow import STALLED_WARNING_PERIOD_S
 from sim_clock.node.flow import window
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.ready import ReadyReports
@@ -268,7 +269,7 @@ class BagFollower(Node):
         for index in range(start, stop):
             which = topics[index]
             if 0 <= windows[which] <= out[which]:
-                self._acknowledged([which])
+                self._window_acknowledged(which)
             publishers[which].publish(datas[index])
             out[which] += 1
 
@@ -283,10 +284,30 @@ class BagFollower(Node):
                 f'the data up to {clock_ns} ns is said done without the acknowledgements of '
                 f'every reliable reader of: {", ".join(stalled)}', throttle_duration_sec=5.0)
 
-    def _acknowledged(self, writers: List[int]) -> List[str]:
-        """Wait for the readers of ``writers`` (indices); return the topics not acknowledged."""
+    def _window_acknowledged(self, which: int) -> None:
+        """
+        Wait for the readers of writer ``which``, whose window is spent, stalled ones too.
+
+        As flow control's windows (:mod:`sim_clock.node.flow`): a topic whose readers stalled
+        is waited for at every window all the same, or its live readers could lose messages.
+        """
+        stalled = self._acknowledged([which], skip_stalled=False)
+        if stalled:
+            self.get_logger().warning(
+                f'stalled reliable readers of: {", ".join(stalled)} (they did not acknowledge '
+                f'a window within {DATA_ACK_TIMEOUT_NS / 1e9:g} s): each window of messages on '
+                f'those topics waits {DATA_ACK_TIMEOUT_NS / 1e9:g} s for them until they catch '
+                f'up or leave', throttle_duration_sec=STALLED_WARNING_PERIOD_S)
+
+    def _acknowledged(self, writers: List[int], skip_stalled: bool = True) -> List[str]:
+        """
+        Wait for the readers of ``writers`` (indices); return the topics not acknowledged.
+
+        Topics that stalled before are skipped while their readers are the same, unless
+        ``skip_stalled`` is False (a window's wait).
+        """
         stalled = self.acks.wait_now([self._topic_publishers[which] for which in writers],
-                                     DATA_ACK_TIMEOUT_NS)
+                                     DATA_ACK_TIMEOUT_NS, skip_stalled=skip_stalled)
         for which in writers:
             self._out[which] = 0
         return stalled
