@@ -29,21 +29,30 @@ One :class:`FlowControl` per node owns every writer's budget: each sink's writer
 whose windows are spent, of every group, are waited for together: /clock and the views, which
 spend their windows on the same frames, wait once per window.
 
-A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is stalled (a
-dead process keeps its match until its lease ends): its topic is not waited for again while
-its readers stay the same and have not caught up, as for acknowledged steps. The wait is long
-enough for a slow reader that is alive to take a whole window on a loaded machine (100
-samples a second), so that only a frozen or dead one counts as stalled. The wait is per writer,
-not per reader: while a stalled reader stays matched, a live reader of the same topic that is
-slower than the publishing can lose samples too (doc/design.md, "Flow control").
+A reader that has not acknowledged a window within :data:`WAIT_TIMEOUT_NS` is stalled: a dead
+process (DDS keeps its reader matched until its lease ends, 20 s with Fast DDS) or a frozen
+one. rclpy says only whether all of a writer's readers have acknowledged, not which, so the
+live readers of that topic cannot be told from the stalled one: the topic is waited for again
+at every window all the same, :data:`WAIT_TIMEOUT_NS` at most, and the next window goes out
+after the wait (a throttled warning names the topic). While a stalled reader stays matched,
+its topic thus gets one window per :data:`WAIT_TIMEOUT_NS`, and a live reader of it that takes
+a window within that wait (100 samples a second: a slow reader on a loaded machine) loses
+nothing; once the stalled reader has caught up, or the topic's readers change (a dead one's
+lease ended), the windows go out as fast as they are acknowledged again. A frozen reader whose
+process lives on (its DDS threads keep its lease) paces the steps so for as long as it stays
+frozen, and loses itself what falls out of the writer's history meanwhile. Each wait holds the
+executor: a step paced so answers the other services only once done; Ctrl-C ends it within
+a slice. Acknowledged steps and a bag frame's data skip a stalled topic instead
+(``sim_clock.node.acks``): they only delay an answer or a /clock (doc/design.md, "Flow
+control").
 
-A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` when a reader
-that keeps all, alive but slow, was taken as stalled and its samples piled up) does not end
-the server. One policy decides, for /clock, the views and the bag player alike
-(:meth:`Writers.retry`): the writer's readers get :data:`WAIT_TIMEOUT_NS` more to
-acknowledge, then the sample is published again; if they still have not, or the same sample is
-refused again at once, the writer gives up on the rest of that run of frames, as free run
-drops frames for slow readers. :meth:`Writers.publish` then leaves the rest of its times
+A publish the writer refuses (Fast DDS 3 fails it after ``max_blocking_time`` once its history
+is full of samples a matched reader lacks: a stalled reader that stayed matched while a whole
+history went out) does not end the server. One policy decides, for /clock, the views and the
+bag player alike (:meth:`Writers.retry`): the writer's readers get :data:`WAIT_TIMEOUT_NS`
+more to acknowledge, then the sample is published again; if they still have not, or the same
+sample is refused again at once, the writer gives up on the rest of that run of frames, as free
+run drops frames for slow readers. :meth:`Writers.publish` then leaves the rest of its times
 out (a warning says how many); the bag player's run (``sim_clock.bag.flow.paced``), given the
 refusal ``sim_clock._replay.play`` raises, leaves that topic's messages out (played, not
 published) until the next run of frames (:meth:`Writers.start`).
