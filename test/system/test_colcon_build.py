@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 
+from conftest import TIERS
 from harness import ROOT
 from harness import ServerProcess
 import pytest
@@ -71,6 +72,14 @@ def test_colcon_test_runs_the_chosen_tests(workspace):
     assert tests > 100 and errors == failures == 0, result.stdout
     results = workspace / 'build' / 'sim_clock' / 'test_results' / 'sim_clock'
     assert sorted(os.listdir(results)) == ['core.xunit.xml', 'package.xunit.xml']
+    # `colcon test` as a whole runs what scripts/run_tests.sh runs: one CTest test per tier
+    # folder, every folder, no marker leaving tests out.
+    listed = subprocess.run(['ctest', '-N'], cwd=workspace / 'build' / 'sim_clock',
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert sorted(re.findall(r'Test +#\d+: (\w+)', listed.stdout)) == sorted(TIERS)
+    with open(workspace / 'build' / 'sim_clock' / 'CTestTestfile.cmake') as ctest_file:
+        assert 'PYTEST_ADDOPTS' not in ctest_file.read()
 
 
 @pytest.mark.slow

@@ -22,23 +22,13 @@ fresh interpreter.
 
 import ast
 import os
-import subprocess
-import sys
 
 from harness import ROOT
+from layout_rules import RULES
+from layout_rules import within
 import pytest
 
 PACKAGE = os.path.join(ROOT, 'sim_clock')
-
-#: part -> (its modules' prefix, the imports it must never make)
-RULES = {
-    'core': ('sim_clock.core', ('rclpy', 'rosbags', 'sim_clock.node', 'sim_clock.bag',
-                                'sim_clock.client', 'sim_clock.names', 'sim_clock._replay')),
-    'node': ('sim_clock.node', ('rosbags', 'sim_clock.bag', 'sim_clock.client')),
-    'bag': ('sim_clock.bag', ('sim_clock.client',)),
-    'client': ('sim_clock.client', ('sim_clock.node', 'sim_clock.bag', 'sim_clock._replay')),
-    'command': ('sim_clock.command', ('sim_clock.node', 'sim_clock.bag', 'sim_clock._replay')),
-}
 
 
 def _modules():
@@ -65,14 +55,10 @@ def _imports(path: str):
             yield from (f'{node.module}.{alias.name}' for alias in node.names)
 
 
-def _within(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + '.')
-
-
 def test_every_module_belongs_to_a_part_or_is_named():
     """The modules outside the parts are few and known: names, compat, launch arguments, ..."""
     loose = {name for name in MODULES
-             if not any(_within(name, prefix) for prefix, _ in RULES.values())}
+             if not any(within(name, prefix) for prefix, _ in RULES.values())}
     assert loose == {'sim_clock', 'sim_clock.arguments', 'sim_clock.compat',
                      'sim_clock.launch_arguments', 'sim_clock.message_types', 'sim_clock.names',
                      'sim_clock.progress_report', 'sim_clock.ready', 'sim_clock.testing'}
@@ -83,59 +69,22 @@ def test_part_keeps_its_rule(part):
     """No module of a part imports what its part must not (checked at every depth)."""
     prefix, forbidden = RULES[part]
     broken = [f'{name} imports {imported}'
-              for name, path in MODULES.items() if _within(name, prefix)
+              for name, path in MODULES.items() if within(name, prefix)
               for imported in _imports(path)
-              if any(_within(imported, banned) for banned in forbidden)]
+              if any(within(imported, banned) for banned in forbidden)]
     assert not broken
 
 
 def test_engine_imports_of_the_node_only_its_parts_interfaces():
     """The frame engine is given its collaborators: of the node it imports their interfaces."""
-    engine = [name for name in MODULES if _within(name, 'sim_clock.node.engine')]
+    engine = [name for name in MODULES if within(name, 'sim_clock.node.engine')]
     assert 'sim_clock.node.engine.steps' in engine and 'sim_clock.node.engine.free_run' in engine
     imported = {imported for name in engine for imported in _imports(MODULES[name])
-                if _within(imported, 'sim_clock.node')}
+                if within(imported, 'sim_clock.node')}
     outside = {name for name in imported
-               if not _within(name, 'sim_clock.node.engine')
-               and not _within(name, 'sim_clock.node.engine_parts')}
+               if not within(name, 'sim_clock.node.engine')
+               and not within(name, 'sim_clock.node.engine_parts')}
     assert not outside
-
-
-def _loaded_by(statement: str, cwd: str) -> set:
-    # Run elsewhere than the repository, whose sim_clock/ (no srv/) would shadow the install.
-    code = f'import sys\n{statement}\nprint("\\n".join(sorted(sys.modules)))'
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            timeout=120, check=True, cwd=cwd)
-    return set(result.stdout.split())
-
-
-def test_client_loads_neither_node_nor_bags(tmp_path):
-    """``import sim_clock.client`` loads no server, bag module or C extension."""
-    loaded = _loaded_by('import sim_clock.client', str(tmp_path))
-    assert 'sim_clock.client.api' in loaded
-    assert not {name for name in loaded
-                if any(_within(name, banned) for banned in RULES['client'][1])}
-
-
-def test_core_loads_no_ros(tmp_path):
-    """The time core runs without rclpy and rosbags loaded at all."""
-    loaded = _loaded_by('import sim_clock.core.settings, sim_clock.core.timeline', str(tmp_path))
-    assert 'sim_clock.core.timeline' in loaded
-    assert not {name for name in loaded if _within(name, 'rclpy') or _within(name, 'rosbags')}
-
-
-def test_launch_arguments_load_no_ros(tmp_path):
-    """The launch files' argument rules load neither rclpy nor launch: tested where neither is."""
-    loaded = _loaded_by('import sim_clock.launch_arguments', str(tmp_path))
-    assert 'sim_clock.launch_arguments' in loaded
-    assert not {name for name in loaded if name.split('.')[0] in ('rclpy', 'launch', 'launch_ros')}
-
-
-def test_read_ahead_process_loads_no_rclpy(tmp_path):
-    """The bag's read-ahead child imports rosbags and our names, not rclpy (memory, start-up)."""
-    loaded = _loaded_by('import sim_clock.bag.read_ahead', str(tmp_path))
-    assert 'sim_clock.bag.reader' in loaded
-    assert not {name for name in loaded if _within(name, 'rclpy')}
 
 
 def test_node_classes_shadow_no_rclpy_node_attribute():
