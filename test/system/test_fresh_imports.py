@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What importing a part loads, seen in a fresh interpreter: each part's import rule at run time."""
+"""What importing a part loads, in a fresh interpreter: each part's import rule at run time."""
 
 import subprocess
 import sys
