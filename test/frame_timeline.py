@@ -153,6 +153,30 @@ class Page(HTMLParser):
                     if element.attrs.get('id') == element_id)
 
 
+#: How long SLOW_PARTICIPANT works in its slow frames, in the tests that start it: longer than
+#: any stall of a loaded machine seen in a frame held by a participant with no work (29 ms, on
+#: a machine running a suite beside), so that one such stall cannot make the participant that
+#: works look the slower (holders rank by p99, which with 50 frames is the longest hold).
+SLOW_WORK_NS = 100 * MS
+
+
+def check_worked_holds(holds: dict, worked: dict) -> None:
+    """
+    Check a participant's holds against the work it timed in its slow frames.
+
+    ``holds``: frame time -> the hold the server recorded; ``worked``: frame time -> the work
+    the participant timed in that frame (a sleep lasts longer on a loaded machine). Each hold
+    of a worked frame contains its work: the frame went out before the timer fired, the done
+    came after the work. The rest of a hold, taking /clock and saying done (after work also the
+    messages that came meanwhile, such as the idle republishes), is the machine's latency, up
+    to several ms under load and not the server's to decide, so it is bounded by the frames'
+    own evidence only: in the median, the frames without work hold less than half the work.
+    """
+    assert all(holds[time_ns] >= work for time_ns, work in worked.items()), (holds, worked)
+    other = sorted(hold for time_ns, hold in holds.items() if time_ns not in worked)
+    assert other[len(other) // 2] < min(worked.values()) // 2, (other, worked)
+
+
 #: A participant (sim_clock.client.participant) with a use_sim_time timer due every 10 ms that
 #: works WORK seconds at one firing in ten and times it, printing 'worked <time ns> <ns>'
 #: (argv: name, WORK; 0 never works). It prints 'joined' once the server's done reader has
