@@ -32,6 +32,7 @@ from harness import NS
 from harness import stamp_ns
 import pytest
 from sim_clock.client import cli
+from sim_clock.client.bag_diff import compare
 from sim_clock.srv import GetProgress
 
 MS = 1_000_000
@@ -275,6 +276,56 @@ def test_seek_and_progress_say_when_the_server_is_not_a_bag_player(
     assert (code, out) == (3, ''), err
     assert ('the clock server at /sim_clock is not a bag player (looked for /sim_clock/seek'
             in err), err
+
+
+# -- the executable into pipes -----------------------------------------------------------------
+
+def run_executable(domain_id, *argv):
+    """
+    Run the installed simclock, stdout and stderr pipes; return (exit code, stdout, stderr).
+
+    Its output is block-buffered, as a user's pipe makes it (not under PYTHONUNBUFFERED):
+    whatever the process does not flush before it ends is lost. Fast DDS's lines are left out.
+    """
+    env = {name: value for name, value in os.environ.items() if name != 'PYTHONUNBUFFERED'}
+    env['ROS_DOMAIN_ID'] = str(domain_id)
+    result = subprocess.run([executable('simclock'), *argv], env=env, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=60)
+    errors = ''.join(line for line in result.stderr.splitlines(keepends=True)
+                     if 'RTPS_' not in line)
+    return result.returncode, result.stdout, errors
+
+
+def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
+        start_server, client, simclock, domain_id, tmp_path):
+    """
+    The executable's output into pipes and its exit code are those of ``cli.main``.
+
+    An answer (status, 0), a refusal (1), no such server (3) and, without a server, a
+    difference printed on stdout with 1: the executable ends without the libraries' teardown
+    (sim_clock.process_exit), and loses nothing of what it printed.
+    """
+    start_server(SYNC)
+    client.status_when_ready()
+    write_test_bag(str(tmp_path / 'a'), 'sqlite3')
+    write_test_bag(str(tmp_path / 'b'), 'sqlite3', seconds=0.5)
+    assert simclock('sync', 'on', '--user-id', 'me')[0] == 0
+    cases = {
+        ('status',): 0,
+        ('step', '2'): 1,  # held by 'me'
+        ('seek', '1', '--timeout', '3'): 3,  # not a bag player
+    }
+    for argv, code in cases.items():
+        expected = simclock(*argv)
+        assert expected[0] == code, (argv, expected)
+        assert expected[1] or expected[2], argv
+        assert run_executable(domain_id, *argv) == expected, argv
+    assert client.status().frame == 0
+    # diff writes to the sys.stdout of its import, not to the one capsys puts in its place.
+    difference = compare(str(tmp_path / 'a'), str(tmp_path / 'b'))
+    assert not difference.same
+    assert run_executable(domain_id, 'diff', str(tmp_path / 'a'), str(tmp_path / 'b')) == (
+        1, '\n'.join(difference.lines()) + '\n', '')
 
 
 # -- sync mode held from the command line ----------------------------------------------------
