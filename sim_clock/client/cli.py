@@ -182,8 +182,12 @@ def run(args) -> int:
         print(f'no answer after {time.monotonic() - started:.1f} s: {timeout}', file=sys.stderr)
         return EXIT_NO_ANSWER
     finally:
+        # All of this process's middleware ends here, while it is whole: the node (the last
+        # one takes the DDS participant with it), then the context. The executable's exit
+        # then skips the libraries' teardown (sim_clock.process_exit).
         client.close()
         rclpy.try_shutdown(context=context)
+        context.destroy()
 
 
 def _missing_server(client, args) -> str:

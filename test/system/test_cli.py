@@ -23,6 +23,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 
 from bags import START_NS
@@ -326,6 +327,38 @@ def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
     assert not difference.same
     assert run_executable(domain_id, 'diff', str(tmp_path / 'a'), str(tmp_path / 'b')) == (
         1, '\n'.join(difference.lines()) + '\n', '')
+
+
+#: The ``ros2 simclock`` verb as ros2cli runs it (ros2cli itself is not on PyPI: a stand-in
+#: for its base class): parse, then the verb's main; ros2cli would then exit with its result.
+VERB = """
+import argparse, sys, types
+ros2cli_command = types.ModuleType('ros2cli.command')
+ros2cli_command.CommandExtension = object
+sys.modules.update({'ros2cli': types.ModuleType('ros2cli'), 'ros2cli.command': ros2cli_command})
+from sim_clock.command.simclock import SimclockCommand
+verb = SimclockCommand()
+parser = argparse.ArgumentParser(prog='ros2 simclock')
+verb.add_arguments(parser, 'ros2')
+result = verb.main(parser=parser, args=parser.parse_args(sys.argv[1:]))
+print(f'the verb returned {result!r}')
+"""
+
+
+def test_the_ros2_verb_ends_the_process_with_the_commands_exit_code(
+        simclock, domain_id, tmp_path):
+    """`ros2 simclock status` with no server: what simclock prints, and its exit code, 3."""
+    expected = simclock('status', '--timeout', '0.5')
+    assert expected[0] == 3
+    env = {name: value for name, value in os.environ.items() if name != 'PYTHONUNBUFFERED'}
+    env['ROS_DOMAIN_ID'] = str(domain_id)
+    # Run elsewhere than the repository, whose sim_clock/ (no srv/) would shadow the install.
+    result = subprocess.run(
+        [sys.executable, '-c', VERB, 'status', '--timeout', '0.5'], env=env, cwd=tmp_path,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    errors = ''.join(line for line in result.stderr.splitlines(keepends=True)
+                     if 'RTPS_' not in line)
+    assert (result.returncode, result.stdout, errors) == expected
 
 
 # -- sync mode held from the command line ----------------------------------------------------
