@@ -16,8 +16,8 @@
 End an executable once its work is done, without the middleware's teardown at exit.
 
 On ROS 2 Kilted (Fast DDS 3) a short-lived process such as ``simclock status`` ended, rarely
-(fewer than 1 in 2,000 runs), by SIGSEGV after it had printed its answer: by when it came, a
-crash of the libraries' teardown at process exit, a known class (static destructors of Fast
+(fewer than 1 in 2,000 runs), by SIGSEGV after it had printed its answer: a crash of the
+libraries' teardown at process exit, a known class (static destructors of Fast
 DDS's singletons, objects freed while the interpreter shuts down; ros2/rmw_fastrtps#761,
 ros2/rosbag2#1311). By then the process has destroyed its nodes, and with the last one its
 DDS participant, and shut its context down itself: that teardown has nothing left to do for
