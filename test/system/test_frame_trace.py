@@ -26,8 +26,8 @@ import os
 import shutil
 import subprocess
 
-from frame_timeline import Page
 from frame_timeline import check_worked_holds
+from frame_timeline import Page
 from frame_timeline import SLOW_PARTICIPANT
 from frame_timeline import SLOW_WORK_NS
 from harness import ChildProcess
@@ -55,7 +55,7 @@ def _simclock(domain_id: int, *args) -> subprocess.CompletedProcess:
 
 def test_a_trace_and_its_report_name_the_slow_participant(
         start_server, client, domain_id, tmp_path):
-    """One track per participant; /slow's tenth frames held for its work; the report puts it first."""
+    """One track per participant; /slow's tenth frames held for its work; it is reported first."""
     start_server({'sync': True, 'time_step': STEP_NS / 1e9})
     children = [ChildProcess(domain_id, SLOW_PARTICIPANT, str(tmp_path), args=(name, work))
                 for name, work in (('fast', 0), ('slow', WORK_NS / 1e9))]
