@@ -38,6 +38,7 @@ from harness import NS
 from harness import ROOT
 from harness import TIMEOUT
 import pytest
+from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.srv import Step
 
 MS = 1_000_000
@@ -98,8 +99,11 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
     readers = READERS if relay else {
         topic: count - (topic == '/stage2') for topic, count in READERS.items() if topic in topics}
     output = str(tmp_path / f'recording{run}')
-    player = start_server({'sync': True, 'time_step': 0.01}, argv=[bag, '--start-at-zero'],
-                          executable=executable('bag_player'))
+    # The recorder holds the first frame until its readers have matched the stack's writers,
+    # which the writers' own counts (`matched`) do not say (test_conformance.py, EXPECTED).
+    player = start_server({'sync': True, 'time_step': 0.01,
+                           'expected_participants': [f'/{RECORDER_NODE_NAME}']},
+                          argv=[bag, '--start-at-zero'], executable=executable('bag_player'))
     client.status_when_ready()
     nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'), mode,
                         readers)
