@@ -67,6 +67,7 @@ from typing import List
 from typing import Protocol
 from typing import TYPE_CHECKING
 
+from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
@@ -276,10 +277,14 @@ class Writers:
         ``refused``, where the caller's last refusal was, or None): refused again right after
         the wait, the readers are not going to take it. False: the caller gives up on that
         writer for the rest of its run of frames (:meth:`gave_up`). In a node whose context
-        ended (shut down while publishing) it raises ``error``: the caller ends.
+        ended while it published (Ctrl-C under ``rclpy.spin``, whose signal handler shuts the
+        context down at once) it raises rclpy's ``ExternalShutdownException``, from ``error``:
+        what a node spun the ROS 2 way ends on, without a traceback.
         """
         if not self._flow._context_ok():
-            raise error
+            raise ExternalShutdownException(
+                f'the context was shut down while {self.publishers[which].topic_name} '
+                'published') from error
         return at != refused and self.caught_up(which)
 
     def gave_up(self, which: int, error: RuntimeError, consequence: str) -> None:
