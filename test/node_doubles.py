@@ -77,7 +77,7 @@ class Engine:
         self.releases = 0
 
     def released(self) -> None:
-        """Count a release (``WaitParts.released``)."""
+        """Count a release (registered with the parts as the engine registers its own)."""
         self.releases += 1
 
 
@@ -159,7 +159,7 @@ class ServerNode(Node):
     def waits(self) -> WaitParts:
         """Return the parts the participants and the output gates are given, as the server's."""
         return WaitParts(self, self.timeline, self.axes, self.frame_timeline, self.expected,
-                         self.engine.released, self.steady_clock)
+                         self.steady_clock)
 
     def holds_frames(self) -> bool:
         """Return whether frames wait for participants now (as the test set it)."""

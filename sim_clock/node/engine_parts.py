@@ -19,7 +19,10 @@ The engine (:mod:`.engine`) is handed :class:`EngineParts` and nothing else: no 
 server. Each field is typed by what the engine calls on it, so a test drives the engine with
 small fakes of these parts (``test/node/test_engine.py``) and the server wires the real ones
 (``node/server.py``). The readers of its waits on the wire (participants, output gates) are
-handed :class:`WaitParts`: what a wait that ends tells the engine goes through one callable.
+handed :class:`WaitParts`; the engine, made after them, registers with each the method it is
+called by when one of its waits ends (``when_released``, ``when_ready``), and with the change
+dispatch what it does after each (``after_dispatch``): at run time they call the engine
+itself, never through the server.
 """
 
 from dataclasses import dataclass
@@ -38,6 +41,10 @@ from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.publishing import FrameSink
+
+
+def nothing() -> None:
+    """Do nothing: what a part calls when its waits end, until the engine has registered."""
 
 
 @dataclass
@@ -89,6 +96,9 @@ class Changes(Protocol):
     def dispatch(self) -> None:
         """Announce what the timeline changed since the last call."""
 
+    def after_dispatch(self, callback: Callable[[list], None]) -> None:
+        """Call ``callback`` with the changes (maybe none) at the end of every dispatch."""
+
 
 class Pace(Protocol):
     """The server's tick (:class:`~.ticking.Ticker`): its period, and a frame out noted."""
@@ -106,12 +116,18 @@ class FrameReaders(Protocol):
     def frame_out(self, time_ns: Optional[int] = None) -> None:
         """Say what goes with the frame at ``time_ns`` (None: the time published again)."""
 
+    def when_released(self, go_on: Callable[[], None]) -> None:
+        """Call ``go_on`` whenever a wait for them ends (a done, a leave)."""
+
 
 class GateReaders(Protocol):
     """The subscriptions of the gated topics (:class:`~.gates.OutputGates`)."""
 
     def drain(self) -> None:
         """Drop what the gated topics carried before the frames that go out now."""
+
+    def when_released(self, go_on: Callable[[], None]) -> None:
+        """Call ``go_on`` whenever a wait for a gated output ends (an output, a removal)."""
 
 
 class ExpectedNodes(Protocol):
@@ -125,6 +141,9 @@ class ExpectedNodes(Protocol):
 
     def forget(self, *names: str) -> None:
         """Forget what the nodes ``names`` said (they left): each must say it again."""
+
+    def when_ready(self, ready: Callable[[], None]) -> None:
+        """Call ``ready`` whenever every expected node has become ready."""
 
 
 class FrameRecorder(Protocol):
@@ -204,8 +223,5 @@ class WaitParts:
     axes: Axes
     events: FrameRecorder
     expected: ExpectedNodes
-    #: A wait ended or may have (a done, a leave, a gated output, a writer matched, a gate
-    #: removed): the engine looks again (``FrameEngine.released``).
-    released: Callable[[], None]
     #: The node's steady clock, for their timers (never ROS time).
     steady_clock: Clock

@@ -22,6 +22,7 @@ records it in the core's ring (``sim_clock.core.frame_events``). With the ring o
 """
 
 import time
+from typing import Callable
 from typing import Iterable
 from typing import Protocol
 
@@ -47,10 +48,11 @@ EVENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                         durability=DurabilityPolicy.VOLATILE)
 
 
-class Epoch(Protocol):
-    """The epoch of the time now: resets so far (the timeline's)."""
+class Now(Protocol):
+    """The time now and its epoch (resets so far): the timeline's."""
 
     epoch: int
+    time_ns: int
 
 
 def to_msg(event: FrameEvent, msg=None) -> FrameEventMsg:
@@ -67,12 +69,16 @@ class FrameTimeline:
     """
     Record the server's frame events in ``ring``; serve and (optionally) publish them.
 
-    ``run``: what says the epoch now (the timeline); the events of a reset carry their own.
+    ``run``: what says the time and epoch now (the timeline); the events of a reset carry
+    their own. ``to_clock``: timeline time to /clock time, for the events that happen at the
+    time now (an acknowledgement wait).
     """
 
-    def __init__(self, node: Node, ring: FrameEventRing, run: Epoch):
+    def __init__(self, node: Node, ring: FrameEventRing, run: Now,
+                 to_clock: Callable[[int], int]):
         self.ring = ring
         self._run = run
+        self._to_clock = to_clock
         self._publisher = node.create_publisher(FrameEventMsg, '~/frame_events', EVENTS_QOS)
         node.create_service(GetFrameEvents, '~/get_frame_events', self._on_get,
                             qos_profile=SERVICE_QOS)
@@ -106,11 +112,18 @@ class FrameTimeline:
             for name in names:
                 self.ring.record(kind, self._run.epoch, time_ns, since_ns, now, name, 0, False)
 
-    def acknowledged(self, topics: Iterable[str], time_ns: int, start_ns: int, end_ns: int,
+    def acknowledged(self, topics: Iterable[str], start_ns: int, end_ns: int,
                      stalled: Iterable[str] = ()) -> None:
-        """Record a wait for the readers of ``topics`` from ``start_ns`` to ``end_ns``."""
+        """
+        Record a wait for the readers of ``topics``, at the time now.
+
+        From ``start_ns`` to ``end_ns`` (steady ns); ``stalled``: the topics not acknowledged
+        in time. The node's acknowledgement waits call it at the end of each wait that waited
+        (``Acknowledgements.on_wait``).
+        """
         if self.ring.length:
-            self.ring.record(ACK, self._run.epoch, time_ns, start_ns, end_ns,
+            run = self._run
+            self.ring.record(ACK, run.epoch, self._to_clock(run.time_ns), start_ns, end_ns,
                              ','.join(topics), 0, not stalled)
 
     def step(self, service: str, user_id: str, time_ns: int, start_ns: int, frames: int,

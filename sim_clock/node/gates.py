@@ -28,6 +28,7 @@ message received earlier never counts.
 """
 
 import time
+from typing import Callable
 
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile
@@ -35,6 +36,7 @@ from rclpy.qos import ReliabilityPolicy
 from sim_clock.compat import drop_pending
 from sim_clock.core.gates import Gates
 from sim_clock.message_types import get_message
+from sim_clock.node.engine_parts import nothing
 from sim_clock.node.engine_parts import WaitParts
 
 #: How often gated topics not subscribed yet are looked for in the graph, in s.
@@ -49,12 +51,17 @@ class OutputGates:
     def __init__(self, parts: WaitParts, gates: Gates):
         self._node = parts.node
         self._events = parts.events
-        self._go_on = parts.released
+        #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
+        self._go_on: Callable[[], None] = nothing
         self.gates = gates
         #: topic -> its subscription
         self._subscriptions = {}
         self._timer = self._node.create_timer(
             DISCOVERY_PERIOD_S, self.refresh, clock=parts.steady_clock)
+
+    def when_released(self, go_on: Callable[[], None]) -> None:
+        """Call ``go_on`` whenever a wait for a gated output ends: the frame engine's."""
+        self._go_on = go_on
 
     def reconfigure(self) -> None:
         """

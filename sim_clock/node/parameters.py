@@ -214,6 +214,15 @@ class ParameterBridge:
         if parsed:
             self._apply(parsed)
 
+    def after_changes(self, changes: list) -> None:
+        """
+        After a dispatch of changes of the timeline: :meth:`announce`, if there were any.
+
+        The parameters read the timeline; what a service changed goes on /parameter_events.
+        """
+        if changes:
+            self.announce()
+
     def announce(self) -> None:
         """Publish on /parameter_events the shown values that changed since last announced."""
         store = self._store

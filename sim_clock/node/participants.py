@@ -23,6 +23,7 @@ whose node leaves the graph, after the server has seen it there, is dropped with
 
 from dataclasses import dataclass
 import time
+from typing import Callable
 from typing import Optional
 
 from sim_clock.core.barrier import Barrier
@@ -32,6 +33,7 @@ from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
 from sim_clock.names import DONE_QOS
+from sim_clock.node.engine_parts import nothing
 from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
@@ -71,7 +73,8 @@ class Participants:
         self._to_clock = parts.axes.to_clock
         self._events = parts.events
         self._expected = parts.expected
-        self._go_on = parts.released
+        #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
+        self._go_on: Callable[[], None] = nothing
         self._logger = node.get_logger()
         self.barrier = barrier
         self._seen_nodes = set()
@@ -146,6 +149,10 @@ class Participants:
             self._events.done(name, time_ns, barrier.participants[name].awaited_since_ns, now,
                               round_)
             self._released()
+
+    def when_released(self, go_on: Callable[[], None]) -> None:
+        """Call ``go_on`` whenever a wait for the participants ends: the frame engine's."""
+        self._go_on = go_on
 
     def _released(self) -> None:
         """Start the frame's next round, or let frames go on: a wait ended (a done, a leave)."""

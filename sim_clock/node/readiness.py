@@ -31,6 +31,7 @@ from sim_clock.core.roster import Roster
 from sim_clock.core.roster import WriterView
 from sim_clock.msg import Ready
 from sim_clock.names import READY_READER_QOS
+from sim_clock.node.engine_parts import nothing
 from sim_clock.ready import readers_seen
 
 #: How often the server looks again while an expected node is missing, in s.
@@ -42,18 +43,23 @@ class ExpectedParticipants:
     The ``~/ready`` topic of ``node`` and the looks of its :class:`Roster`.
 
     ``data_publishers``: the server's own writers of each frame (/clock, the views, a bag's
-    topics); ``ready``: called once every expected node is ready (the engine goes on).
+    topics: its frame sink's ``publishers``). Once every expected node is ready, what
+    :meth:`when_ready` registered is called (the frame engine goes on).
     """
 
     def __init__(self, node, roster: Roster, data_publishers: Callable[[], list],
-                 ready: Callable[[], None], steady_clock):
+                 steady_clock):
         self._node = node
         self.roster = roster
         self._data_publishers = data_publishers
-        self._ready = ready
+        self._ready: Callable[[], None] = nothing
         self._was_ready = roster.all_ready
         node.create_subscription(Ready, '~/ready', self._on_ready, READY_READER_QOS)
         self._timer = node.create_timer(LOOK_PERIOD_S, self._on_timer, clock=steady_clock)
+
+    def when_ready(self, ready: Callable[[], None]) -> None:
+        """Call ``ready`` whenever every expected node has become ready: the frame engine's."""
+        self._ready = ready
 
     def server_writers(self) -> Dict[str, List[WriterView]]:
         """Return topic -> each of the server's writers of frames, its matches and readers."""

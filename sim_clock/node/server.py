@@ -98,7 +98,8 @@ class ClockServer(Node):
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
-        self.frame_timeline = FrameTimeline(self, core.frame_events, self._timeline)
+        self.frame_timeline = FrameTimeline(self, core.frame_events, self._timeline,
+                                            axes.to_clock)
         self.frame_timeline.publish(core.publish_frame_events)
         #: The one place a change of the timeline is announced; the listeners below, in order.
         self.changes = TimelineChanges(
@@ -115,7 +116,7 @@ class ClockServer(Node):
                                                 axes.to_clock)
         self.changes.listen(self._reset_events.on_change)
         #: The one owner of this node's acknowledgement waits and stalled readers.
-        self.acks = Acknowledgements(on_wait=self._acknowledgement_wait)
+        self.acks = Acknowledgements(on_wait=self.frame_timeline.acknowledged)
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
         #: The one owner of this node's flow control: every sink's writers take budgets of it.
@@ -130,12 +131,11 @@ class ClockServer(Node):
             core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
             self.flow, self.acks))), core)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
-        self.expected = ExpectedParticipants(
-            self, core.roster, self._frame_writers, self._expected_ready, self.steady_clock)
-        # A wait that ends on the wire goes to the engine, made next (the engine tells them
-        # each frame out, they tell it each wait released).
+        self.expected = ExpectedParticipants(self, core.roster, sink.publishers,
+                                             self.steady_clock)
+        # The readers of the waits on the wire; the engine, made next, tells them each frame
+        # out and registers with them what a wait that ends calls.
         waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
-                          released=lambda: self.engine.released(),
                           steady_clock=self.steady_clock)
         self.participants = Participants(waits, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
@@ -149,7 +149,9 @@ class ClockServer(Node):
             make_timer=lambda callback: self.create_timer(1.0, callback,
                                                           clock=self.steady_clock)))
         self.changes.listen(self.engine.on_change)
-        self.changes.after_dispatch(self._after_changes)
+        # After the engine's own (the time again after a reset): the tick, parameter events.
+        self.changes.after_dispatch(self.ticker.after_changes)
+        self.changes.after_dispatch(self._parameter_bridge.after_changes)
         self._control = ControlServices(self)
         self.ticker.start(self.engine.tick)
         self.output_gates.refresh()
@@ -289,25 +291,6 @@ class ClockServer(Node):
 
     # -- changes -------------------------------------------------------------------------------
 
-    def holds_frames(self) -> bool:
-        """Whether frames wait for participants or output gates now."""
-        return self._core.holds_frames()
-
-    def _frame_writers(self) -> list:
-        """Return the writers of every frame: /clock, the views, a bag's topics."""
-        return self.engine.sink.publishers()
-
-    def _expected_ready(self) -> None:
-        """
-        Every expected node is ready: the current time again, then a waiting step goes on.
-
-        Their readers of /clock have just matched: the time published again reaches each
-        before the first frame's data (one writer, in order), so a recorder stamps that data
-        and a participant has the time it starts from. Free run goes on at its next tick.
-        """
-        self.engine.republish()
-        self.engine.wake()
-
     def _apply_settings(self, parsed: dict) -> None:
         self.apply_change(lambda: settings.apply(parsed, self._core))
         if 'publish_frame_events' in parsed:
@@ -316,22 +299,6 @@ class ClockServer(Node):
             self.output_gates.reconfigure()
         if 'expected_participants' in parsed:
             self.expected.look()
-
-    def _acknowledgement_wait(self, topics, start_ns: int, end_ns: int, stalled) -> None:
-        """Record a frame's wait for its readers (flow control, a bag frame's data)."""
-        self.frame_timeline.acknowledged(topics, self.clock_now(), start_ns, end_ns, stalled)
-
-    def _after_changes(self, changes: list) -> None:
-        """
-        After every dispatch: the new time at once after a reset; the tick; parameter events.
-
-        The parameters read the timeline; what a service changed goes on /parameter_events.
-        """
-        if any(change.reset for change in changes):
-            self.engine.republish()
-        self.ticker.retime()
-        if changes:
-            self._parameter_bridge.announce()
 
     def dispatch(self) -> None:
         """Announce and publish the changes the timeline recorded since the last call."""

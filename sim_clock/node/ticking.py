@@ -70,6 +70,10 @@ class Ticker:
         self._tick = tick
         self.retime()
 
+    def after_changes(self, changes: list) -> None:
+        """After every dispatch of changes of the timeline (maybe none): :meth:`retime`."""
+        self.retime()
+
     def retime(self) -> None:
         """Make the timer's period fit the current state."""
         if self._tick is None:

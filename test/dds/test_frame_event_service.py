@@ -39,13 +39,15 @@ from sim_clock.srv import GetFrameEvents
 
 
 class Rig:
-    """A frame timeline on a node of its own, its epoch set by the test."""
+    """A frame timeline on a node of its own, its time and epoch set by the test."""
 
     def __init__(self, context, length: int = 100):
         self.node = Node('sim_clock', context=context)
         self.epoch = 3
+        self.time_ns = 0
         self.ring = FrameEventRing(length)
-        self.timeline = FrameTimeline(self.node, self.ring, self)
+        # /clock time: the timeline's time plus 1000, to show the wait's time is converted.
+        self.timeline = FrameTimeline(self.node, self.ring, self, lambda ns: ns + 1000)
 
     def events(self) -> list:
         """Return every event in the ring."""
@@ -53,14 +55,20 @@ class Rig:
 
 
 def test_each_call_records_one_event_with_the_epoch_now(context):
-    """done, gate, missed, acknowledged and step: their kind, times, name and outcome."""
+    """
+    done, gate, missed, acknowledged and step: their kind, times, name and outcome.
+
+    An acknowledgement wait is recorded at the /clock time of the time now.
+    """
     rig = Rig(context)
     rig.timeline.done('planner', 10, 100, 150, round_=2)
     rig.timeline.gate('/cmd', 20, 200, 260, success=False)
     rig.epoch = 4
     rig.timeline.missed(DONE, ['a', 'b'], 30, 300)
-    rig.timeline.acknowledged(['/clock', '/tf'], 40, 400, 480, stalled=['/tf'])
-    rig.timeline.acknowledged(['/clock'], 50, 500, 510)
+    rig.time_ns = 40 - 1000
+    rig.timeline.acknowledged(['/clock', '/tf'], 400, 480, stalled=['/tf'])
+    rig.time_ns = 50 - 1000
+    rig.timeline.acknowledged(['/clock'], 500, 510)
     before = time.monotonic_ns()
     rig.timeline.step('~/step', 'alice', 60, 600, 5, True, 'ok')
     events = rig.events()
@@ -105,7 +113,7 @@ def test_a_ring_of_length_zero_records_nothing(context):
     rig.timeline.done('p', 1, 2, 3)
     rig.timeline.gate('/t', 1, 2, 3)
     rig.timeline.missed(GATE, ['/t'], 1, 2)
-    rig.timeline.acknowledged(['/clock'], 1, 2, 3)
+    rig.timeline.acknowledged(['/clock'], 2, 3)
     rig.timeline.step('~/step', '', 1, 2, 1, True, '')
     rig.timeline.reset(1, 2, 0, 'reset')
     assert rig.ring.last_sequence == 0 and rig.events() == []

@@ -44,6 +44,7 @@ class Rig:
         self.gates = self.server.core.gates
         self.gates.configure(parse_gates('/cmd@0.02'))
         self.output = OutputGates(self.server.waits(), self.gates)
+        self.output.when_released(self.server.engine.released)
         self.writer_node = Node('controller', context=context)
         self.writer = None
 

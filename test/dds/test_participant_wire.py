@@ -43,6 +43,7 @@ class Rig:
         self.server.timeline.step('', 1)
         self.barrier = self.server.core.barrier
         self.participants = Participants(self.server.waits(), self.barrier)
+        self.participants.when_released(self.server.engine.released)
         self.node = Node('planner', context=context)
         self.done = self.node.create_publisher(Done, '/sim_clock/done', DONE_QOS)
         self.rounds = []

@@ -50,7 +50,8 @@ class Rig:
         roster.configure(expected)
         self.readies = 0
         self.expected = ExpectedParticipants(self.server, roster, lambda: self.writers,
-                                             self._ready, self.server.steady_clock)
+                                             self.server.steady_clock)
+        self.expected.when_ready(self._ready)
         self.planner = Node('planner', context=context)
         self.say = self.planner.create_publisher(Ready, '/sim_clock/ready', READY_QOS)
         self.reader = None

@@ -136,6 +136,9 @@ class FrameReaders:
     def frame_out(self, time_ns=None) -> None:
         self.said.append(time_ns)
 
+    def when_released(self, go_on) -> None:
+        self.go_on = go_on
+
 
 class GateReaders:
     """The gated topics' subscriptions: how often they were drained."""
@@ -146,6 +149,9 @@ class GateReaders:
     def drain(self) -> None:
         self.drained += 1
 
+    def when_released(self, go_on) -> None:
+        self.go_on = go_on
+
 
 class Expected:
     """Every expected node is ready."""
@@ -155,6 +161,9 @@ class Expected:
 
     def describe_missing(self):
         return []
+
+    def when_ready(self, ready) -> None:
+        self.ready = ready
 
 
 class Timer:
@@ -185,6 +194,7 @@ class Rig:
         self.timeline = self.core.timeline
         self.sink, self.pace, self.logger = Sink(), Pace(), Logger()
         self.readers, self.gate_readers = FrameReaders(), GateReaders()
+        self.expected = Expected()
         self.events = Recorder()
         self.changes = TimelineChanges(self.timeline, Axes(), self.logger, self._reset)
         self.resets = []
@@ -192,7 +202,7 @@ class Rig:
         self.engine = FrameEngine(EngineParts(
             core=self.core, axes=Axes(), sink=self.sink, acks=AckWaits(), events=self.events,
             changes=self.changes, pace=self.pace, participants=self.readers,
-            gate_readers=self.gate_readers, expected=Expected(), logger=self.logger,
+            gate_readers=self.gate_readers, expected=self.expected, logger=self.logger,
             make_timer=self._timer, now_ns=self.clock))
         self.changes.listen(self.engine.on_change)
         self.answers = []
@@ -222,6 +232,27 @@ def test_a_step_publishes_its_frames_and_answers_at_once():
     assert rig.pace.published_count == 1
     assert ('frames', [10 * MS, 20 * MS, 30 * MS], 1) in rig.events.calls
     assert ('step', '~/step', 3, True) in rig.events.calls
+
+
+def test_what_ends_a_wait_calls_the_engine_itself_and_a_reset_republishes():
+    """
+    The engine registers with its parts: no call of theirs goes through the server.
+
+    Participants and gates release it, the expected nodes say they are ready to it, and the
+    change dispatch has it publish the time again after a reset.
+    """
+    rig = Rig(sync=True, time_step=0.01)
+    assert rig.readers.go_on == rig.engine.released
+    assert rig.gate_readers.go_on == rig.engine.released
+    assert rig.expected.ready == rig.engine.expected_ready
+    rig.step(2)
+    rig.answer()
+    rig.changes.apply(lambda: rig.timeline.set_paused(True))  # a change, no reset
+    assert rig.sink.times == []
+    rig.changes.apply(lambda: rig.timeline.reset('reset called'))
+    assert rig.sink.times == [0] and rig.readers.said[-1] is None
+    rig.expected.ready()
+    assert rig.sink.times == [0, 0]
 
 
 def test_a_refused_step_publishes_nothing_and_says_why():

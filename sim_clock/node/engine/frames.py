@@ -78,6 +78,11 @@ class FrameEngine:
         self.wake = self._steps.wake
         #: Free run and real time: :meth:`FreeRun.tick`.
         self.tick = self._free_run.tick
+        # What ends a wait calls the engine itself.
+        self._participants.when_released(self.released)
+        self._gate_readers.when_released(self.released)
+        self._expected.when_ready(self.expected_ready)
+        self._changes.after_dispatch(self._after_changes)
 
     def close(self) -> None:
         """Drop the steps not answered: the node is being destroyed."""
@@ -88,6 +93,22 @@ class FrameEngine:
         self._steps.wake()
         if self._timeline.free_running:
             self.tick()
+
+    def expected_ready(self) -> None:
+        """
+        Every expected node is ready: the current time again, then a waiting step goes on.
+
+        Their readers of /clock have just matched: the time published again reaches each
+        before the first frame's data (one writer, in order), so a recorder stamps that data
+        and a participant has the time it starts from. Free run goes on at its next tick.
+        """
+        self.republish()
+        self._steps.wake()
+
+    def _after_changes(self, changes: list) -> None:
+        """After a dispatch with a reset: the new time at once, for every reader of /clock."""
+        if any(change.reset for change in changes):
+            self.republish()
 
     def on_change(self, change) -> None:
         """Follow a change of the timeline: a step waiting may go on."""
