@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import decimal
 from fractions import Fraction
 import re
-from typing import Dict
 from typing import List
 from typing import Mapping
 
@@ -94,8 +93,3 @@ def parse_views(config: Mapping) -> List[View]:
                           f'way, got {fields.get("drift_ppm")!r}')
         views.append(View(name, offset_ns, Fraction(drift)))
     return views
-
-
-def by_name(views: List[View]) -> Dict[str, View]:
-    """Return the views by name."""
-    return {view.name: view for view in views}

@@ -88,11 +88,6 @@ class Participants:
         self._carried = None
         node.create_timer(GRAPH_CHECK_PERIOD_S, self._check_graph, clock=parts.steady_clock)
 
-    @property
-    def joined(self) -> bool:
-        """Whether any participant is joined."""
-        return bool(self.barrier.participants)
-
     def join(self, name: str, node: str, period_ns: int, next_frame: bool = False,
              topics=()) -> JoinOutcome:
         """Add a participant; it takes part from the next frame."""

@@ -71,7 +71,7 @@ def test_join_and_leave_say_what_happened(context):
     outcome = rig.participants.join('planner', '/planner', 20 * MS)
     assert (outcome.success, outcome.frame, outcome.clock_ns) == (True, 1, 10 * MS)
     assert outcome.message == 'joined; frame 1 is the last before its first'
-    assert rig.participants.joined
+    assert 'planner' in rig.barrier.participants
     assert rig.server.log.at('info') == [
         "participant 'planner' joined (period 20000000 ns, node /planner)"]
     refused = rig.participants.join('', '', 0)
@@ -81,7 +81,7 @@ def test_join_and_leave_say_what_happened(context):
     assert (left.success, left.message) == (True, "'planner' left")
     assert rig.server.expected.forgotten == [('planner', '/planner')]
     assert rig.server.log.at('info')[-1] == "participant 'planner' left"
-    assert not rig.participants.joined
+    assert not rig.barrier.participants
     assert rig.server.engine.releases == 1
 
 
@@ -167,9 +167,9 @@ def test_a_participant_whose_node_leaves_the_graph_is_dropped(context):
     watched = Node('watched', context=context)
     rig.participants.join('watcher', '/watched', 0)
     spin_for([rig.server, rig.node, watched], 1.2)          # the graph check sees it
-    assert rig.participants.joined
+    assert 'watcher' in rig.barrier.participants
     watched.destroy_node()
-    rig.spin_until(lambda: not rig.participants.joined)
+    rig.spin_until(lambda: not rig.barrier.participants)
     assert rig.server.log.at('warning') == [
         "participant 'watcher' dropped: its node /watched left the graph"]
 
