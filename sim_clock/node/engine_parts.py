@@ -38,9 +38,9 @@ from typing import Tuple
 from rclpy.clock import Clock
 from rclpy.node import Node
 from sim_clock.core.axes import Axes
+from sim_clock.core.hold import Late
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
-from sim_clock.node.publishing import FrameSink
 
 
 def nothing() -> None:
@@ -60,6 +60,38 @@ class StepOutcome:
     late: List[str] = field(default_factory=list)
     #: The topics not acknowledged in time (ack_timeout).
     unacknowledged: List[str] = field(default_factory=list)
+
+
+class FrameSink(Protocol):
+    """Where the server's frames go: told each new frame, and the current time when idle."""
+
+    def publish_frames(self, frames: range) -> None:
+        """Publish each new frame in turn (its data, then its /clock)."""
+
+    def publish_time(self, time_ns: int) -> None:
+        """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""
+
+    def limit(self, limit: int) -> int:
+        """
+        Return how many of the next ``limit`` frames free run may publish in one run (>= 1).
+
+        A sink whose frames reach a boundary (a bag's end) ends the run there, so that what
+        :meth:`end_of_frames` asks for is applied before any frame after it goes out.
+        """
+
+    def publishers(self) -> list:
+        """Return the publishers of the frames, whose acknowledgements a step may wait for."""
+
+    def end_of_frames(self) -> Optional[Callable[[], object]]:
+        """
+        Return what the frames published last leave to do once finished, or None.
+
+        A change of the timeline (a bag's loop, its pause at the end) that the frame engine
+        applies at the frame boundary, once the participants have finished those frames.
+        """
+
+    def close(self) -> None:
+        """Stop publishing: the node destroys its publishers next."""
 
 
 class Logger(Protocol):
@@ -185,6 +217,45 @@ class AckWaits(Protocol):
 
         Its ``stalled`` names the topics not acknowledged once the iteration ends.
         """
+
+
+class FramesOut(Protocol):
+    """
+    The frame engine as its steps and its free run use it (:class:`~.engine.FrameEngine`).
+
+    The runner of the steps and the free-run tick are made by the engine and given it by this
+    interface: they import nothing of it.
+    """
+
+    def publish(self, frames: range) -> None:
+        """Publish new frames: data, /clock and views; note them for participants; settle."""
+
+    def holds_frames(self) -> bool:
+        """Whether frames wait for participants or output gates now."""
+
+    def expected_hold(self) -> bool:
+        """Whether frames wait for expected participants that are not ready yet."""
+
+    def run_length(self, limit: int) -> int:
+        """Return how many frames go out up to the next one due for a participant or gated."""
+
+    def unready(self, count: int, start: bool = True) -> List[str]:
+        """Return the gates of the last of the next ``count`` frames with no writer ready."""
+
+    def end_pending(self) -> bool:
+        """Whether the frames out left something to do at their end, not done yet."""
+
+    def finish_frames(self) -> None:
+        """Apply what the frames out left to do at their end, once no one works on them."""
+
+    def republish(self) -> None:
+        """Publish the current time again (not a new frame)."""
+
+    def missed(self, late: Late) -> None:
+        """Record the participants and gated outputs a frame stopped waiting for."""
+
+    def no_writer(self, topics: List[str]) -> None:
+        """Record the gates that held a frame for their timeout with no writer matched."""
 
 
 @dataclass

@@ -65,7 +65,6 @@ from array import array
 from typing import Callable
 from typing import List
 from typing import Protocol
-from typing import TYPE_CHECKING
 
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy
@@ -73,9 +72,7 @@ from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
 from sim_clock._replay import UNLIMITED
 from sim_clock.node.acks import Acknowledgements
-
-if TYPE_CHECKING:  # engine_parts imports the sinks, which import this module
-    from sim_clock.node.engine_parts import Logger
+from sim_clock.node.engine_parts import Logger
 
 #: The most samples a writer has out, unacknowledged, between two waits.
 MAX_WINDOW = 500
@@ -118,7 +115,7 @@ class FlowControl:
     topics and the views, are acknowledged in one wait per window instead of one per group.
     """
 
-    def __init__(self, run: RunState, acks: Acknowledgements, logger: 'Logger',
+    def __init__(self, run: RunState, acks: Acknowledgements, logger: Logger,
                  context_ok: Callable[[], bool]):
         """
         Control the writers' flow while ``run`` does not free-run; wait through ``acks``.

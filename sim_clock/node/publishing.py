@@ -15,7 +15,8 @@
 """
 Frames to messages: /clock serialized once and published raw, in C where rclpy lays it out so.
 
-A :class:`FrameSink` is what the server tells each frame to publish; :class:`ClockSink`
+A frame sink (``engine_parts.FrameSink``) is what the server tells each frame to publish;
+:class:`ClockSink`
 publishes /clock only, and the bag player's sink publishes the bag's messages before each
 frame's /clock (``sim_clock.bag.player``).
 """
@@ -26,8 +27,6 @@ import functools
 import struct
 from typing import Callable
 from typing import Optional
-from typing import Protocol
-from typing import TYPE_CHECKING
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidHandle
@@ -45,11 +44,10 @@ from sim_clock.core.units import split_ns
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.acks import Acknowledgements
+from sim_clock.node.engine_parts import Logger
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import PublisherDestroyed
 
-if TYPE_CHECKING:  # engine_parts imports this module for FrameSink
-    from sim_clock.node.engine_parts import Logger
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
 CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
@@ -83,38 +81,6 @@ def _check_clock_qos(qos) -> SetParametersResult:
     return SetParametersResult(successful=True)
 
 
-class FrameSink(Protocol):
-    """Where the server's frames go: told each new frame, and the current time when idle."""
-
-    def publish_frames(self, frames: range) -> None:
-        """Publish each new frame in turn (its data, then its /clock)."""
-
-    def publish_time(self, time_ns: int) -> None:
-        """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""
-
-    def limit(self, limit: int) -> int:
-        """
-        Return how many of the next ``limit`` frames free run may publish in one run (>= 1).
-
-        A sink whose frames reach a boundary (a bag's end) ends the run there, so that what
-        :meth:`end_of_frames` asks for is applied before any frame after it goes out.
-        """
-
-    def publishers(self) -> list:
-        """Return the publishers of the frames, whose acknowledgements a step may wait for."""
-
-    def end_of_frames(self) -> Optional[Callable[[], object]]:
-        """
-        Return what the frames published last leave to do once finished, or None.
-
-        A change of the timeline (a bag's loop, its pause at the end) that the frame engine
-        applies at the frame boundary, once the participants have finished those frames.
-        """
-
-    def close(self) -> None:
-        """Stop publishing: the node destroys its publishers next."""
-
-
 @dataclass
 class SinkParts:
     """What the node gives the frame sink it is made with, each by its interface."""
@@ -123,7 +89,7 @@ class SinkParts:
     core: Core
     #: Timeline time to /clock time, and to a bag's time.
     axes: Axes
-    logger: 'Logger'
+    logger: Logger
     #: The node's ``create_publisher`` (rclpy's signature).
     create_publisher: Callable
     #: The node's /clock publisher (:func:`create_clock_publisher`).

@@ -54,6 +54,7 @@ from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine_parts import FrameSink
 from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.frame_events import FrameTimeline
@@ -65,7 +66,6 @@ from sim_clock.node.outcomes import time_msg
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
-from sim_clock.node.publishing import FrameSink
 from sim_clock.node.publishing import SinkParts
 from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants

@@ -88,6 +88,67 @@ def test_engine_imports_of_the_node_only_its_parts_interfaces():
     assert not outside
 
 
+def _import_graph() -> dict:
+    """Return module -> the package's modules it imports (every import, at any depth)."""
+    graph = {}
+    for name, path in MODULES.items():
+        # `from sim_clock.node import flow` names the module; `from x import name` the module x.
+        imported = {module for module in _imports(path) if module in MODULES}
+        graph[name] = sorted(imported - {name})
+    return graph
+
+
+def _cycles(graph: dict) -> list:
+    """Return one import cycle through each strongly connected group of ``graph`` (Tarjan)."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(module):
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph[module]:
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return groups
+
+
+def test_no_import_cycle():
+    """
+    No module imports, at any depth, one that imports it back: a type-only import counts.
+
+    A package imports its own submodules by design (``sim_clock.node.engine`` names its
+    classes), so a package and the modules under it are not a cycle.
+    """
+    graph = _import_graph()
+    for name in graph:
+        graph[name] = [imported for imported in graph[name]
+                       if not within(imported, name) and not within(name, imported)]
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    """The check itself: a type-only import back, as the engine's runner once had, is found."""
+    assert _cycles({'a': ['b'], 'b': ['c'], 'c': ['a'], 'd': ['a']}) == [['a', 'b', 'c']]
+    assert _cycles({'a': ['b'], 'b': []}) == []
+
+
 def test_node_classes_shadow_no_rclpy_node_attribute():
     """The attributes our nodes set are not rclpy Node's own (``_parameters`` once was)."""
     import inspect

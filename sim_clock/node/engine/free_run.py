@@ -21,7 +21,6 @@ paced, the frames due now (under ``max_clock_rate``, what the rate cap can affor
 frame due, the current time goes out again when the republish period is up.
 """
 
-from typing import TYPE_CHECKING
 
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.hold import Late
@@ -31,15 +30,13 @@ from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.node.engine_parts import EngineParts
-
-if TYPE_CHECKING:  # the engine that makes it; imported for the annotation only
-    from sim_clock.node.engine.frames import FrameEngine
+from sim_clock.node.engine_parts import FramesOut
 
 
 class FreeRun:
     """The frames of free run and real time, one tick at a time (:meth:`tick`)."""
 
-    def __init__(self, frames: 'FrameEngine', parts: EngineParts):
+    def __init__(self, frames: FramesOut, parts: EngineParts):
         self._frames = frames
         self._core = core = parts.core
         self._timeline = core.timeline

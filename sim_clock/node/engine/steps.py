@@ -28,16 +28,14 @@ from dataclasses import dataclass
 from typing import Callable
 from typing import List
 from typing import Optional
-from typing import TYPE_CHECKING
 
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import Refused
 from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine_parts import FramesOut
 from sim_clock.node.engine_parts import StepOutcome
 
-if TYPE_CHECKING:  # the engine that makes the runner; imported for the annotation only
-    from sim_clock.node.engine.frames import FrameEngine
 
 #: The shortest wait the runner's timer is armed for, in ns (a turn of the executor).
 TURN_NS = 1_000
@@ -85,7 +83,7 @@ class StepRunner:
     timeline, waits for what holds them, and answers.
     """
 
-    def __init__(self, frames: 'FrameEngine', parts: EngineParts):
+    def __init__(self, frames: FramesOut, parts: EngineParts):
         self._frames = frames
         self._events = parts.events
         self._core = core = parts.core
