@@ -296,3 +296,5 @@ class WaitParts:
     expected: ExpectedNodes
     #: The node's steady clock, for their timers (never ROS time).
     steady_clock: Clock
+    #: Steady time, ns, as the engine's: when dones, outputs and joins came.
+    now_ns: Callable[[], int] = time.monotonic_ns

@@ -27,7 +27,6 @@ engine has every gated subscription drop what it holds (:meth:`OutputGates.drain
 message received earlier never counts.
 """
 
-import time
 from typing import Callable
 
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -51,6 +50,7 @@ class OutputGates:
     def __init__(self, parts: WaitParts, gates: Gates):
         self._node = parts.node
         self._events = parts.events
+        self._now = parts.now_ns
         #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
         self._go_on: Callable[[], None] = nothing
         self.gates = gates
@@ -130,7 +130,7 @@ class OutputGates:
 
     def _on_message(self, topic: str) -> None:
         # Not (msg, info): rclpy 7's EventsExecutor fails on callbacks that take the info.
-        gate, now = self.gates.gates.get(topic), time.monotonic_ns()
+        gate, now = self.gates.gates.get(topic), self._now()
         awaited = None if gate is None else (gate.awaited_ns, gate.awaited_since_ns)
         if self.gates.arrived(topic, now):
             if awaited is not None and awaited[0] is not None:
@@ -139,5 +139,5 @@ class OutputGates:
                 self._go_on()
 
     def _on_matched(self, topic: str, writers: int) -> None:
-        if self.gates.matched(topic, writers, time.monotonic_ns()):
+        if self.gates.matched(topic, writers, self._now()):
             self._go_on()

@@ -22,7 +22,6 @@ whose node leaves the graph, after the server has seen it there, is dropped with
 """
 
 from dataclasses import dataclass
-import time
 from typing import Callable
 from typing import Optional
 
@@ -72,6 +71,7 @@ class Participants:
         self._timeline = parts.timeline
         self._to_clock = parts.axes.to_clock
         self._events = parts.events
+        self._now = parts.now_ns
         self._expected = parts.expected
         #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
         self._go_on: Callable[[], None] = nothing
@@ -100,7 +100,7 @@ class Participants:
         self._logger.info(
             f'participant {name!r} joined (period {period_ns} ns'
             + (f', node {node}' if node else '') + ')')
-        self._joined_at[name] = time.monotonic_ns()
+        self._joined_at[name] = self._now()
         return JoinOutcome(success=True, message=f'joined; frame {timeline.frame} is the '
                                                  'last before its first',
                            frame=timeline.frame, clock_ns=self._clock_now())
@@ -137,7 +137,7 @@ class Participants:
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
-        barrier, now, name, round_ = self.barrier, time.monotonic_ns(), msg.name, msg.round
+        barrier, now, name, round_ = self.barrier, self._now(), msg.name, msg.round
         counts = dict(zip(msg.topics, msg.counts))
         if barrier.done(name, time_ns, now, join_ns(msg.next), round_, counts, msg.rounds,
                         msg.next_frame):
@@ -154,7 +154,7 @@ class Participants:
         barrier = self.barrier
         if not barrier.clear:
             return  # the engine looks again at its deadline or at the next release
-        started = barrier.next_round(time.monotonic_ns())
+        started = barrier.next_round(self._now())
         if started is not None:
             self._publish_round(*started)
             return
@@ -219,7 +219,7 @@ class Participants:
         if not watched:
             return
         present = self._nodes_present()
-        now = time.monotonic_ns()
+        now = self._now()
         for name, node in watched.items():
             if node in present:
                 self._seen_nodes.add(node)

@@ -24,15 +24,21 @@ before it would fire late), and never one older than that; a reset starts from i
 """
 
 import time
+from typing import Callable
 
 from sim_clock.core.settings import Core
 
 
 class CappedSink:
-    """A frame sink that applies the core's rate cap to free run before ``sink`` publishes."""
+    """
+    A frame sink that applies the core's rate cap to free run before ``sink`` publishes.
 
-    def __init__(self, sink, core: Core):
+    ``now_ns``: the node's steady clock, as the engine's (the cap counts wall time by it).
+    """
+
+    def __init__(self, sink, core: Core, now_ns: Callable[[], int] = time.monotonic_ns):
         self._sink, self._core = sink, core
+        self._now = now_ns
         self._timeline, self._cap = core.timeline, core.rate_cap
         #: What the sink it wraps leaves to do at the end of its frames (its own method).
         self.end_of_frames = sink.end_of_frames
@@ -50,12 +56,12 @@ class CappedSink:
         limit = self._sink.limit(limit)
         if not self._capping():
             return limit
-        return self._cap.limit(limit, self._timeline.frame, time.monotonic_ns())
+        return self._cap.limit(limit, self._timeline.frame, self._now())
 
     def publish_frames(self, frames) -> None:
         """Publish the frames that go out under the cap (all of them when not capping)."""
         if self._capping():
-            frames = self._cap.select(frames, self._timeline.frame, time.monotonic_ns(),
+            frames = self._cap.select(frames, self._timeline.frame, self._now(),
                                       keep_last=self._core.holds_frames())
         if frames:
             self._sink.publish_frames(frames)

@@ -91,7 +91,9 @@ class ClockServer(Node):
         #: The time coordinates: every conversion between them goes through it.
         self.axes = axes
         values = parameters.declare(self)
-        self._core = core = settings.initial(values, now_ns=time.monotonic_ns)
+        # Steady time in ns: every deadline, pace and wait of this node's parts counts by it.
+        now_ns = time.monotonic_ns
+        self._core = core = settings.initial(values, now_ns=now_ns)
         self._timeline, self._pacing = core.timeline, core.pacing
         # From here on, mode, sync, paused and time_step read from the timeline.
         self._parameter_bridge = parameters.ParameterBridge(self, core, self._apply_settings)
@@ -104,13 +106,13 @@ class ClockServer(Node):
         #: The one place a change of the timeline is announced; the listeners below, in order.
         self.changes = TimelineChanges(
             self._timeline, axes, self.get_logger(), self.frame_timeline.reset,
-            lambda: core.take_changes(time.monotonic_ns(), axes.to_clock))
+            lambda: core.take_changes(now_ns(), axes.to_clock))
         #: The tick timer; with use_sim_time this node's ROS clock follows the frames out.
         self.ticker = Ticker(
             self._timeline, self._pacing, core.rate_cap, axes,
             lambda period_s, callback: self.create_timer(period_s, callback,
                                                          clock=self.steady_clock),
-            self.destroy_timer, detach_time_source(self))
+            self.destroy_timer, detach_time_source(self), now_ns)
         #: ``~/resets``: a message for each reset, to the nodes that follow them.
         self._reset_events = resets.ResetEvents(resets.create_publisher(self.create_publisher),
                                                 axes.to_clock)
@@ -129,14 +131,14 @@ class ClockServer(Node):
         # Free run under max_clock_rate: the views follow the frames that go out on /clock.
         sink = CappedSink(self.views.wrap(make_sink(SinkParts(
             core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
-            self.flow, self.acks))), core)
+            self.flow, self.acks))), core, now_ns)
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(self, core.roster, sink.publishers,
                                              self.steady_clock)
         # The readers of the waits on the wire; the engine, made next, tells them each frame
         # out and registers with them what a wait that ends calls.
         waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
-                          steady_clock=self.steady_clock)
+                          steady_clock=self.steady_clock, now_ns=now_ns)
         self.participants = Participants(waits, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = OutputGates(waits, core.gates)
@@ -147,7 +149,8 @@ class ClockServer(Node):
             changes=self.changes, pace=self.ticker, participants=self.participants,
             gate_readers=self.output_gates, expected=self.expected, logger=self.get_logger(),
             make_timer=lambda callback: self.create_timer(1.0, callback,
-                                                          clock=self.steady_clock)))
+                                                          clock=self.steady_clock),
+            now_ns=now_ns))
         self.changes.listen(self.engine.on_change)
         # After the engine's own (the time again after a reset): the tick, parameter events.
         self.changes.after_dispatch(self.ticker.after_changes)

@@ -48,7 +48,8 @@ class Ticker:
     """
 
     def __init__(self, timeline: Timeline, pacing: Pacing, rate_cap: ClockRateCap, axes: Axes,
-                 create_timer: Callable, destroy_timer: Callable, time_source=None):
+                 create_timer: Callable, destroy_timer: Callable, time_source=None,
+                 now_ns: Callable[[], int] = time.monotonic_ns):
         self._timeline = timeline
         self._pacing = pacing
         self._rate_cap = rate_cap
@@ -56,6 +57,7 @@ class Ticker:
         self._create_timer = create_timer
         self._destroy_timer = destroy_timer
         self._time_source = time_source
+        self._now = now_ns
         self._own_time_msg = ClockMsg()
         self._tick: Optional[Callable[[], None]] = None
         self._timer = None
@@ -110,7 +112,7 @@ class Ticker:
 
     def published(self) -> None:
         """Note that /clock went out: pacing, and the node's own ROS clock (use_sim_time)."""
-        self._pacing.published(time.monotonic_ns())
+        self._pacing.published(self._now())
         time_source = self._time_source
         if time_source is not None and time_source.ros_time_is_active:
             stamp = self._own_time_msg.clock

@@ -20,7 +20,6 @@ timers are ours (they record). Time advances only by the steady clock of the tes
 """
 
 from fractions import Fraction
-import time
 
 from node_doubles import MS
 from node_doubles import SECOND
@@ -63,7 +62,7 @@ class Rig:
         self.ticks = 0
         self.ticker = Ticker(self.timeline, self.pacing, self.rate_cap,
                              Axes(clock_offset_ns=OFFSET_NS), self._create, self._destroy,
-                             time_source)
+                             time_source, lambda: self.now)
 
     def _create(self, period_s, callback):
         timer = Timer(period_s, callback)
@@ -162,13 +161,17 @@ def test_retime_paces_the_rate_cap():
 
 
 def test_a_frame_out_defers_the_idle_republish():
-    """published() notes the publish: no republish is due until about a period later."""
+    """
+    published() notes the publish: no republish is due until about a period later.
+
+    The period counts by the clock the ticker is given (the node's steady clock).
+    """
     rig = Rig(sync=True)
     rig.ticker.start(rig.tick)
+    rig.now = 5 * REPUBLISH_NS
     rig.ticker.published()
-    now = time.monotonic_ns()
-    assert not rig.pacing.republish_due(now, REPUBLISH_NS)
-    assert rig.pacing.republish_due(now + REPUBLISH_NS, REPUBLISH_NS)
+    assert not rig.pacing.republish_due(rig.now, REPUBLISH_NS)
+    assert rig.pacing.republish_due(rig.now + REPUBLISH_NS, REPUBLISH_NS)
 
 
 def test_a_frame_out_sets_the_own_ros_clock_with_sim_time():

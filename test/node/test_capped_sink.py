@@ -78,7 +78,7 @@ class Rig:
         self.cap.pace(self.timeline.time_step_ns, self.timeline.real_time_factor)
         self.inner = Sink(boundary)
         self.core = Core(self.timeline, Pacing(10 * MS), rate_cap=self.cap)
-        self.sink = CappedSink(self.inner, self.core)
+        self.sink = CappedSink(self.inner, self.core, lambda: self.now)
 
     def run(self, wall_ms: int) -> range:
         """Let ``wall_ms`` of wall time pass; publish the frames due through the sink."""
@@ -94,6 +94,20 @@ def test_free_run_under_a_cap_publishes_only_the_grid():
     assert len(rig.run(25)) == 25
     rig.run(10)
     assert rig.inner.frames == [[10 * MS, 20 * MS], [30 * MS]]
+
+
+def test_the_cap_counts_wall_time_by_the_clock_it_is_given():
+    """
+    Paced, its bucket refills by the node's steady clock, the engine's: not the machine's.
+
+    Two seconds of that clock, in ticks of 10 ms, take a few microseconds of the machine's:
+    every grid frame goes out all the same, none held back past its burst.
+    """
+    rig = Rig()
+    for _ in range(200):
+        rig.run(10)
+    assert [time for run in rig.inner.frames for time in run] == [
+        k * 10 * MS for k in range(1, 201)]
 
 
 def test_participants_due_keep_the_last_frame_of_a_batch():
