@@ -130,7 +130,8 @@ class BagFrames:
                                    qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
             for topic in bag.topics]
         self._clock = parts.clock_publisher
-        self._held = (*self._publishers, self._clock)
+        #: Every writer of its frames, held while frames go out through their addresses.
+        self._held = HeldPublishers((*self._publishers, self._clock))
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
         offset_ns = axes.clock_offset_ns
         self._publish_clock = clock_publisher(self._clock, offset_ns)
@@ -168,7 +169,7 @@ class BagFrames:
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's messages, then its /clock (the publishers held meanwhile)."""
-        with HeldPublishers(self._held):
+        with self._held:
             self._publish_frames(frames)
 
     def _publish_frames(self, frames: range) -> None:
@@ -210,7 +211,7 @@ class BagFrames:
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""
-        with HeldPublishers(self._held):
+        with self._held:
             self._publish_clock(time_ns)
         self._progressed()
 

@@ -86,6 +86,8 @@ class ClockViews:
         self._publishers = [create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
+        #: The views' writers, held while their frames go out through their addresses.
+        self._held = HeldPublishers(self._publishers)
         # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
         # (node/flow.py): a window's wait for /clock waits for the views too.
         self._flow = flow.writers(self._publishers)
@@ -112,7 +114,7 @@ class ClockViews:
         clock_ns = self._to_clock
         start = clock_ns(self._timeline.epoch_start_ns)
         self._flow.start()
-        with HeldPublishers(self._publishers):
+        with self._held:
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):
                 def publish_view(time_ns, view=view, publish=publish):
                     publish(view.time_ns(clock_ns(time_ns), start))
