@@ -155,15 +155,17 @@ class ClockServer(Node):
         # After the engine's own (the time again after a reset): the tick, parameter events.
         self.changes.after_dispatch(self.ticker.after_changes)
         self.changes.after_dispatch(self._parameter_bridge.after_changes)
-        self._control = ControlServices(self)
+        self._control = ControlServices(self, self, self.engine.step)
         self.ticker.start(self.engine.tick)
         self.output_gates.refresh()
         self.engine.republish()
         self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
             self, self._timeline, core.hold, self.steady_clock, self.alarm)
-        self._simulation_interfaces = (simulation_interfaces.SimulationInterfaces(self)
-                                       if simulation_interfaces.AVAILABLE else None)
+        self._simulation_interfaces = (
+            simulation_interfaces.SimulationInterfaces(self, self._timeline, self.changes,
+                                                       self.engine.step)
+            if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
         self.get_logger().info(
             f'publishing {CLOCK_TOPIC}: mode={status.mode.value} sync={status.sync} '

@@ -13,10 +13,12 @@
 # limitations under the License.
 
 """
-The control services: each callback is one call on a public :class:`ClockServer` method.
+The control services: each callback is one call on a part it was given.
 
-As rclpy's ``ParameterService``, a plain class handed the node; the answers are filled from
-the outcomes the server returns. Expected failures are in the response, never raised.
+As rclpy's ``ParameterService``, a plain class handed the node for its services; a step goes
+to the frame engine (``steps``), every other request to one method of the server's control
+(:class:`Control`). The answers are filled from the outcomes those return. Expected failures
+are in the response, never raised.
 """
 
 import dataclasses
@@ -24,6 +26,7 @@ import enum
 import functools
 from typing import Callable
 from typing import Optional
+from typing import Protocol
 from typing import Tuple
 
 from sim_clock.compat import DeferredReplies
@@ -31,6 +34,9 @@ from sim_clock.core.units import split_ns
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.outcomes import Answer
+from sim_clock.node.outcomes import ServerStatus
+from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
@@ -93,21 +99,47 @@ def _step_request(request, reply) -> StepRequest:
                        epoch=request.epoch if request.check_epoch else None)
 
 
-class ControlServices:
-    """``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services."""
+class Control(Protocol):
+    """What the control services ask of the server, besides steps (``ClockServer``'s)."""
 
-    def __init__(self, server):
-        self._server = server
-        #: Steps go to the frame engine itself.
-        self._engine = server.engine
+    def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
+        """Take or give up sync mode, MORAI's way."""
+
+    def set_sync(self, on: bool) -> Answer:
+        """Sync on with no holder, or off releasing any holder."""
+
+    def pause(self) -> Answer:
+        """Freeze time."""
+
+    def resume(self) -> Answer:
+        """Unfreeze time."""
+
+    def reset(self) -> Answer:
+        """Time and frame back to the start, epoch + 1."""
+
+    def status(self) -> ServerStatus:
+        """Return the state as ``~/get_status`` answers it."""
+
+
+class ControlServices:
+    """
+    ``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services, on ``node``.
+
+    ``control``: the server's control methods; ``steps``: takes a step (the frame engine's
+    ``step``).
+    """
+
+    def __init__(self, node, control: Control, steps: Callable[[StepRequest], None]):
+        self._control = control
+        self._steps = steps
         # The steps answer once their frames are finished, which may be after the callback
         # returned (participants, acknowledgements): their replies are deferred.
-        step, step_once = serve(server, (
+        step, step_once = serve(node, (
             (Step, '~/step', self._on_step),
             (Trigger, '~/step_once', self._on_step_once)))
         self._step_replies = DeferredReplies(step)
         self._step_once_replies = DeferredReplies(step_once)
-        serve(server, (
+        serve(node, (
             (SyncModeCmd, '~/sync_mode_cmd', self._on_sync_mode_cmd),
             (GetStatus, '~/get_status', self._on_get_status),
             (Trigger, '~/pause', self._on_pause),
@@ -116,35 +148,35 @@ class ControlServices:
             (SetBool, '~/set_sync', self._on_set_sync)))
 
     def _on_step(self, request, response):
-        self._engine.step(_step_request(request, answer_later(
+        self._steps(_step_request(request, answer_later(
             self._step_replies, response, functools.partial(fill, response))))
         return response
 
     def _on_step_once(self, request, response):
         def answer(outcome):
             response.success, response.message = outcome.success, outcome.message
-        self._engine.step(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
+        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
             self._step_once_replies, response, answer), service='~/step_once'))
         return response
 
     def _on_sync_mode_cmd(self, request, response):
-        return fill(response, self._server.sync_mode_cmd(
+        return fill(response, self._control.sync_mode_cmd(
             request.user_id, request.start_sync_mode, request.time_step))
 
     def _on_get_status(self, request, response):
-        return fill(response, self._server.status())
+        return fill(response, self._control.status())
 
     def _on_pause(self, request, response):
-        return fill(response, self._server.pause())
+        return fill(response, self._control.pause())
 
     def _on_resume(self, request, response):
-        return fill(response, self._server.resume())
+        return fill(response, self._control.resume())
 
     def _on_reset(self, request, response):
-        return fill(response, self._server.reset())
+        return fill(response, self._control.reset())
 
     def _on_set_sync(self, request, response):
-        return fill(response, self._server.set_sync(request.data))
+        return fill(response, self._control.set_sync(request.data))
 
 
 def answer_later(replies: DeferredReplies, response, answer: Callable) -> Callable:

@@ -51,6 +51,8 @@ on the package's executor); rclpy's SingleThreadedExecutor runs such a task too 
 Jazzy).
 """
 
+from typing import Callable
+
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -58,9 +60,11 @@ from rclpy.task import Future
 from sim_clock.compat import DeferredReplies
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
+from sim_clock.core.timeline import Timeline
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.engine_parts import Changes
 from sim_clock.node.services import answer_later
 from sim_clock.node.services import serve
 
@@ -105,11 +109,20 @@ def _result(success: bool, message: str = '') -> 'Result':
 
 
 class SimulationInterfaces:
-    """Serve the simulation_interfaces time services on ``server`` (a ClockServer)."""
+    """
+    Serve the simulation_interfaces time services on ``node``.
 
-    def __init__(self, server):
-        self._server = server
-        step, *_ = serve(server, (
+    ``timeline``: the time core's timeline, read for the state; ``changes``: where its changes
+    are applied and announced (``TimelineChanges``); ``steps``: takes a step (the frame
+    engine's ``step``).
+    """
+
+    def __init__(self, node, timeline: Timeline, changes: Changes,
+                 steps: Callable[[StepRequest], None]):
+        self._timeline = timeline
+        self._changes = changes
+        self._steps = steps
+        step, *_ = serve(node, (
             (StepSimulation, '~/step_simulation', self._on_step),
             (GetSimulatorFeatures, '~/get_simulator_features', self._on_get_features),
             (GetSimulationState, '~/get_simulation_state', self._on_get_state),
@@ -119,7 +132,7 @@ class SimulationInterfaces:
         self._step_replies = DeferredReplies(step)
         # Its own group: a goal in progress holds nothing that the other callbacks need.
         self._simulate_steps = ActionServer(
-            server, SimulateSteps, '~/simulate_steps', execute_callback=self._on_simulate_steps,
+            node, SimulateSteps, '~/simulate_steps', execute_callback=self._on_simulate_steps,
             cancel_callback=lambda goal: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(), goal_service_qos_profile=SERVICE_QOS,
             result_service_qos_profile=SERVICE_QOS, cancel_service_qos_profile=SERVICE_QOS)
@@ -129,7 +142,7 @@ class SimulationInterfaces:
         self._simulate_steps.destroy()
 
     def _state(self) -> int:
-        status = self._server.timeline.status()
+        status = self._timeline.status()
         if status.paused or (status.mode is Mode.SIMULATION and status.sync):
             return SimulationState.STATE_PAUSED
         return SimulationState.STATE_PLAYING
@@ -145,7 +158,7 @@ class SimulationInterfaces:
 
         def answer(outcome):
             response.result = _result(outcome.success, '' if outcome.success else outcome.message)
-        self._server.engine.step(StepRequest(
+        self._steps(StepRequest(
             user_id=ANONYMOUS_USER, steps=request.steps,
             reply=answer_later(self._step_replies, response, answer),
             service='~/step_simulation'))
@@ -170,9 +183,9 @@ class SimulationInterfaces:
                 return False
             return True
         finished = Future()
-        self._server.engine.step(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
-                                             reply=finished.set_result, progress=progress,
-                                             service='~/simulate_steps'))
+        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=steps,
+                                reply=finished.set_result, progress=progress,
+                                service='~/simulate_steps'))
         outcome = await finished
         if outcome.success:
             goal.succeed()
@@ -193,8 +206,7 @@ class SimulationInterfaces:
 
     def _on_set_state(self, request, response):
         target = request.state.state
-        server = self._server
-        timeline = server.timeline
+        timeline = self._timeline
         status = timeline.status()
         if target not in (SimulationState.STATE_PLAYING, SimulationState.STATE_PAUSED,
                           SimulationState.STATE_STOPPED):
@@ -223,7 +235,7 @@ class SimulationInterfaces:
                 timeline.set_paused(True)
                 if target == SimulationState.STATE_STOPPED:
                     timeline.reset('simulation stopped (simulation_interfaces)')
-        server.apply_change(apply)
+        self._changes.apply(apply)
         response.result = Result(result=Result.RESULT_OK)
         return response
 
@@ -237,8 +249,8 @@ class SimulationInterfaces:
                               'time only (SCOPE_TIME, SCOPE_DEFAULT, SCOPE_ALL)')
             return response
         try:
-            self._server.apply_change(
-                lambda: self._server.timeline.reset('reset_simulation (simulation_interfaces)'))
+            self._changes.apply(
+                lambda: self._timeline.reset('reset_simulation (simulation_interfaces)'))
         except Refused as refused:
             response.result = Result(
                 result=Result.RESULT_OPERATION_FAILED, error_message=refused.reason)
