@@ -26,8 +26,9 @@ period ``P`` fires. A gated frame waits until one message arrived on its topic a
 went out (:meth:`Gates.arrived`: the node feeds it only those); then the next frames may go.
 
 Before that, a gated frame's /clock goes out only once the gate's reader has a writer that can
-deliver to it (:meth:`Gates.hold`): it has matched one (:meth:`Gates.matched`, fed by the node)
-and either heard from it since or matched it :data:`MATCH_MARGIN_NS` ago. The reader's side of a
+deliver to it (the question :meth:`Gates.unready`; :meth:`Gates.hold` holds the frame for the
+gates it names): it has matched one (:meth:`Gates.matched`, fed by the node) and either heard
+from it since or matched it :data:`MATCH_MARGIN_NS` ago. The reader's side of a
 match says nothing of the writer's: a writer that has not matched the reader yet publishes to
 nobody, and the frame's output is lost (doc/modes-and-services.md, "Output gates").
 """
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from dataclasses import field
 import decimal
 import re
+from typing import Collection
 from typing import Dict
 from typing import Iterable
 from typing import List
@@ -300,26 +302,32 @@ class Gates:
             return None
         return gate.matched_since_ns + (0 if gate.heard else self.match_margin_ns)
 
-    def hold(self, before_ns: int, time_ns: int, now_ns: int, start: bool = True) -> List[str]:
+    def unready(self, before_ns: int, time_ns: int, now_ns: int) -> List[str]:
         """
         Return the topics that gate the frame at ``time_ns`` and have no writer ready now.
 
-        ``before_ns``: the time of the frame before it. ``start``: hold the frame for them
-        (its timeout counts from the first call for that frame); else only ask, and hold no
-        frame. Either way a frame held before is held no more unless it is named again.
+        ``before_ns``: the time of the frame before it. A question only: nothing changes.
         """
         topics = []
         for topic, gate in self.gates.items():
-            ready_ns = self.ready_ns(gate)
-            unready = (gated(gate.spec.period_ns, before_ns, time_ns)
-                       and gate.passed_ns != time_ns and (ready_ns is None or ready_ns > now_ns))
-            if unready:
-                topics.append(topic)
-            if not (unready and start):
+            if gated(gate.spec.period_ns, before_ns, time_ns) and gate.passed_ns != time_ns:
+                ready_ns = self.ready_ns(gate)
+                if ready_ns is None or ready_ns > now_ns:
+                    topics.append(topic)
+        return topics
+
+    def hold(self, topics: Collection[str], time_ns: int, now_ns: int) -> None:
+        """
+        Hold the frame at ``time_ns`` for the gates of ``topics`` (:meth:`unready`'s answer).
+
+        Its timeout counts from the first hold of that frame, at ``now_ns``; every other gate
+        holds no frame from now on (an empty ``topics`` lets every held frame go).
+        """
+        for topic, gate in self.gates.items():
+            if topic not in topics:
                 gate.held_ns = None
             elif gate.held_ns != time_ns:
                 gate.held_ns, gate.held_since_ns = time_ns, now_ns
-        return topics
 
     def no_writer(self, now_ns: int) -> List[str]:
         """Return the topics a frame was held for at least their timeout with no writer, sorted."""

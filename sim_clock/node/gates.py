@@ -21,7 +21,7 @@ A gated topic's type is read from the graph (its publishers); until one is seen 
 looked for again every :data:`DISCOVERY_PERIOD_S`. The writers each reader matches are fed to
 the core as they change (the subscription's matched events, and its count when it is created),
 so that the engine holds a gated frame until its reader has a writer (see
-:meth:`~sim_clock.core.gates.Gates.hold`). A message counts for a gated frame when this node
+:meth:`~sim_clock.core.gates.Gates.unready`). A message counts for a gated frame when this node
 takes it after that frame's /clock was handed to DDS: just before the frame goes out, the
 engine has every gated subscription drop what it holds (:meth:`OutputGates.drain`), so a
 message received earlier never counts.

@@ -90,6 +90,17 @@ def test_bad_entries_are_refused_saying_what_is_allowed(entry, says):
     assert repr(entry) in refused.value.reason
 
 
+def held(gates: Gates, before_ns: int, time_ns: int, now_ns: int, start: bool = True) -> list:
+    """
+    Return the gates that hold the frame at ``time_ns``; hold it for them if ``start``.
+
+    As the engine asks and holds (``FrameEngine.unready``).
+    """
+    topics = gates.unready(before_ns, time_ns, now_ns)
+    gates.hold(topics if start else (), time_ns, now_ns)
+    return topics
+
+
 def test_the_value_takes_a_list_a_text_or_nothing():
     """A list, one text of entries, and an empty value of any type (no gates)."""
     both = (GateSpec('/cmd', 50 * MS), GateSpec('/odom'))
@@ -231,19 +242,32 @@ def _held_gate(timeout='1', margin=100):
 def test_a_gated_frame_is_held_until_its_gate_has_a_writer():
     """No writer: held, up to the timeout; a writer matched: held for the margin, then it goes."""
     gates = _held_gate()
-    assert gates.hold(30 * MS, 40 * MS, now_ns=0) == []   # not a gated frame
+    assert held(gates, 30 * MS, 40 * MS, now_ns=0) == []   # not a gated frame
     assert not gates.holding
-    assert gates.hold(40 * MS, 50 * MS, now_ns=0) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=0) == ['/cmd']
     assert gates.holding and not gates.awaited and gates.waiting_for == ['/cmd']
     assert gates.deadline_ns() == SEC
     assert gates.no_writer(SEC - 1) == [] and gates.no_writer(SEC) == ['/cmd']
     assert gates.matched('/cmd', 1, now_ns=10)             # a held frame may go: look again
     assert gates.no_writer(2 * SEC) == []                  # it has a writer now
     assert gates.deadline_ns() == 110
-    assert gates.hold(40 * MS, 50 * MS, now_ns=109) == ['/cmd']
-    assert gates.hold(40 * MS, 50 * MS, now_ns=110) == []
+    assert held(gates, 40 * MS, 50 * MS, now_ns=109) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=110) == []
     assert not gates.holding and gates.deadline_ns() is None
     assert gates.published(40 * MS, 50 * MS, now_ns=120) == ['/cmd'] and gates.awaited
+
+
+def test_asking_which_gates_hold_a_frame_changes_nothing():
+    """Asked any number of times (``unready``), no frame is held or let go by the question."""
+    gates = _held_gate()
+    for now in (0, SEC, 2 * SEC):
+        assert gates.unready(40 * MS, 50 * MS, now_ns=now) == ['/cmd']
+    assert not gates.holding and gates.deadline_ns() is None
+    gates.hold(['/cmd'], 50 * MS, now_ns=0)
+    assert gates.unready(40 * MS, 50 * MS, now_ns=3 * SEC) == ['/cmd']
+    assert gates.holding and gates.deadline_ns() == SEC and gates.no_writer(SEC) == ['/cmd']
+    gates.hold((), 50 * MS, now_ns=0)
+    assert not gates.holding
 
 
 def test_a_message_from_the_writer_ends_the_margin():
@@ -251,15 +275,15 @@ def test_a_message_from_the_writer_ends_the_margin():
     gates = _held_gate(margin=SEC)
     assert not gates.arrived('/cmd', now_ns=5)             # before any match: no proof
     gates.matched('/cmd', 1, now_ns=10)
-    assert gates.hold(40 * MS, 50 * MS, now_ns=20) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=20) == ['/cmd']
     assert gates.arrived('/cmd', now_ns=30)                # releases the held frame
     assert not gates.arrived('/cmd', now_ns=31)            # nothing held or awaited now
-    assert gates.hold(40 * MS, 50 * MS, now_ns=30) == []
+    assert held(gates, 40 * MS, 50 * MS, now_ns=30) == []
     assert not gates.matched('/cmd', 2, now_ns=40)         # a second writer: nothing held
     assert gates.ready_ns(gates.gates['/cmd']) == 10
     gates.matched('/cmd', 0, now_ns=50)
     assert gates.ready_ns(gates.gates['/cmd']) is None
-    assert gates.hold(40 * MS, 50 * MS, now_ns=60) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=60) == ['/cmd']
     gates.matched('/cmd', 1, now_ns=70)
     assert gates.ready_ns(gates.gates['/cmd']) == 70 + SEC
     assert not gates.matched('/other', 1, now_ns=80)       # not gated
@@ -268,27 +292,27 @@ def test_a_message_from_the_writer_ends_the_margin():
 def test_a_hold_counts_from_its_first_ask_and_again_at_a_new_step():
     """The timeout runs from the first hold of a frame; start=False only asks; count_again."""
     gates = _held_gate()
-    gates.hold(40 * MS, 50 * MS, now_ns=0)
-    gates.hold(40 * MS, 50 * MS, now_ns=500)
+    held(gates, 40 * MS, 50 * MS, now_ns=0)
+    held(gates, 40 * MS, 50 * MS, now_ns=500)
     assert gates.no_writer(SEC) == ['/cmd']
     gates.count_again(2 * SEC)
     assert gates.no_writer(3 * SEC - 1) == [] and gates.deadline_ns() == 3 * SEC
-    assert gates.hold(40 * MS, 50 * MS, now_ns=0, start=False) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=0, start=False) == ['/cmd']
     assert not gates.holding and gates.no_writer(10 * SEC) == []
-    gates.hold(40 * MS, 50 * MS, now_ns=0)
-    gates.hold(90 * MS, 100 * MS, now_ns=700)              # another frame: counted afresh
+    held(gates, 40 * MS, 50 * MS, now_ns=0)
+    held(gates, 90 * MS, 100 * MS, now_ns=700)              # another frame: counted afresh
     assert gates.no_writer(SEC) == [] and gates.no_writer(SEC + 700) == ['/cmd']
 
 
 def test_a_frame_let_go_without_a_writer_waits_for_no_message():
     """Free run past the timeout: that frame goes and awaits nothing; the next is held again."""
     gates = _held_gate()
-    gates.hold(40 * MS, 50 * MS, now_ns=0)
+    held(gates, 40 * MS, 50 * MS, now_ns=0)
     gates.release(gates.no_writer(SEC))
     assert not gates.holding
-    assert gates.hold(40 * MS, 50 * MS, now_ns=SEC) == []  # let go: not held again
+    assert held(gates, 40 * MS, 50 * MS, now_ns=SEC) == []  # let go: not held again
     assert gates.published(40 * MS, 50 * MS, now_ns=SEC) == [] and not gates.awaited
-    assert gates.hold(90 * MS, 100 * MS, now_ns=SEC) == ['/cmd']
+    assert held(gates, 90 * MS, 100 * MS, now_ns=SEC) == ['/cmd']
     gates.reset()
     assert not gates.holding
 
@@ -296,10 +320,10 @@ def test_a_frame_let_go_without_a_writer_waits_for_no_message():
 def test_a_reset_ends_holds_and_frames_let_go():
     """Time went back: nothing is held, and a frame let go before is held again."""
     gates = _held_gate()
-    gates.hold(40 * MS, 50 * MS, now_ns=0)
+    held(gates, 40 * MS, 50 * MS, now_ns=0)
     gates.release(['/cmd'])
     gates.reset()
-    assert gates.hold(40 * MS, 50 * MS, now_ns=0) == ['/cmd']
+    assert held(gates, 40 * MS, 50 * MS, now_ns=0) == ['/cmd']
     gates.reset()
     assert not gates.holding and gates.waiting_for == []
 
@@ -308,7 +332,7 @@ def test_the_core_holds_the_next_frame_while_a_gate_waits_for_a_writer():
     """Core.holding(): a frame held for a writer holds free run like an awaited output."""
     core = settings.initial(dict(settings.DEFAULTS, output_gates='/cmd@0.05'))
     assert not core.holding()
-    core.gates.hold(40 * MS, 50 * MS, now_ns=0)
+    held(core.gates, 40 * MS, 50 * MS, now_ns=0)
     assert core.holding()
     core.gates.configure(parse_gates('/cmd@0.05:2'))       # a gate kept keeps its writers
     core.gates.matched('/cmd', 1, now_ns=0)

@@ -143,8 +143,12 @@ class FrameEngine:
         if not self._gates.gates:
             return []  # no output gates: every frame of free run with participants asks
         timeline, to_clock = self._timeline, self._axes.to_clock
-        last = to_clock(timeline.time_ns + count * timeline.time_step_ns)
-        return self._gates.hold(to_clock(timeline.time_ns), last, self._now(), start)
+        last, now = to_clock(timeline.time_ns + count * timeline.time_step_ns), self._now()
+        topics = self._gates.unready(to_clock(timeline.time_ns), last, now)
+        # ``start``: that frame is held for them (its timeout counts); else only asked.
+        # Either way a frame held before is held no more unless its gates are named again.
+        self._gates.hold(topics if start else (), last, now)
+        return topics
 
     @property
     def end_pending(self) -> bool:
