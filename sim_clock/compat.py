@@ -222,7 +222,7 @@ def publisher_address(publisher) -> int:
     Return the address of ``publisher``'s ``rcl_publisher_t``, for C code that publishes.
 
     ``Publisher.handle.pointer``: the one way to reach rcl from Python. Use it only inside
-    :class:`HeldHandles`, which keeps the publisher from being destroyed meanwhile. 0: none.
+    :class:`PinnedHandles`, which keeps the publisher from being destroyed meanwhile. 0: none.
     """
     return getattr(publisher.handle, 'pointer', 0) or 0
 
@@ -237,9 +237,9 @@ def raw_publish(publisher) -> Callable[[bytes], None]:
     return publisher.handle.publish_raw
 
 
-class HeldHandles:
+class PinnedHandles:
     """
-    Hold the handles of ``publishers`` while C code publishes through their addresses.
+    Pin the handles of ``publishers`` while C code publishes through their addresses.
 
     As ``Publisher.publish`` does (``with self.handle:``): a publisher destroyed meanwhile is
     destroyed only once released, and one destroyed before raises ``InvalidHandle`` here. A
@@ -268,41 +268,41 @@ class DeferredReplies:
     """
     Answer some requests of a service later than its callback returns, on any executor.
 
-    A callback that cannot answer yet calls :meth:`hold` on its response and returns it; the
+    A callback that cannot answer yet calls :meth:`defer` on its response and returns it; the
     executor's ``Service.send_response(response, header)`` then keeps the header instead of
-    sending, and the function :meth:`hold` returned sends it once the response is filled. A
+    sending, and the function :meth:`defer` returned sends it once the response is filled. A
     response released before the callback returns goes out as usual. ``Service.send_response``
     is public; replacing it on the one instance is what lets a plain ``(request, response)``
     callback, which never sees the request's header, answer later (rclpy's executors, its
     EventsExecutor included, call it by attribute).
     """
 
-    _HELD = object()
+    _DEFERRED = object()
 
     def __init__(self, service):
         self._send = service.send_response
         self._pending = {}
         service.send_response = self._send_response
 
-    def hold(self, response) -> Callable[[], None]:
+    def defer(self, response) -> Callable[[], None]:
         """Keep ``response`` back; return the function that sends it (call it once)."""
         key = id(response)
-        self._pending[key] = self._HELD
+        self._pending[key] = self._DEFERRED
 
         def release() -> None:
-            header = self._pending.pop(key, self._HELD)
-            if header is not self._HELD:
+            header = self._pending.pop(key, self._DEFERRED)
+            if header is not self._DEFERRED:
                 self._send(response, header)
         return release
 
     @property
     def pending(self) -> int:
-        """Return how many responses are held."""
+        """Return how many responses are deferred."""
         return len(self._pending)
 
     def _send_response(self, response, header) -> None:
         key = id(response)
-        if self._pending.get(key) is self._HELD:
+        if self._pending.get(key) is self._DEFERRED:
             self._pending[key] = header  # sent by release()
             return
         self._send(response, header)

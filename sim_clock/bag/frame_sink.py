@@ -57,7 +57,7 @@ from sim_clock.compat import publisher_address
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import HeldPublishers
+from sim_clock.node.publishing import PinnedPublishers
 from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.publishing import SinkParts
 
@@ -130,8 +130,8 @@ class BagFrames:
                                    qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
             for topic in bag.topics]
         self._clock = parts.clock_publisher
-        #: Every writer of its frames, held while frames go out through their addresses.
-        self._held = HeldPublishers((*self._publishers, self._clock))
+        #: Every writer of its frames, pinned while frames go out through their addresses.
+        self._pinned = PinnedPublishers((*self._publishers, self._clock))
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
         offset_ns = axes.clock_offset_ns
         self._publish_clock = clock_publisher(self._clock, offset_ns)
@@ -168,8 +168,8 @@ class BagFrames:
         core.position = self
 
     def publish_frames(self, frames: range) -> None:
-        """Publish each frame's messages, then its /clock (the publishers held meanwhile)."""
-        with self._held:
+        """Publish each frame's messages, then its /clock (the publishers pinned meanwhile)."""
+        with self._pinned:
             self._publish_frames(frames)
 
     def _publish_frames(self, frames: range) -> None:
@@ -211,7 +211,7 @@ class BagFrames:
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` (timeline time)."""
-        with self._held:
+        with self._pinned:
             self._publish_clock(time_ns)
         self._progressed()
 

@@ -35,7 +35,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
-from sim_clock.compat import HeldHandles
+from sim_clock.compat import PinnedHandles
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
 from sim_clock.core.axes import Axes
@@ -130,7 +130,7 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     cost of ``Publisher.publish``); ``handle.publish_raw`` with the same bytes for a publisher
     without an rcl address; a message as ``Publisher.publish`` sends it if rclpy lays a Clock
     out otherwise. The C function holds the publisher's address: call it inside
-    :class:`HeldPublishers` (the publisher outlives the call), and replace it (with
+    :class:`PinnedPublishers` (the publisher outlives the call), and replace it (with
     :func:`publisher_destroyed`) before the publisher is destroyed.
     """
     header = clock_header()
@@ -153,9 +153,9 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
-class HeldPublishers(HeldHandles):
+class PinnedPublishers(PinnedHandles):
     """
-    Hold ``publishers`` while frames are published through their addresses (:class:`HeldHandles`).
+    Pin ``publishers`` while frames are published through their addresses (:class:`PinnedHandles`).
 
     One already destroyed raises :class:`PublisherDestroyed`. Made once per sink and entered
     for each batch of frames.
@@ -185,19 +185,19 @@ class ClockSink:
 
     def __init__(self, publisher, flow, offset_ns: int = 0):
         self._publisher = publisher
-        self._held = HeldPublishers((self._publisher,))
+        self._pinned = PinnedPublishers((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = flow.writers([self._publisher])
 
     def publish_frames(self, frames: range) -> None:
         """Publish each frame's /clock: the hot path of free run and steps."""
         self._flow.start()
-        with self._held:
+        with self._pinned:
             self._flow.publish(0, self._publish_clock, frames)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""
-        with self._held:
+        with self._pinned:
             self._publish_clock(time_ns)
 
     def end_of_frames(self) -> None:

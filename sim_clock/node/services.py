@@ -181,7 +181,7 @@ class ControlServices:
 
 def answer_later(replies: DeferredReplies, response, answer: Callable) -> Callable:
     """Hold ``response`` back; return the reply that fills it by ``answer`` and sends it."""
-    release = replies.hold(response)
+    release = replies.defer(response)
 
     def reply(outcome) -> None:
         answer(outcome)

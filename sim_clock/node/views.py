@@ -39,7 +39,7 @@ from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import HeldPublishers
+from sim_clock.node.publishing import PinnedPublishers
 from sim_clock.node.publishing import publisher_destroyed
 import yaml
 
@@ -86,8 +86,8 @@ class ClockViews:
         self._publishers = [create_publisher(ClockMsg, view.topic, CLOCK_QOS)
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
-        #: The views' writers, held while their frames go out through their addresses.
-        self._held = HeldPublishers(self._publishers)
+        #: The views' writers, pinned while their frames go out through their addresses.
+        self._pinned = PinnedPublishers(self._publishers)
         # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
         # (node/flow.py): a window's wait for /clock waits for the views too.
         self._flow = flow.writers(self._publishers)
@@ -114,7 +114,7 @@ class ClockViews:
         clock_ns = self._to_clock
         start = clock_ns(self._timeline.epoch_start_ns)
         self._flow.start()
-        with self._held:
+        with self._pinned:
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):
                 def publish_view(time_ns, view=view, publish=publish):
                     publish(view.time_ns(clock_ns(time_ns), start))

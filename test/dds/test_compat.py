@@ -34,8 +34,8 @@ from sim_clock.compat import DeferredReplies
 from sim_clock.compat import detach_time_source
 from sim_clock.compat import drop_pending
 from sim_clock.compat import executor_tasks
-from sim_clock.compat import HeldHandles
 from sim_clock.compat import LeanWait
+from sim_clock.compat import PinnedHandles
 from sim_clock.compat import publish_parameter_event
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
@@ -165,16 +165,16 @@ def test_the_message_info_type_of_a_subscription_is_read(context):
 
 
 def test_a_held_publisher_outlives_its_destruction_until_released(context):
-    """A publisher whose address C uses lives until HeldHandles lets go; a destroyed one raises."""
+    """A publisher whose address C uses lives until PinnedHandles lets go; one destroyed raises."""
     node = rclpy.create_node('held', context=context)
     publisher = node.create_publisher(ClockMsg, '/held_clock', 1)
     assert publisher_address(publisher) != 0
     raw_publish(publisher)(b'\x00\x01\x00\x00' + bytes(8))  # a Clock of 0, as C lays it out
-    with HeldHandles([publisher]):
+    with PinnedHandles([publisher]):
         node.destroy_publisher(publisher)
         publisher.handle.pointer  # still valid: destruction waits for the release
     with pytest.raises(InvalidHandle):
-        with HeldHandles([publisher]):
+        with PinnedHandles([publisher]):
             pass
     node.destroy_node()
 
@@ -186,7 +186,7 @@ def test_a_deferred_reply_is_sent_later_and_an_early_one_at_once(context, execut
     released = []
 
     def on_request(request, response):
-        release = replies.hold(response)
+        release = replies.defer(response)
         if len(released) == 0:
             response.message = 'later'
             released.append(release)  # answered by the timer below

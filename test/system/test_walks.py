@@ -40,7 +40,7 @@ PACKAGE = os.sep + 'sim_clock' + os.sep
 
 #: A step nothing waits for, as doc/design.md walks it: from the callback to the response.
 STEP_WALK = [
-    'ControlServices._on_step', 'answer_later', 'DeferredReplies.hold', '_step_request',
+    'ControlServices._on_step', 'answer_later', 'DeferredReplies.defer', '_step_request',
     'StepRunner.step', 'StepRunner._recorded', 'Core.holds_frames',
     'FrameEngine.expected_hold', 'StepRunner._quick_step', 'StepRunner._take_all',
     'StepRunner._dispatching', 'Timeline.step', 'Timeline.check_step', 'Timeline._advance',
@@ -173,8 +173,8 @@ def test_the_doc_names_each_function_of_the_walks():
     """Each function the tests above follow is named in doc/design.md's walks, as it is."""
     walked = _walked_in_doc()
     named = set(re.findall(r'`([^`]+)`', walked))
-    # Each dotted name in backticks, and each of its dotted tails: `compat.DeferredReplies.hold`
-    # names DeferredReplies.hold and hold. Topics and services (`~/step`) name no function.
+    # Each dotted name in backticks, and each of its dotted tails: `compat.DeferredReplies.defer`
+    # names DeferredReplies.defer and hold. Topics and services (`~/step`) name no function.
     dotted = [part for name in named if not name.startswith(('~', '/'))
               for part in re.split(r'[^\w.]+', name) if part]
     words = {'.'.join(parts[i:]) for parts in (name.split('.') for name in dotted)
