@@ -64,6 +64,7 @@ from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.units import NS_PER_SEC
+from sim_clock.core.waits import DEFAULT_TIMEOUT_NS
 
 
 class Position(Protocol):
@@ -80,7 +81,7 @@ class Core:
     timeline: Timeline
     pacing: Pacing
     #: What a frame waits for: the participants and the output gates, with one timeout.
-    hold: Hold = field(default_factory=lambda: Hold.with_timeout(10 * NS_PER_SEC))
+    hold: Hold = field(default_factory=lambda: Hold.with_timeout(DEFAULT_TIMEOUT_NS))
     #: How long a step waits for its frames to be acknowledged, ns; 0: it does not.
     ack_timeout_ns: int = 0
     #: Which free-run frames go out under max_clock_rate.
@@ -188,7 +189,7 @@ SETTINGS = (
         owner_timeout_from_seconds, constraints='s, 0 = never',
         low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
     Setting(
-        'participant_timeout', 10.0,
+        'participant_timeout', DEFAULT_TIMEOUT_NS / NS_PER_SEC,
         'Seconds a frame waits for a participant that has not said it finished; then a step '
         'stops there and names it (free run logs it and keeps waiting).',
         participant_timeout_from_seconds, constraints='s, > 0',

@@ -28,11 +28,15 @@ from typing import Optional
 from sim_clock.core.units import NS_PER_SEC
 
 
+#: How long a frame waits by default (``participant_timeout``'s default), in steady ns.
+DEFAULT_TIMEOUT_NS = 10 * NS_PER_SEC
+
+
 @dataclass
 class Timeout:
     """How long a frame waits for a holder that names no timeout of its own, steady ns."""
 
-    ns: int = 10 * NS_PER_SEC
+    ns: int = DEFAULT_TIMEOUT_NS
 
 
 @dataclass(kw_only=True)
