@@ -41,6 +41,7 @@ from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEvent
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import KIND_NAMES
+from sim_clock.core.frame_events import MAX_LENGTH
 from sim_clock.core.frame_events import RESET
 from sim_clock.core.frame_events import STEP
 from sim_clock.core.frame_stats import frame_spans
@@ -337,7 +338,7 @@ def take_trace(client, out_path: str, frames: Optional[int] = None,
             stderr.write(
                 f'{dropped} events were lost: the ring holds {capacity} and overflowed between '
                 f'two reads (raise it: ros2 param set {server} frame_events '
-                f'{min(capacity * 10, 10_000_000)})\n')
+                f'{min(capacity * 10, MAX_LENGTH)})\n')
     else:
         events, lost, capacity = read_ring(client)
         if lost:

@@ -34,6 +34,7 @@ from sim_clock.core.clock_rate import ClockRateCap
 from sim_clock.core.frame_events import check_length
 from sim_clock.core.frame_events import DEFAULT_LENGTH
 from sim_clock.core.frame_events import FrameEventRing
+from sim_clock.core.frame_events import MAX_LENGTH
 from sim_clock.core.gates import check_periods
 from sim_clock.core.gates import Gates
 from sim_clock.core.gates import parse_gates
@@ -151,6 +152,15 @@ class Setting:
     dynamic: bool = False
 
 
+def _frame_events_length(value) -> int:
+    """Validate the frame timeline's length (events kept; 0: off)."""
+    try:
+        check_length(value)
+    except ValueError as error:
+        raise Refused(str(error)) from None
+    return value
+
+
 SETTINGS = (
     Setting(
         'mode', Mode.SIMULATION.value,
@@ -241,8 +251,7 @@ SETTINGS = (
         'each gated output, acknowledgement waits, step calls, resets; doc/timeline.md), '
         'read with ~/get_frame_events and simclock trace, report and top. 0: none recorded. '
         'A change keeps the newest.',
-        lambda value: _frame_events_length(value),
-        constraints='0 (off) to 10000000 events'),
+        _frame_events_length, constraints=f'0 (off) to {MAX_LENGTH} events'),
     Setting(
         'publish_frame_events', False,
         'Also publish each frame event on ~/frame_events as it is recorded (to record them '
@@ -362,15 +371,6 @@ def shown(timeline: Timeline, time_step_given: float) -> Dict[str, object]:
                  else status.time_step_ns / NS_PER_SEC)
     return {'mode': status.mode.value, 'sync': status.sync, 'paused': status.paused,
             'time_step': time_step}
-
-
-def _frame_events_length(value) -> int:
-    """Validate the frame timeline's length (events kept; 0: off)."""
-    try:
-        check_length(value)
-    except ValueError as error:
-        raise Refused(str(error)) from None
-    return value
 
 
 _ANY = Setting('', None, '', lambda value: value)
