@@ -26,6 +26,7 @@ from harness import ROOT
 import pytest
 from sim_clock.core import settings
 from sim_clock.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.names import RECORDER_NODE_NAME
 import yaml
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
@@ -226,3 +227,23 @@ def test_launch_arguments_show_the_real_defaults(path):
             assert shown == (default or "''"), name
         else:
             assert yaml.safe_load(shown) == default, name
+
+
+def test_the_docs_name_the_executables_nodes_as_they_are():
+    """
+    A node name the docs give in ``expected_participants`` is the executable's own.
+
+    The recorder is ``/sim_clock_recorder``; the docs once named it ``/recorder``, and a stack
+    that expected that name waited for a node that never came.
+    """
+    assert RECORDER_NODE_NAME == 'sim_clock_recorder'
+    pages = [os.path.join(ROOT, 'README.md')] + [
+        os.path.join(ROOT, 'doc', name) for name in sorted(os.listdir(os.path.join(ROOT, 'doc')))
+        if name.endswith('.md')]
+    wrong = []
+    for page in pages:
+        with open(page) as text:
+            for number, line in enumerate(text, 1):
+                if re.search(r"['`/ ]/recorder\b(?![./])", line):
+                    wrong.append(f'{os.path.relpath(page, ROOT)}:{number}: {line.strip()}')
+    assert wrong == []
