@@ -105,7 +105,12 @@ def _not_negative_seconds(flag: str):
 
 
 def _positive_number(what: str, check, allowed: str):
-    """Return an argument type: a number more than 0 that ``check`` (a parameter's) accepts."""
+    """
+    Return an argument type: a number more than 0 that ``check`` (a parameter's) accepts.
+
+    A refusal says ``what`` (the flag and its parameter), then ``allowed`` or the parameter's
+    own reason, then the text given.
+    """
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -120,11 +125,11 @@ def _positive_number(what: str, check, allowed: str):
 
 
 _rate = _positive_number(
-    '-r/--rate must be a number more than 0 (the real_time_factor parameter)',
-    real_time_factor_from_float, 'more than 0 (1.0: the recorded pace)')
+    '-r/--rate (the real_time_factor parameter)', real_time_factor_from_float,
+    'a number more than 0 (1.0: the recorded pace)')
 _clock_hz = _positive_number(
-    '--clock takes a rate in Hz (the publish_rate parameter)', publish_period_from_rate,
-    'more than 0 Hz')
+    '--clock (the publish_rate parameter)', publish_period_from_rate,
+    'a rate in Hz, more than 0')
 
 
 def _regex(flag: str):

@@ -311,6 +311,10 @@ def _open(path: str, storage_id: Optional[str]) -> Reader:
     """Open one bag with rosbags; check its storage if one is given."""
     if not os.path.exists(path):
         raise BagError(f'bag {path!r} does not exist')
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, 'metadata.yaml')):
+        what = 'has no metadata.yaml' if os.listdir(path) else 'is an empty directory'
+        raise BagError(f'bag {path!r} {what}: a rosbag2 bag is a directory that holds '
+                       'metadata.yaml and its .db3 or .mcap files')
     try:
         reader = Reader(path)
         reader.open()

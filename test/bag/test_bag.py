@@ -115,7 +115,9 @@ def _truncate(path: str, suffix: str) -> None:
 
 @pytest.mark.parametrize('damage, match', [
     ('missing', 'does not exist'),
-    ('empty_directory', 'cannot be read'),
+    ('empty_directory', 'is an empty directory: a rosbag2 bag is a directory that holds '
+                        'metadata.yaml and its .db3 or .mcap files'),
+    ('no_metadata', 'has no metadata.yaml'),
     ('bad_metadata', 'cannot be read'),
     ('truncated_sqlite3', 'bag'),
     ('truncated_mcap', 'bag'),
@@ -125,6 +127,9 @@ def test_damaged_or_missing_bag_is_refused(tmp_path, damage, match):
     path = str(tmp_path / 'bag')
     if damage == 'empty_directory':
         os.mkdir(path)
+    elif damage == 'no_metadata':
+        write_test_bag(path)
+        os.remove(os.path.join(path, 'metadata.yaml'))
     elif damage == 'bad_metadata':
         write_test_bag(path)
         with open(os.path.join(path, 'metadata.yaml'), 'w') as metadata:

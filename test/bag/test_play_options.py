@@ -56,9 +56,14 @@ def test_flags_map_onto_parameters_and_options():
 
 
 @pytest.mark.parametrize('argv, says', [
-    (['a', '-r', '0'], '-r/--rate must be a number more than 0'),
-    (['a', '-r', '1e9'], 'real_time_factor must be between'),
-    (['a', '--clock', '-3'], '--clock takes a rate in Hz'),
+    (['a', '-r', '0'], '-r/--rate (the real_time_factor parameter): a number more than 0 '
+                       "(1.0: the recorded pace); got '0'\n"),
+    (['a', '-r', '-1'], '-r/--rate (the real_time_factor parameter): a number more than 0 '
+                        "(1.0: the recorded pace); got '-1'\n"),
+    (['a', '-r', '1e9'], '-r/--rate (the real_time_factor parameter): real_time_factor must '
+                         'be between'),
+    (['a', '--clock', '-3'], '--clock (the publish_rate parameter): a rate in Hz, more than 0; '
+                             "got '-3'\n"),
     (['a', '-d', '0'], '-d/--delay must be more than 0 s'),
     (['a', '--start-offset', '-1'], '--start-offset must be 0 s or more'),
     (['a', '--start-offset', 'nan'], '--start-offset takes seconds'),

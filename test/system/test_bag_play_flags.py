@@ -225,7 +225,7 @@ def test_bad_flags_end_before_any_ros_entity(domain_id, tmp_path):
     bag_b = str(tmp_path / 'b')
     write_string_bag(bag_b, BAG_B, 'mcap')
     for argv, code, says in (
-            (['--rate', '0'], 2, '-r/--rate must be a number more than 0'),
+            (['--rate', '0'], 2, '-r/--rate (the real_time_factor parameter): a number'),
             (['--clock-topics-all'], 2, '--clock-topics-all is not supported'),
             (['-i', bag_b, 'sqlite3'], 1, 'not as the sqlite3 given with it'),
             (['--start-offset', '5'], 1, '--start-offset 5.000000000 s starts after the end')):
