@@ -302,7 +302,9 @@ class SimClockClient:
             waiting_for=tuple(r.waiting_for), output_gates=tuple(r.output_gates),
             output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
             output_gates_slowest=tuple(r.output_gates_slowest),
-            output_gates_waiting=tuple(r.output_gates_waiting))
+            output_gates_waiting=tuple(r.output_gates_waiting),
+            expected_participants=tuple(r.expected_participants),
+            expected_missing=tuple(r.expected_missing))
 
     def frame_events(self, after: int = 0, max_events: int = 0) -> FrameEvents:
         """

@@ -82,7 +82,7 @@ def format_status(status) -> str:
         f'publish:   {status.publish_rate:g} Hz' + _cap(status),
     ] + [f'view:      {view}' for view in status.clock_views]
       + [f'ALARM:     another clock source: {other}' for other in status.other_clock_sources]
-      + format_participants(status) + format_gates(status))
+      + format_participants(status) + format_gates(status) + format_expected(status))
 
 
 def format_participants(status) -> list:
@@ -116,6 +116,24 @@ def format_gates(status) -> list:
         lines.append(f'  {gate:<{width}}  released up to {satisfied}, slowest wait '
                      f'{slowest:.3f} s')
     lines.append('gates wait for: ' + (', '.join(status.output_gates_waiting) or 'nothing'))
+    return lines
+
+
+def format_expected(status) -> list:
+    """
+    Return the status lines of the expected participants (none: no line).
+
+    Each node named in expected_participants; then what each one not ready lacks, or that
+    every one is ready (frames go out).
+    """
+    if not status.expected_participants:
+        return []
+    lines = ['expected: ' + ', '.join(status.expected_participants)]
+    if status.expected_missing:
+        lines.append('not ready (no frame goes out until they are):')
+        lines.extend(f'  {missing}' for missing in status.expected_missing)
+    else:
+        lines.append('not ready: nothing (every expected node is ready)')
     return lines
 
 

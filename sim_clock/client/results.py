@@ -108,6 +108,10 @@ class Status:
     #: The gated topics the current frame still waits for: a message, or (the next frame) a
     #: writer.
     output_gates_waiting: tuple = ()
+    #: The nodes no frame goes out without (expected_participants), and what each one not
+    #: ready lacks, in words (one line per node: ``'<node>: <what it lacks>'``).
+    expected_participants: tuple = ()
+    expected_missing: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,20 @@ def test_participants_and_gates_are_listed_with_what_the_frame_waits_for():
     assert 'waits for: nothing (the current frame is finished)' in idle
 
 
+def test_expected_participants_are_listed_with_what_each_lacks():
+    """expected_participants: the nodes, then each one not ready with what it lacks."""
+    status = replace(STATUS, expected_participants=('/planner', '/sim_clock_recorder'),
+                     expected_missing=('/sim_clock_recorder: has not said it is ready on '
+                                       '~/ready',))
+    lines = format_status(status).splitlines()
+    assert lines[lines.index('participants: (none)') + 1:] == [
+        'expected: /planner, /sim_clock_recorder',
+        'not ready (no frame goes out until they are):',
+        '  /sim_clock_recorder: has not said it is ready on ~/ready']
+    ready = format_status(replace(status, expected_missing=())).splitlines()
+    assert ready[-1] == 'not ready: nothing (every expected node is ready)'
+
+
 def test_the_measured_rate_is_none_when_it_cannot_be_told():
     """Simulated over wall time; none without a reading before, across a reset, or no wall."""
     assert measured_rate((0, 0, 1), (2_000, 1_000, 1)) == 0.5

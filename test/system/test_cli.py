@@ -380,3 +380,15 @@ def test_sync_with_a_user_id_takes_and_gives_back_the_hold(start_server, client,
     assert (code, out) == (0, "sync off, released by 'me'\n"), err
     status = client.status()
     assert (status.sync, status.owner) == (False, '')
+
+
+def test_status_names_the_expected_nodes_and_what_each_lacks(start_server, client, simclock):
+    """expected_participants on the server: `simclock status` names them, and what each lacks."""
+    start_server({**SYNC, 'expected_participants': '/planner'})
+    client.status_when_ready()
+    code, out, err = simclock('status')
+    assert code == 0, err
+    lines = out.splitlines()
+    assert 'expected: /planner' in lines, out
+    waiting = lines.index('not ready (no frame goes out until they are):')
+    assert lines[waiting + 1].startswith('  /planner: '), out
