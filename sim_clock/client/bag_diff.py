@@ -116,6 +116,11 @@ class Comparison:
         """Whether the two recordings are the same."""
         return self.difference is None
 
+    @property
+    def empty(self) -> bool:
+        """Whether neither recording holds a message: nothing to compare, same or not."""
+        return self.messages_a == self.messages_b == 0
+
     def lines(self) -> List[str]:
         """Return the verdict as text lines."""
         if self.same:

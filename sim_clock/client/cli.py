@@ -18,7 +18,8 @@ The ``simclock`` command line: ``ros2 run sim_clock simclock <command>`` or ``ro
 Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage, 3 no answer
 (the server is not running on this ROS_DOMAIN_ID, or did not answer in time). ``diff`` needs no
 server: 0 the same recordings, 1 different (the first difference is printed), 2 a bag that
-cannot be read. ``trace``: 1 the server records no frame events, 2 the file cannot be written.
+cannot be read, or two recordings without a message (nothing to compare). ``trace``: 1 the
+server records no frame events, 2 the file cannot be written.
 ``report`` needs no server: 2 a trace that cannot be read or a page that cannot be written.
 """
 
@@ -43,7 +44,7 @@ from sim_clock.client.top import run_top
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
-#: ``diff``: the recordings differ; one cannot be read.
+#: ``diff``: the recordings differ; one cannot be read, or neither holds a message.
 EXIT_DIFFERENT = 1
 EXIT_UNREADABLE = 2
 EXIT_NO_ANSWER = 3
@@ -119,6 +120,10 @@ def diff_bags(bag_a: str, bag_b: str, out=sys.stdout) -> int:
         result = compare(bag_a, bag_b)
     except BagDiffError as error:
         print(f'cannot compare: {error}', file=sys.stderr)
+        return EXIT_UNREADABLE
+    if result.empty:
+        print(f'cannot compare: {bag_a} and {bag_b} hold no message, nothing to compare (was '
+              'the recorder subscribed before the frames went out?)', file=sys.stderr)
         return EXIT_UNREADABLE
     out.write('\n'.join(result.lines()) + '\n')
     out.flush()

@@ -38,6 +38,14 @@ def test_the_same_messages_are_the_same_whatever_the_storage_and_the_names(tmp_p
     assert result.lines()[0].startswith('same:')
 
 
+def test_two_recordings_without_a_message_are_empty_not_only_the_same(tmp_path):
+    """Nothing recorded in either: empty (nothing to compare); one empty: different."""
+    result = compare(write(tmp_path / 'a', []), write(tmp_path / 'b', [], 'sqlite3'))
+    assert result.empty and result.messages_a == result.messages_b == 0
+    one = compare(write(tmp_path / 'c', recording()), write(tmp_path / 'd', []))
+    assert not one.empty and not one.same and one.difference.kind == 'topic'
+
+
 def test_one_message_whose_bytes_differ_is_named_with_its_bytes(tmp_path):
     """/a #5 (frame 3) differs in one character: its topic, index, stamp, frame, offset."""
     changed = recording()

@@ -134,7 +134,11 @@ def _simclock(*args) -> subprocess.CompletedProcess:
 
 
 def test_simclock_diff_exits_0_1_2_and_says_why(tmp_path):
-    """The command line: 0 the same, 1 different with the first difference, 2 unreadable."""
+    """
+    The command line: 0 the same, 1 different with the first difference, 2 unreadable.
+
+    Two recordings without a message are 2 too, nothing to compare: never called the same.
+    """
     first = write_recording(tmp_path / 'first', recording())
     same = write_recording(tmp_path / 'same', recording(), 'sqlite3')
     changed = recording()
@@ -150,5 +154,11 @@ def test_simclock_diff_exits_0_1_2_and_says_why(tmp_path):
     result = _simclock(first, str(tmp_path / 'absent'))
     assert result.returncode == 2, result.stdout + result.stderr
     assert f'cannot compare: {tmp_path / "absent"}: no such bag' in result.stderr
+    empty_a = write_recording(tmp_path / 'empty_a', [])
+    empty_b = write_recording(tmp_path / 'empty_b', [])
+    result = _simclock(empty_a, empty_b)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f'cannot compare: {empty_a} and {empty_b} hold no message' in result.stderr
+    assert result.stdout == ''
     assert 'Traceback' not in result.stderr
     assert os.path.isdir(first)
