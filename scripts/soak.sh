@@ -8,4 +8,4 @@
 # Other arguments go to pytest, e.g. scripts/soak.sh -k launch_style
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-exec "$root/scripts/run_tests.sh" --tier process -m soak --soak "$@"
+exec "$root/scripts/run_tests.sh" -m soak --soak "$@"

@@ -112,7 +112,7 @@ class ClockServer(Node):
             self._timeline, self._pacing, core.rate_cap, axes,
             lambda period_s, callback: self.create_timer(period_s, callback,
                                                          clock=self.steady_clock),
-            self.destroy_timer, detach_time_source(self), now_ns)
+            detach_time_source(self), now_ns)
         #: ``~/resets``: a message for each reset, to the nodes that follow them.
         self._reset_events = resets.ResetEvents(resets.create_publisher(self.create_publisher),
                                                 axes.to_clock)

@@ -43,19 +43,19 @@ class Ticker:
     """
     The tick of one clock server: its timer, its period, and each frame out noted.
 
-    ``create_timer(period_s, callback)`` and ``destroy_timer(timer)``: the node's steady
-    timers; ``time_source``: the node's own time source (None without one).
+    ``create_timer(period_s, callback)``: makes the node's steady timer (rclpy's ``Timer``: its
+    ``timer_period_ns`` settable, ``reset``); ``time_source``: the node's own time source (None
+    without one). One timer for the node's life: a new period is set on it.
     """
 
     def __init__(self, timeline: Timeline, pacing: Pacing, rate_cap: ClockRateCap, axes: Axes,
-                 create_timer: Callable, destroy_timer: Callable, time_source=None,
+                 create_timer: Callable, time_source=None,
                  now_ns: Callable[[], int] = time.monotonic_ns):
         self._timeline = timeline
         self._pacing = pacing
         self._rate_cap = rate_cap
         self._axes = axes
         self._create_timer = create_timer
-        self._destroy_timer = destroy_timer
         self._time_source = time_source
         self._now = now_ns
         self._own_time_msg = ClockMsg()
@@ -87,10 +87,15 @@ class Ticker:
         tick_ns = self._pacing.tick_period_ns(period, self._driven)
         if tick_ns == self.period_ns:
             return
-        if self._timer is not None:
-            self._destroy_timer(self._timer)
         self.period_ns = tick_ns
-        self._timer = self._create_timer(tick_ns / NS_PER_SEC, self._tick)
+        if self._timer is None:
+            self._timer = self._create_timer(tick_ns / NS_PER_SEC, self._tick)
+            return
+        # The period changed in place, counted from now: a timer made again at each pause,
+        # resume or change of pace is added to the executor again, and rclpy's EventsExecutor
+        # warns at each add once a clock has 8 timers (a bag player has).
+        self._timer.timer_period_ns = tick_ns
+        self._timer.reset()
 
     def drive_full_speed(self) -> None:
         """Leave full-speed free run to the caller's loop, which calls :meth:`spin_once`."""

@@ -21,11 +21,13 @@ timers are ours (they record). Time advances only by the steady clock of the tes
 
 from fractions import Fraction
 
+from harness import soak
 from node_doubles import MS
 from node_doubles import SECOND
 import pytest
 from rclpy.clock import ROSClock
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
 from rclpy.time_source import TimeSource
 from sim_clock.core.axes import Axes
 from sim_clock.core.clock_rate import ClockRateCap
@@ -34,6 +36,7 @@ from sim_clock.core.pacing import MIN_TICK_NS
 from sim_clock.core.pacing import Pacing
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
+from sim_clock.node.server import ClockServer
 from sim_clock.node.ticking import Ticker
 
 #: The idle republish period: publish_rate 10 Hz.
@@ -42,12 +45,16 @@ OFFSET_NS = 7 * SECOND
 
 
 class Timer:
-    """A steady timer of the node: its period and callback; whether it was destroyed."""
+    """A steady timer of the node, as rclpy's: its period (settable) and callback; resets."""
 
     def __init__(self, period_s: float, callback):
-        self.period_s = period_s
+        self.timer_period_ns = round(period_s * SECOND)
         self.callback = callback
-        self.destroyed = False
+        self.resets = 0
+
+    def reset(self):
+        """Count a reset: the period counts from now."""
+        self.resets += 1
 
 
 class Rig:
@@ -61,31 +68,23 @@ class Rig:
         self.timers = []
         self.ticks = 0
         self.ticker = Ticker(self.timeline, self.pacing, self.rate_cap,
-                             Axes(clock_offset_ns=OFFSET_NS), self._create, self._destroy,
-                             time_source, lambda: self.now)
+                             Axes(clock_offset_ns=OFFSET_NS), self._create, time_source,
+                             lambda: self.now)
 
     def _create(self, period_s, callback):
         timer = Timer(period_s, callback)
         self.timers.append(timer)
         return timer
 
-    def _destroy(self, timer):
-        assert not timer.destroyed, 'a timer destroyed twice'
-        timer.destroyed = True
-
     def tick(self):
         """Count a tick."""
         self.ticks += 1
 
-    def live(self):
-        """Return the timers not destroyed."""
-        return [timer for timer in self.timers if not timer.destroyed]
-
     def period_ns(self) -> int:
-        """Return the period of the one live timer, ns."""
-        [timer] = self.live()
+        """Return the period of the one timer, ns."""
+        [timer] = self.timers
         assert timer.callback == self.tick
-        return round(timer.period_s * SECOND)
+        return timer.timer_period_ns
 
 
 @pytest.mark.parametrize('options, period_ns', [
@@ -107,7 +106,7 @@ def test_the_tick_period_fits_the_state(options, period_ns):
     assert rig.period_ns() == period_ns
     assert rig.ticker.period_ns == period_ns
     assert rig.ticker.full_speed == (options.get('real_time_factor') == 0)
-    rig.live()[0].callback()
+    rig.timers[0].callback()
     assert rig.ticks == 1
 
 
@@ -118,24 +117,38 @@ def test_no_timer_before_start():
     assert rig.timers == [] and rig.ticker.period_ns is None
 
 
-def test_a_timer_is_made_again_only_when_the_period_changes():
-    """A new period destroys the old timer first; the same period keeps it."""
+def test_one_timer_whose_period_follows_the_state():
+    """
+    The timer is made once; a new period is set on it and counted from now (a reset).
+
+    The same period leaves it alone. Ten thousand pauses and resumes at twice the wall pace
+    (a new period each) still leave one timer.
+    """
     rig = Rig(time_step_ns=10 * MS)
     rig.ticker.start(rig.tick)
-    first = rig.timers[0]
+    [timer] = rig.timers
     rig.ticker.retime()
     rig.timeline.set_time_step_ns(10 * MS)
     rig.ticker.retime()
-    assert rig.timers == [first] and not first.destroyed
+    assert timer.resets == 0 and rig.period_ns() == 10 * MS
     rig.timeline.set_real_time_factor(Fraction(2))
     rig.ticker.retime()
-    assert first.destroyed and rig.period_ns() == 5 * MS
+    assert rig.period_ns() == 5 * MS and timer.resets == 1
     rig.timeline.set_sync(True)
     rig.ticker.retime()
-    assert rig.period_ns() == REPUBLISH_NS and len(rig.timers) == 3
-    rig.timeline.set_time_step_ns(20 * MS)      # sync: no free-run period, no new timer
+    assert rig.period_ns() == REPUBLISH_NS and timer.resets == 2
+    rig.timeline.set_time_step_ns(20 * MS)      # sync: no free-run period, no change
     rig.ticker.retime()
-    assert len(rig.timers) == 3
+    assert timer.resets == 2
+    rig.timeline.set_sync(False)
+    rig.ticker.retime()
+    assert rig.period_ns() == 10 * MS and timer.resets == 3
+    for _ in range(10_000):
+        rig.timeline.set_paused(True)
+        rig.ticker.retime()
+        rig.timeline.set_paused(False)
+        rig.ticker.retime()
+    assert rig.timers == [timer] and timer.resets == 3 + 20_000
 
 
 def test_full_speed_driven_by_the_spin_loop_ticks_at_the_republish_period():
@@ -216,3 +229,35 @@ def test_spin_once_ticks_at_full_speed_only(context):
         assert fast.ticks == 2 and fast.period_ns() == REPUBLISH_NS
     finally:
         executor.shutdown()
+
+
+#: Cycles of pause, resume, sync on and sync off: 10^4 in a soak (scripts/soak.sh).
+CYCLES = soak(1_000, 10_000)
+
+
+@pytest.mark.soak
+def test_a_server_keeps_its_timers_through_pauses_and_mode_changes(context):
+    """
+    A real clock server at twice the wall pace: pause, resume, sync on, sync off, CYCLES times.
+
+    Each gives the tick a new period, on the same timer; its timers are as many after the
+    cycles as before (10^4 of them in the soak). rclpy's EventsExecutor warned at every pause
+    and resume of a bag player (8 timers on its steady clock) while the tick timer was made
+    again each time.
+    """
+    server = ClockServer(context=context, parameter_overrides=[
+        Parameter('real_time_factor', value=2.0), Parameter('time_step', value=0.01)])
+    try:
+        timers, tick = list(server.timers), server.ticker._timer
+        periods = set()
+        for _ in range(CYCLES):
+            server.pause()
+            periods.add(server.ticker.period_ns)
+            server.resume()
+            periods.add(server.ticker.period_ns)
+            server.set_sync(True)  # a reset, each
+            server.set_sync(False)
+        assert len(periods) == 2, periods  # the period did change, each time
+        assert list(server.timers) == timers and server.ticker._timer is tick
+    finally:
+        server.destroy_node()

@@ -19,6 +19,7 @@ import time
 from bags import MS
 from bags import START_NS
 from bags import write_string_bag
+from bags import write_test_bag
 from harness import executable
 from harness import NS
 from harness import ServerProcess
@@ -235,3 +236,23 @@ def test_bad_flags_end_before_any_ros_entity(domain_id, tmp_path):
         log = player.log()
         assert says in log and 'Traceback' not in log, log
         assert 'publishing /clock' not in log
+
+
+def test_pause_resume_and_sync_at_twice_the_pace_add_no_timer(start_server, client, tmp_path):
+    """
+    A bag player at -r 2: pauses, resumes and a sync on/off each give its tick a new period.
+
+    Its log holds none of rclpy's EventsExecutor warning that a clock has many timers: the tick
+    timer is changed in place, not made again and added to the executor at each change.
+    """
+    path = str(tmp_path / 'bag')
+    write_test_bag(path, 'sqlite3')
+    player = start_server({}, executable=executable('bag_player'),
+                          argv=[path, '--loop', '-r', '2', '--no-progress'])
+    client.status_when_ready()
+    for _ in range(3):
+        assert client.trigger('pause').success
+        assert client.trigger('resume').success
+    assert client.set_sync(True).success and client.set_sync(False).success
+    assert client.status().real_time_factor == 2.0 and not client.status().paused
+    assert 'timers associated with this clock' not in player.log()
