@@ -17,7 +17,7 @@ A synchronous Python client for the sim_clock services.
 
     from sim_clock.client import SimClockClient
 
-    with SimClockClient(node) as clock:        # takes sync mode, gives it back on exit
+    with SimClockClient(node) as clock:        # takes sync mode; on exit, puts back what it found
         for _ in range(100):
             result = clock.step()              # returns once the new time is published
             print(result.frame, result.time_ns)
@@ -113,6 +113,10 @@ class SimClockClient:
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
     :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
+
+    ``with SimClockClient(...) as clock:`` takes sync mode on entry and, on exit, gives it back
+    and puts back what it found: the mode, sync on or off and ``time_step``. Each change of
+    mode or sync is a reset (MORAI's rule), announced: time starts again from 0.
     :param retries: how many times a call safe to repeat (REPEATABLE) is asked again after a
         timeout; never stepped twice.
     """
@@ -139,6 +143,8 @@ class SimClockClient:
         self._executor.add_node(self._node)
         self._clients = {}
         self._held = False
+        #: The server's state when ``with`` took sync mode: what its exit puts back.
+        self._found: Optional[Status] = None
         self._user_node = node
         self.retries = retries
         #: (frame, epoch) where this client's last step left time, while it holds sync mode:
@@ -182,15 +188,36 @@ class SimClockClient:
                 self.server, 'the release of sync mode', response.message, response.user_id)
 
     def __enter__(self) -> 'SimClockClient':
-        """Take sync mode (with the constructor's time_step)."""
+        """Take sync mode (with the constructor's time_step); note what the server was."""
+        found = self.status()
         self.acquire(self._time_step)
+        self._found = found
         return self
 
+    def _put_back(self) -> None:
+        """Set the mode, sync and time_step ``with`` found, where they differ now."""
+        found, self._found = self._found, None
+        if found is None:
+            return
+        now = self.status()
+        if now.time_step_ns != found.time_step_ns:
+            self.set_parameter('time_step', found.time_step_ns / NS_PER_SEC)
+        if found.mode != now.mode:
+            self.set_parameter('mode', found.mode)
+        elif found.sync != now.sync and found.mode != 'real_time':
+            self.set_sync(found.sync)
+
     def __exit__(self, exc_type, exc, traceback) -> bool:
-        """Give sync mode back, also when the block raised; never hide the block's exception."""
+        """
+        Give sync mode back and put back what ``with`` found, also when the block raised.
+
+        The mode, sync and ``time_step`` as they were (sync given back is off: MORAI's rule;
+        found on, it is set on again, with no holder). Never hides the block's exception.
+        """
         try:
             if self._held:
                 self.release()
+                self._put_back()
         except SimClockError:
             if exc_type is None:
                 raise

@@ -57,7 +57,11 @@ def sim_client(client):
 # -- client API ------------------------------------------------------------------------------
 
 def test_client_acquires_steps_and_releases(start_server, client):
-    """The context manager takes sync mode, steps return frame and time, exit releases."""
+    """
+    The context manager takes sync mode, steps return frame and time, exit releases.
+
+    And puts back the time_step it found (the server's 10 ms, not the client's 2 ms).
+    """
     start_server()
     with SimClockClient(client.node, timeout=15.0, time_step=0.002) as sim:
         assert client.status().owner == sim.user_id != ''
@@ -69,7 +73,7 @@ def test_client_acquires_steps_and_releases(start_server, client):
         status = sim.status()
         assert (status.sync, status.frame, status.time_step_ns) == (True, 500, 2 * MS)
     status = client.status()
-    assert (status.sync, status.owner) == (False, '')
+    assert (status.sync, status.owner, status.time_step_ns) == (False, '', 10 * MS)
 
 
 def test_client_releases_when_the_block_raises(start_server, client):
