@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The walks of doc/design.md ("One frame, walked") are the code's.
+The walks of doc/design.md ("One frame, walked") are the code's, and no longer than counted.
 
 A clock server in this process, its service and subscription callbacks called as the executor
 calls them, every call of the package's code traced: each function a walk names is called, in
@@ -37,6 +37,8 @@ from sim_clock.srv import Step
 
 DESIGN = os.path.join(os.path.dirname(__file__), '..', '..', 'doc', 'design.md')
 PACKAGE = os.sep + 'sim_clock' + os.sep
+#: The package's generated interface code (the messages' properties), not counted.
+GENERATED = tuple(PACKAGE + folder + os.sep for folder in ('msg', 'srv', 'action'))
 
 #: A step nothing waits for, as doc/design.md walks it: from the callback to the response.
 STEP_WALK = [
@@ -68,18 +70,35 @@ BAG_WALK = [
 ]
 
 
-def _traced(call) -> list:
-    """Return the qualified names of the package's functions ``call()`` ran, in call order."""
-    names = []
+#: The most distinct functions of the package each walk calls (its generated message code
+#: left out; lambdas and nested functions each count): the counts of this version, so that a
+#: change that lengthens a path fails here. doc/performance.md gives them beside the targets.
+MOST_FUNCTIONS = {'step': 61, 'free_run': 75, 'bag': 121}
+
+
+class Walked(list):
+    """The qualified names of the package's functions a call ran, in call order."""
+
+    #: How many distinct functions of the package (lambdas and nested ones each their own).
+    functions = 0
+
+
+def _traced(call) -> Walked:
+    """Return the package's functions ``call()`` ran (:class:`Walked`), in call order."""
+    names, codes = Walked(), set()
 
     def profile(frame, event, arg):
-        if event == 'call' and PACKAGE in frame.f_code.co_filename:
+        filename = frame.f_code.co_filename
+        if event == 'call' and PACKAGE in filename and not any(
+                folder in filename for folder in GENERATED):
             names.append(frame.f_code.co_qualname)
+            codes.add(frame.f_code)
     sys.setprofile(profile)
     try:
         call()
     finally:
         sys.setprofile(None)
+    names.functions = len(codes)
     return names
 
 
@@ -108,16 +127,23 @@ def _walked_in_doc() -> str:
 
 
 def test_a_step_nothing_waits_for_goes_the_way_the_doc_walks_it(context):
-    """Three frames answered within the callback, through each function the walk names."""
+    """
+    Three frames answered within the callback, through each function the walk names.
+
+    The second such step is walked: the first makes what is made once (a response's field
+    plan, the /clock layout check).
+    """
     server = ClockServer(context=context, parameter_overrides=[
         Parameter('sync', value=True), Parameter('time_step', value=0.001)])
     try:
         on_step = _callback(server.services, '/sim_clock/step')
+        assert on_step(Step.Request(steps=3), Step.Response()).frame == 3
         responses = []
         names = _traced(lambda: responses.append(on_step(Step.Request(steps=3),
                                                          Step.Response())))
-        assert responses[0].success and responses[0].frame == 3, responses
+        assert responses[0].success and responses[0].frame == 6, responses
         assert _missing_in_order(STEP_WALK, names) == [], names
+        assert names.functions <= MOST_FUNCTIONS['step'], names.functions
     finally:
         server.destroy_node()
 
@@ -137,6 +163,7 @@ def test_a_done_sends_the_next_free_run_frame_the_way_the_doc_walks_it(context):
         names = _traced(lambda: _callback(server.subscriptions, '/sim_clock/done')(done))
         assert server.timeline.frame == frame + 1
         assert _missing_in_order(FREE_RUN_WALK, names) == [], names
+        assert names.functions <= MOST_FUNCTIONS['free_run'], names.functions
     finally:
         server.destroy_node()
 
@@ -163,6 +190,7 @@ def test_a_bag_frame_goes_the_way_the_doc_walks_it(context, tmp_path):
         # Frames 2 to 11 out, the participant due at 11: the step waits for its done.
         assert server.timeline.frame == 11
         assert _missing_in_order(BAG_WALK, names) == [], names
+        assert names.functions <= MOST_FUNCTIONS['bag'], names.functions
     finally:
         player.node.destroy_node()
         player.reader.close()
