@@ -329,6 +329,26 @@ def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
         1, '\n'.join(difference.lines()) + '\n', '')
 
 
+def test_the_executables_clients_leave_the_graph_as_it_ends(start_server, client, domain_id):
+    """
+    ``simclock status`` leaves its node to the exit, without its teardown, but not its client.
+
+    Its service client is destroyed before the process ends, so that the server's side of
+    it unmatches at once (the node's destruction, which crashed rarely on Kilted, is skipped):
+    the client of ``get_status`` is gone from the graph well within a participant's lease.
+    """
+    start_server(SYNC)
+    client.status_when_ready()
+    service = '/sim_clock/get_status'
+    baseline = client.node.count_clients(service)
+    for _ in range(3):
+        code, out, err = run_executable(domain_id, 'status')
+        assert code == 0 and out.startswith('mode:'), (code, out, err)
+    # Gone at the endpoint's disposal, not at the end of the participant's lease (20 s).
+    client.spin_until(lambda: client.node.count_clients(service) == baseline,
+                      'the executable clients gone from the graph', timeout=5.0)
+
+
 #: The ``ros2 simclock`` verb as ros2cli runs it (ros2cli itself is not on PyPI: a stand-in
 #: for its base class): parse, then the verb's main; ros2cli would then exit with its result.
 VERB = """
