@@ -35,9 +35,10 @@ What it does:
   the other non-zero exit codes; the runs killed after --run-timeout s; and the runs whose
   stdout or stderr differ from the first run's, with a few of them as a diff.
 
-The output of each crash or hang is kept in the temporary folder, which is then not removed
-(nor with --keep). Exit status: 0, or 1 when a run crashed or hung; 2 when the server did not
-answer.
+Ctrl-C (SIGINT to this script alone: ``kill -INT PID``) ends the runs early; the figures
+then count the runs done. The output of each crash or hang is kept in the temporary folder,
+which is then not removed (nor with --keep). Exit status: 0, or 1 when a run crashed or hung;
+2 when the server did not answer.
 """
 
 import argparse
@@ -150,7 +151,12 @@ def main(argv=None) -> int:
         first = None
         seconds = []
         for run in range(1, args.runs + 1):
-            code, out, err, took = run_once(command, env, args.run_timeout)
+            try:
+                code, out, err, took = run_once(command, env, args.run_timeout)
+            except KeyboardInterrupt:
+                print(f'stopped by Ctrl-C during run {run}: the figures count the runs '
+                      'before it', flush=True)
+                break
             seconds.append(took)
             if code is None or code < 0:
                 keep = True
@@ -182,7 +188,7 @@ def main(argv=None) -> int:
         server_log.close()
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f'runs: {args.runs}, {statistics.fmean(seconds):.3f} s per run '
+    print(f'runs: {len(seconds)}, {statistics.fmean(seconds):.3f} s per run '
           f'(median {statistics.median(seconds):.3f} s, longest {max(seconds):.3f} s)')
     print(f'crashes: {sum(crashes.values())}' + (
         f' ({", ".join(f"{name} {count}" for name, count in sorted(crashes.items()))})'
