@@ -257,6 +257,8 @@ class PlayOptions:
     show_progress: bool = True
     #: ``--follow-clock``: play along another node's /clock, publishing none.
     follow_clock: bool = False
+    #: The flags of ros2 bag play given that do nothing here, each with why (said once).
+    without_effect: List[str] = field(default_factory=list)
 
     def last_bag_ns(self, bag_start_ns: int) -> Optional[int]:
         """
@@ -368,6 +370,20 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Flags of ros2 bag play taken for scripts' sake that have no effect here: (flag, why).
+WITHOUT_EFFECT = {
+    'disable_keyboard_controls': ('--disable-keyboard-controls',
+                                  'the player has no keyboard controls'),
+    'disable_loan_message': ('--disable-loan-message',
+                             'the player publishes serialized data, never loaned messages'),
+    'read_ahead_queue_size': ('--read-ahead-queue-size',
+                              'the bag is read ahead in a process of its own, 1 MiB at most'),
+    'service_requests_source': ('--service-requests-source',
+                                'no service request is published: --publish-service-requests '
+                                'is refused'),
+}
+
+
 def parse_arguments(argv: List[str]) -> PlayOptions:
     """Parse the command line (without ROS arguments); exit 2 with a usage error if bad."""
     parser = make_parser()
@@ -410,7 +426,9 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
         parameters=parameters, start_offset_ns=args.start_offset,
         delay_ns=args.delay or 0, remaps=list(args.remap), log_level=args.log_level,
         start_at_zero=args.start_at_zero, show_progress=not args.no_progress,
-        follow_clock=args.follow_clock)
+        follow_clock=args.follow_clock,
+        without_effect=[f'{flag} ({why})' for name, (flag, why) in WITHOUT_EFFECT.items()
+                        if getattr(args, name) not in (None, False)])
     if args.follow_clock:
         _check_following(parser, args)
     # As rosbag2: a negative (or zero) limit is none.

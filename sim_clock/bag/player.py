@@ -262,6 +262,9 @@ def main(args=None) -> int:
     except InvalidRosArguments as error:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(error))
         return 2
+    if options.without_effect:
+        rclpy.logging.get_logger(NODE_NAME).info(
+            'accepted without effect here: ' + '; '.join(options.without_effect))
     # The bags are opened (and their first messages read) before any ROS entity exists.
     try:
         bag = open_bags(options)

@@ -170,6 +170,10 @@ def test_flags_merge_filter_offset_until_loop_and_parameters(
         assert client.step('', 1).success
         client.wait_count(seen + len(_expected(records, '/chatter', start - 1, start + STEP)))
         assert 'overriding the QoS profile of /other' in player.log()
+        # The flags that do nothing here are said so, once.
+        log = player.log()
+        assert log.count('accepted without effect here: --disable-keyboard-controls') == 1, log
+        assert '--read-ahead-queue-size (the bag is read ahead' in log
     finally:
         client.close()
 
