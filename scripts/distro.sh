@@ -18,3 +18,12 @@ case "$distro" in
      exit 2 ;;
 esac
 export ROS_DISTRO=$distro
+# The Python of a ROS wheels venv executes itself again once, with its own libraries on
+# LD_LIBRARY_PATH, and says so in _ROS_WHEELS_BOOTSTRAP_COMPLETE, which its children inherit.
+# A script started from such a process (scripts/flake_hunt.py run by Jazzy's Python asking for
+# Kilted) would otherwise run the other distribution's Python with these libraries, which
+# fails to load (libfastdds.so.3.2 not found) or, where sonames match, mixes the two: forget
+# both, and each venv's Python sets its own.
+if [ -n "${_ROS_WHEELS_BOOTSTRAP_COMPLETE:-}" ]; then
+  unset _ROS_WHEELS_BOOTSTRAP_COMPLETE LD_LIBRARY_PATH
+fi

@@ -61,3 +61,25 @@ def test_an_unknown_distribution_is_refused(script):
     assert result.returncode == 2
     assert "unknown distribution 'rolling'" in result.stderr
     assert '--distro jazzy' in result.stderr and '--distro kilted' in result.stderr
+
+
+def test_a_script_started_from_a_venvs_python_forgets_that_pythons_libraries():
+    """
+    distro.sh drops the library path a ROS wheels venv's Python set for its children.
+
+    That Python executes itself again with its libraries on LD_LIBRARY_PATH and marks it in
+    _ROS_WHEELS_BOOTSTRAP_COMPLETE; a script it starts for the other distribution (the flake
+    hunt run by Jazzy's Python, asking for Kilted) failed to load libfastdds.so.3.2.
+    """
+    env = dict(os.environ, _ROS_WHEELS_BOOTSTRAP_COMPLETE='1', LD_LIBRARY_PATH='/jazzy/lib')
+    script = ('source scripts/distro.sh --distro kilted; '
+              'echo "${_ROS_WHEELS_BOOTSTRAP_COMPLETE:-unset} ${LD_LIBRARY_PATH:-unset} $venv"')
+    result = subprocess.run(['bash', '-c', f'root={ROOT}; {script}'], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.stdout.split() == ['unset', 'unset', os.path.join(ROOT, '.venv-kilted')], (
+        result.stdout + result.stderr)
+    # Without the mark, a library path the user set is theirs, and stays.
+    env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE')
+    result = subprocess.run(['bash', '-c', f'root={ROOT}; {script}'], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.stdout.split()[:2] == ['unset', '/jazzy/lib'], result.stdout + result.stderr
