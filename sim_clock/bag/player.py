@@ -33,6 +33,8 @@ from typing import Optional
 from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sim_clock.arguments import check_ros_args
@@ -164,8 +166,11 @@ class BagPlayer:
         # even to the value it has, the parameter callbacks.
         node.add_change_listener(self._end_delay_on_pause_or_resume)
         node.add_post_set_parameters_callback(self._end_delay_on_pause_change)
+        # A steady clock of its own: the node's holds 8 timers already, and rclpy's
+        # EventsExecutor warns at each timer added to a clock that has 8.
         self._delay_timer = node.create_timer(
-            delay_ns / NS_PER_SEC, self._on_delay_over, clock=node.steady_clock)
+            delay_ns / NS_PER_SEC, self._on_delay_over,
+            clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _set_own_paused(self, paused: bool) -> None:
         self._own_change = True
