@@ -506,6 +506,8 @@ class SimClockClient:
         if not endpoints_only:
             node.destroy_node()
             return
+        # Kept: dropped, the node would be destroyed by the garbage collector.
+        self._left_to_the_exit = node
         for client in list(node.clients):
             node.destroy_client(client)
         for publisher in list(node.publishers):
