@@ -13,22 +13,25 @@
 # limitations under the License.
 
 """
-End an executable once its work is done, without the middleware's teardown.
+End an executable once its work is done, without the middleware's teardown at exit.
 
-On ROS 2 Kilted (Fast DDS 3) a short-lived process such as ``simclock status`` ended, rarely,
-by SIGSEGV after it had printed its answer: a crash of the middleware's teardown, a known
-class (Fast DDS's singletons and participants torn down while the interpreter shuts down;
-ros2/rmw_fastrtps#761, ros2/rosbag2#1311). Two places: the libraries' teardown at process
-exit (fewer than 1 in 2,000 runs), and the node's own destruction (``rcl_node_fini``: 1 in
-about 3,000 runs under load, with the first). :func:`exit_without_teardown` ends the process
-with what Python's own exit would have done for the user (atexit functions, stdout and stderr
-flushed, the exit code), then ``os._exit``: no interpreter finalization, no C or C++ static
-destructor. :func:`end_without_teardown` runs an executable's main that way, and tells it
-(:func:`ending_without_teardown`) that the exit follows: ``simclock`` then destroys its
-endpoints, so that the server unmatches them at once, and keeps its node and context alive
-until the exit (:func:`keep_until_exit`): dropped, the garbage collector would destroy them,
-with the same teardown (a crash in 1 of about 1,900 runs, main's frame ending). It also ends
+On ROS 2 Kilted (Fast DDS 3) a short-lived process such as ``simclock status`` ended, rarely
+(fewer than 1 in 2,000 runs), by SIGSEGV after it had printed its answer: a crash of the
+libraries' teardown at process exit, a known class (static destructors of Fast
+DDS's singletons, objects freed while the interpreter shuts down; ros2/rmw_fastrtps#761,
+ros2/rosbag2#1311). By then the process has destroyed its nodes, and with the last one its
+DDS participant, and shut its context down itself: that teardown has nothing left to do for
+it. :func:`exit_without_teardown` ends the process with what Python's own exit would have
+done for the user (atexit functions, stdout and stderr flushed, the exit code), then
+``os._exit``: no interpreter finalization, no C or C++ static destructor. It also ends
 ``simclock`` sooner: 8 ms from its answer to its exit on Kilted, against 140 ms.
+
+The destruction the process does itself before that still runs, and crashed too, more
+rarely: ``simclock status`` on Kilted beside a test suite, once in about 3,300 runs, in
+``rcl_node_fini`` (a Fast DDS thread, the main one destroying the node). It is not skipped:
+a participant that ends without its deletion leaves its shared-memory port behind, and the
+next ``simclock`` of that host, given the same port, waited 2 to 3 times longer for its
+answer.
 """
 
 import atexit
@@ -36,34 +39,6 @@ import ctypes
 import os
 import sys
 import threading
-from typing import Callable
-
-
-_ENDING = False
-#: What the process keeps until it ends (:func:`keep_until_exit`): never destroyed.
-_KEPT = []
-
-
-def end_without_teardown(main: Callable[[], object]) -> None:
-    """Run ``main()``, saying that the process ends next; then end it with its exit code."""
-    global _ENDING
-    _ENDING = True
-    exit_without_teardown(main())
-
-
-def ending_without_teardown() -> bool:
-    """Whether the process ends without teardown once main returns (``end_without_teardown``)."""
-    return _ENDING
-
-
-def keep_until_exit(*objects) -> None:
-    """
-    Keep ``objects`` alive until the process ends: their destruction is skipped with the rest.
-
-    A node or a context dropped before the exit would be destroyed then, by the garbage
-    collector, with the same teardown (``rcl_node_fini``, the DDS participant's deletion).
-    """
-    _KEPT.extend(objects)
 
 
 def exit_without_teardown(code) -> None:

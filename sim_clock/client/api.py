@@ -489,29 +489,13 @@ class SimClockClient:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def close(self, *, endpoints_only: bool = False) -> None:
-        """
-        Destroy the private node; the client cannot be used afterwards.
-
-        ``endpoints_only``: destroy its service clients and publishers only, so that the
-        server unmatches them at once, and leave the node itself to a process that ends next
-        without the middleware's teardown (``simclock``; ``sim_clock.process_exit``).
-        """
-        node = self._node
-        if node is None:
-            return
-        self._executor.remove_node(node)
-        self._executor.shutdown(timeout_sec=0)
-        self._node = None
-        if not endpoints_only:
-            node.destroy_node()
-            return
-        # Kept: dropped, the node would be destroyed by the garbage collector.
-        self._left_to_the_exit = node
-        for client in list(node.clients):
-            node.destroy_client(client)
-        for publisher in list(node.publishers):
-            node.destroy_publisher(publisher)
+    def close(self) -> None:
+        """Destroy the private node; the client cannot be used afterwards."""
+        if self._node is not None:
+            self._executor.remove_node(self._node)
+            self._executor.shutdown(timeout_sec=0)
+            self._node.destroy_node()
+            self._node = None
 
     def _trigger(self, name: str, patience: int = 1) -> str:
         response = self._call(Trigger, name, Trigger.Request(), patience)

@@ -41,8 +41,6 @@ from sim_clock.client.cli_format import format_time
 from sim_clock.client.cli_format import format_watch
 from sim_clock.client.cli_format import measured_rate
 from sim_clock.client.top import run_top
-from sim_clock.process_exit import ending_without_teardown
-from sim_clock.process_exit import keep_until_exit
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -189,19 +187,12 @@ def run(args) -> int:
         print(f'no answer after {time.monotonic() - started:.1f} s: {timeout}', file=sys.stderr)
         return EXIT_NO_ANSWER
     finally:
-        if ending_without_teardown():
-            # The executable ends next without any teardown (sim_clock.process_exit): its
-            # clients go now, so that the server unmatches them at once; the node and the
-            # context, whose teardown crashed rarely on Kilted, are kept alive for that exit
-            # (dropped here, the garbage collector would destroy them as run returns).
-            client.close(endpoints_only=True)
-            keep_until_exit(client, context)
-        else:
-            # In a process that goes on (cli.main called in it), all of this middleware ends
-            # here, while it is whole: the node, then the context.
-            client.close()
-            rclpy.try_shutdown(context=context)
-            context.destroy()
+        # All of this process's middleware ends here, while it is whole: the node (the last
+        # one takes the DDS participant with it), then the context. The executable's exit
+        # then skips the libraries' teardown (sim_clock.process_exit).
+        client.close()
+        rclpy.try_shutdown(context=context)
+        context.destroy()
 
 
 def _missing_server(client, args) -> str:

@@ -331,11 +331,11 @@ def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
 
 def test_the_executables_clients_leave_the_graph_as_it_ends(start_server, client, domain_id):
     """
-    ``simclock status`` leaves its node to the exit, without its teardown, but not its client.
+    ``simclock status`` destroys its client, node and context before its exit.
 
-    Its service client is destroyed before the process ends, so that the server's side of
-    it unmatches at once (the node's destruction, which crashed rarely on Kilted, is skipped):
-    the client of ``get_status`` is gone from the graph well within a participant's lease.
+    The server's side of its client unmatches at once: the client of ``get_status`` is gone
+    from the graph well within a participant's lease (20 s), as it would not be from a
+    process that skipped that destruction.
     """
     start_server(SYNC)
     client.status_when_ready()
@@ -344,7 +344,6 @@ def test_the_executables_clients_leave_the_graph_as_it_ends(start_server, client
     for _ in range(3):
         code, out, err = run_executable(domain_id, 'status')
         assert code == 0 and out.startswith('mode:'), (code, out, err)
-    # Gone at the endpoint's disposal, not at the end of the participant's lease (20 s).
     client.spin_until(lambda: client.node.count_clients(service) == baseline,
                       'the executable clients gone from the graph', timeout=5.0)
 
