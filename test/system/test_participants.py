@@ -300,7 +300,7 @@ def test_real_time_mode_ignores_participants(start_server, client, domain_id, tm
 
 def test_a_node_taken_from_the_participant_is_an_error(start_server, client, domain_id):
     """rclpy.spin_once(node) takes the node from the participant: said, not a silent stall."""
-    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
     client.status()
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain_id)
@@ -316,7 +316,7 @@ def test_a_node_taken_from_the_participant_is_an_error(start_server, client, dom
         participant.executor.add_node(node)  # given back, it goes on and leaves
         participant.spin_once(timeout_sec=0.01)
         participant.close()
-        assert list(client.status().participants) == []
+        assert list(client.status().participants) == [], server.log()
     finally:
         rclpy.try_shutdown(context=context)
 
@@ -370,7 +370,11 @@ def test_a_launched_participant_is_one_node_and_leaves_on_a_signal(
         child.stop()
     assert 'ended, rclpy ok: False' in child.output(), child.output()
     assert 'Traceback' not in child.output(), child.output()
-    client.spin_until(lambda: "participant '/worker' left" in server.log(),
-                      'the server to log the leave')
+    try:
+        client.spin_until(lambda: "participant '/worker' left" in server.log(),
+                          'the server to log the leave')
+    except AssertionError as error:  # what each side said, to find why the leave never came
+        raise AssertionError(f'{error}\nparticipant:\n{child.output()}\nserver:\n'
+                             f'{server.log()}') from None
     assert 'dropped' not in server.log(), server.log()
     assert list(client.status().participants) == []
