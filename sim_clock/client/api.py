@@ -113,12 +113,12 @@ class SimClockClient:
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
     :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
+    :param retries: how many times a call safe to repeat (REPEATABLE) is asked again after a
+        timeout; never stepped twice.
 
     ``with SimClockClient(...) as clock:`` takes sync mode on entry and, on exit, gives it back
     and puts back what it found: the mode, sync on or off and ``time_step``. Each change of
     mode or sync is a reset (MORAI's rule), announced: time starts again from 0.
-    :param retries: how many times a call safe to repeat (REPEATABLE) is asked again after a
-        timeout; never stepped twice.
     """
 
     def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
