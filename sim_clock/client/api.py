@@ -417,14 +417,17 @@ class SimClockClient:
             one (doc/frames.md); ``topics``: then, those it publishes on.
         :return: the frame counter now; the next frame published is its first.
         """
+        # The leave that follows may come in a hurry (Ctrl-C), so its client is made first:
+        # the server learns of a process's endpoints in the order they were made, so once it
+        # has heard the join it knows the leave's too, and no leave request is lost to a
+        # writer the server has not matched yet.
+        self._client_for(Leave, 'leave')
         response = self._call(Join, 'join', Join.Request(name=name, node=node,
                                                          period_ns=period_ns,
                                                          next_frame=next_frame,
                                                          topics=list(topics)))
         if not response.success:
             raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
-        # The leave that follows comes in a hurry (Ctrl-C): its client matches meanwhile.
-        self._client_for(Leave, 'leave')
         return response.frame
 
     def leave(self, name: str) -> str:

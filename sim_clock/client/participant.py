@@ -33,7 +33,6 @@ from typing import Optional
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.node import NodeNameNonExistentError
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
@@ -421,10 +420,10 @@ class Participant:
         """
         Leave the clock, if the server answers within LEAVE_TIMEOUT_S; release the client; once.
 
-        A server whose ~/leave is no longer in the graph is not asked; one that does not
-        answer (it stopped at the same moment, or was killed) is left without. Either is said
-        in the log at info level, never raised: a server drops a participant whose node left
-        the graph anyway.
+        A server whose ~/leave is no longer served (no service matches the leave's client:
+        it stopped) is not asked; one that does not answer (it stopped at the same moment, or
+        was killed) is left without. Either is said in the log at info level, never raised: a
+        server drops a participant whose node left the graph anyway.
         """
         if self._closed:
             return
@@ -432,7 +431,10 @@ class Participant:
         try:
             if not self.node.context.ok():
                 return
-            if not self._leave_served():
+            # The leave's own client, matched since the join: the graph's list of nodes (from
+            # each process's discovery info) can lag its endpoints, and a server that serves
+            # may not be listed yet right after a join.
+            if self._client.wait_for_services(['leave'], timeout=0):
                 self.node.get_logger().info(
                     f'participant {self.name!r} left without ~/leave: the server '
                     f'{self._client.server} is gone')
@@ -449,16 +451,6 @@ class Participant:
                 # interpreter's exit, rclpy 9's executor destroys its signal guard condition
                 # after the shutdown and prints an InvalidHandle traceback.
                 self.executor.shutdown(timeout_sec=0)
-
-    def _leave_served(self) -> bool:
-        """Whether the graph this node sees has the server's node, with its ~/leave."""
-        server = self._client.server
-        namespace, _, name = server.rpartition('/')
-        try:
-            services = self.node.get_service_names_and_types_by_node(name, namespace or '/')
-        except NodeNameNonExistentError:
-            return False
-        return any(service == f'{server}/leave' for service, _ in services)
 
 
 def spin(node: Node, executor=None, **options) -> None:

@@ -24,6 +24,7 @@ import time
 
 from harness import ChildProcess
 from harness import SERVICE_QOS
+from harness import soak
 from harness import stamp_ns
 from harness import TestClient
 import pytest
@@ -296,6 +297,34 @@ def test_real_time_mode_ignores_participants(start_server, client, domain_id, tm
         client.wait_for_clock(lambda t: t > first + 200 * MS, timeout=10.0)
     finally:
         child.stop()
+
+
+#: Participants that join and leave at once, each from a new process's context.
+QUICK_LEAVES = soak(4, 200)
+
+
+@pytest.mark.soak
+def test_a_participant_that_leaves_right_after_joining_is_heard(
+        start_server, client, domain_id):
+    """
+    QUICK_LEAVES times: join from a new context, close at once: the server hears the leave.
+
+    Right after a join, the new context's graph may not list the server's node yet (each
+    process's discovery info comes after the endpoints it names): the leave's own client,
+    matched by the join, says whether the server is there.
+    """
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    client.status()
+    for run in range(QUICK_LEAVES):
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=domain_id)
+        try:
+            node = rclpy.create_node(f'quick_{run}', context=context)
+            Participant(node, name=f'quick_{run}').close()
+            # Asked before the node goes: a participant left without a leave is still listed.
+            assert list(client.status().participants) == [], (run, server.log())
+        finally:
+            rclpy.try_shutdown(context=context)
 
 
 def test_a_node_taken_from_the_participant_is_an_error(start_server, client, domain_id):
