@@ -26,12 +26,12 @@ done for the user (atexit functions, stdout and stderr flushed, the exit code), 
 ``os._exit``: no interpreter finalization, no C or C++ static destructor. It also ends
 ``simclock`` sooner: 8 ms from its answer to its exit on Kilted, against 140 ms.
 
-The destruction the process does itself before that still runs, and crashed too, more
-rarely: ``simclock status`` on Kilted beside a test suite, once in about 3,300 runs, in
-``rcl_node_fini`` (a Fast DDS thread, the main one destroying the node). It is not skipped:
-a participant that ends without its deletion leaves its shared-memory port behind, and the
-next ``simclock`` of that host, given the same port, waited 2 to 3 times longer for its
-answer.
+The destruction the process does itself before that still runs: a participant that ends
+without its deletion leaves its shared-memory port behind, and the next ``simclock`` of that
+host, given the same port, waited 2 to 3 times longer for its answer. It crashed too, once in
+about 3,300 runs on Kilted, in Fast DDS 3's type lookup service (a reply thread writing
+through the lookup's writer while ``rcl_node_fini`` deleted the participant); the
+executables' profile turns that service off (doc/design.md, "Fast DDS type lookup").
 """
 
 import atexit

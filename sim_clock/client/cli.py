@@ -145,15 +145,19 @@ def run(args) -> int:
     from sim_clock.client.api import SimClockClient
     from sim_clock.client.api import SimClockRefused
     from sim_clock.client.api import SimClockTimeout
+    from sim_clock.node.runtime import our_profile_meanwhile
 
     # Ctrl-C ends every command, also where the parent started this one with SIGINT ignored
     # (a background job of a non-interactive shell): rclpy chains its handler to this one.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    client = SimClockClient(
-        server=args.server, user_id=getattr(args, 'user_id', ''), timeout=args.timeout,
-        context=context)
+    # The participant is made with the executables' Fast DDS profile (unless one is given): on
+    # Fast DDS 3 it has no type lookup service, whose thread could crash the process at its end.
+    with our_profile_meanwhile():
+        context = rclpy.Context()
+        rclpy.init(args=[], context=context)
+        client = SimClockClient(
+            server=args.server, user_id=getattr(args, 'user_id', ''), timeout=args.timeout,
+            context=context)
     started = time.monotonic()
     try:
         missing = _missing_server(client, args)

@@ -19,6 +19,7 @@ Each setting is a function with a one-line reason and a link to doc/design.md, w
 history and figures are. rclpy's private API is in ``sim_clock.compat``.
 """
 
+import contextlib
 import importlib.metadata
 import os
 import signal
@@ -152,6 +153,28 @@ def answer_late_clients(environ=os.environ) -> Optional[str]:
     environ[PROFILES_VARIABLES[major]] = PROFILE_FILES[major]
     return (f'Fast DDS profile {PROFILE_FILES[major]}: answers wait up to 2 s for a new '
             'client; acknowledgements asked for every 1 ms')
+
+
+@contextlib.contextmanager
+def our_profile_meanwhile(environ=os.environ):
+    """
+    Within: the environment names our Fast DDS profile, as :func:`answer_late_clients` sets it.
+
+    After: the environment as it was. For a process whose participant is made inside a library
+    call (``simclock``, run by its executable, by ``ros2 simclock`` or by a test): Fast DDS
+    reads the variable when it makes the process's first participant, and neither the
+    process's children nor its later code see the change.
+    """
+    saved = {name: environ.get(name) for name in PROFILES_VARIABLES.values()}
+    answer_late_clients(environ)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
 
 
 def make_executor():
