@@ -145,7 +145,7 @@ def run(args) -> int:
     from sim_clock.client.api import SimClockClient
     from sim_clock.client.api import SimClockRefused
     from sim_clock.client.api import SimClockTimeout
-    from sim_clock.node.runtime import our_profile_meanwhile
+    from sim_clock.fastdds_profiles import our_profile_meanwhile
 
     # Ctrl-C ends every command, also where the parent started this one with SIGINT ignored
     # (a background job of a non-interactive shell): rclpy chains its handler to this one.
