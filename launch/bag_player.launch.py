@@ -51,6 +51,8 @@ PARAMETER_ARGUMENTS = {
     'mode': "'simulation' (frames of time_step) or 'real_time' (the bag at wall pace).",
     'paused': 'Start paused (true/false).',
     'loop': 'At the end of the bag start again from its beginning (a reset).',
+    'stay_at_end': 'Free run and real time without loop: at the end of the bag pause there '
+                   'and keep serving; false: the player ends, as ros2 bag play does.',
     'publish_rate': '/clock rate in Hz while time is not advancing.',
     'owner_timeout': 'Seconds without a call from the sync holder before its hold lapses; '
                      '0 never.',
@@ -68,8 +70,8 @@ PARAMETER_ARGUMENTS = {
                     'none.',
     'publish_frame_events': 'Also publish each frame event on ~/frame_events (true/false).',
 }
-#: The player's own parameter and its default (the others are in config/sim_clock.yaml).
-PLAYER_DEFAULTS = {'loop': False}
+#: The player's own parameters and their defaults (the others are in config/sim_clock.yaml).
+PLAYER_DEFAULTS = {'loop': False, 'stay_at_end': False}
 #: The node's parameter that is an argument but not in config/sim_clock.yaml, and its default.
 NODE_DEFAULTS = {'use_sim_time': False}
 

@@ -121,6 +121,10 @@ class BagFrames:
         #: The timeline time of the bag's last stamp.
         self.end_ns = axes.from_bag(bag.end_ns)
         self.loop = False
+        #: Free run or real time at the end without loop: pause there and stay (True), or
+        #: pause and call :attr:`on_end` (the player then ends).
+        self.stay_at_end = False
+        self.on_end: Callable[[], None] = _nothing
         self._ended = False
         qos_overrides = qos_overrides or {}
         for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
@@ -297,6 +301,16 @@ class BagFrames:
             return  # paused or stepped meanwhile
         self.progress.end_line()  # the last line stays above the log's
         timeline.set_paused(True)
-        self._logger.info(
-            f'end of the bag: paused at {self._axes.to_clock(timeline.time_ns)} ns '
-            '(~/seek or ~/reset and ~/resume to play again, or set loop)')
+        clock_ns = self._axes.to_clock(timeline.time_ns)
+        if self.stay_at_end:
+            self._logger.info(
+                f'end of the bag: paused at {clock_ns} ns (~/seek or ~/reset and ~/resume to '
+                'play again, or set loop)')
+            return
+        self._logger.info(f'end of the bag at {clock_ns} ns: the player ends (stay_at_end '
+                          'keeps it there, paused)')
+        self.on_end()
+
+
+def _nothing() -> None:
+    """Do nothing at the end of the bag: no one asked to hear of it."""

@@ -64,9 +64,6 @@ REFUSED = {
     'clock_topics_all': (
         '--clock-topics-all', "/clock follows frames of time_step, each frame's messages "
         'before its /clock; for a /clock at every message, set time_step finer'),
-    'wait_for_all_acked': (
-        '--wait-for-all-acked', 'the player does not end at the end of the bag (it pauses, '
-        'or steps on); steps wait for acknowledgements with --ros-args -p ack_timeout:=SEC'),
     'publish_service_requests': (
         '--publish-service-requests', 'the player publishes recorded service events as the '
         'topics they are; it does not call services'),
@@ -249,6 +246,9 @@ class PlayOptions:
     duration_ns: Optional[int] = None
     #: Wall time between the start and the first frame that plays by itself.
     delay_ns: int = 0
+    #: ``--wait-for-all-acked``: at the end, how long to wait for every reader's
+    #: acknowledgements before the player ends (0: as long as it takes; None: the default).
+    wait_for_all_acked_ns: Optional[int] = None
     #: Topic remappings FROM:=TO, applied to the player node only.
     remaps: List[str] = field(default_factory=list)
     qos_overrides: Dict[str, QoSProfile] = field(default_factory=dict)
@@ -345,7 +345,14 @@ def make_parser() -> argparse.ArgumentParser:
                         help="start this many seconds after the bag's first stamp; resets and "
                              'loops go back there')
     parser.add_argument('--wait-for-all-acked', type=_integer('--wait-for-all-acked', 0),
-                        metavar='TIMEOUT', help='refused')
+                        metavar='TIMEOUT',
+                        help='at the end of the bag, wait up to TIMEOUT ms (0: as long as it '
+                             'takes; default 2000) for every reliable reader to acknowledge '
+                             'every message before the player ends')
+    parser.add_argument('--stay-at-end', action='store_true',
+                        help='sets stay_at_end: in free run and real time, pause at the end of '
+                             'the bag and keep serving instead of ending (sync mode always '
+                             'stays)')
     parser.add_argument('--disable-loan-message', action='store_true',
                         help='accepted: the player publishes serialized data, never loans')
     parser.add_argument('--read-ahead-queue-size', type=_integer('--read-ahead-queue-size'),
@@ -413,6 +420,8 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
         parameters['loop'] = True
     if args.start_paused:
         parameters['paused'] = True
+    if args.stay_at_end:
+        parameters['stay_at_end'] = True
     if args.clock is not None and args.clock is not True:
         parameters['publish_rate'] = args.clock
     options = PlayOptions(
@@ -424,7 +433,10 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
             exclude_services=tuple(s + SERVICE_EVENT_SUFFIX for s in args.exclude_services),
             exclude_regex=args.exclude_regex),
         parameters=parameters, start_offset_ns=args.start_offset,
-        delay_ns=args.delay or 0, remaps=list(args.remap), log_level=args.log_level,
+        delay_ns=args.delay or 0,
+        wait_for_all_acked_ns=(None if args.wait_for_all_acked is None
+                               else args.wait_for_all_acked * 1_000_000),
+        remaps=list(args.remap), log_level=args.log_level,
         start_at_zero=args.start_at_zero, show_progress=not args.no_progress,
         follow_clock=args.follow_clock,
         without_effect=[f'{flag} ({why})' for name, (flag, why) in WITHOUT_EFFECT.items()
@@ -459,13 +471,16 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
 TIMELINE_FLAGS = (
     ('rate', '-r/--rate'), ('loop', '-l/--loop'), ('start_paused', '-p/--start-paused'),
     ('clock', '--clock'), ('start_offset', '--start-offset'), ('delay', '-d/--delay'),
-    ('remap', '-m/--remap'), ('qos_profile_overrides_path', '--qos-profile-overrides-path'))
+    ('remap', '-m/--remap'), ('qos_profile_overrides_path', '--qos-profile-overrides-path'),
+    ('stay_at_end', '--stay-at-end'))
 
 
 def _check_following(parser, args) -> None:
     """Refuse with --follow-clock the flags of a timeline of the player's own."""
     given = [flag for name, flag in TIMELINE_FLAGS
              if getattr(args, name) not in (None, False, [], 0)]
+    if args.wait_for_all_acked is not None:  # 0 is a value of it: as long as it takes
+        given.append('--wait-for-all-acked')
     if given:
         parser.error(f'{", ".join(given)} do not apply with --follow-clock: the followed '
                      '/clock owns time (its source paces, pauses and loops it); topic '

@@ -35,6 +35,7 @@ from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
+from rclpy.duration import Duration
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sim_clock.arguments import check_ros_args
@@ -67,8 +68,21 @@ from sim_clock.srv import Seek
 
 LOOP_DESCRIPTOR = ParameterDescriptor(
     description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '
-                'Off: free run and real-time mode pause at the end; sync mode steps on, '
-                'without data.')
+                'Off: free run and real-time mode stop at the end (see stay_at_end); sync mode '
+                'steps on, without data.')
+STAY_AT_END_DESCRIPTOR = ParameterDescriptor(
+    description='Free run and real-time mode, without loop: at the end of the bag pause there '
+                'and keep serving. Off: pause, and the player ends (exit code 0), as ros2 bag '
+                'play does. Sync mode always keeps serving.')
+#: At the end of the bag, the longest the player waits for its readers' acknowledgements before
+#: it ends, unless --wait-for-all-acked says otherwise: a reader still taking the last frames
+#: gets them (ros2 bag play does not wait unless asked).
+END_WAIT_NS = 2_000_000_000
+#: The player's own parameters: name -> (default, descriptor, the attribute of its frame sink).
+PLAYER_PARAMETERS = {
+    'loop': (False, LOOP_DESCRIPTOR, 'loop'),
+    'stay_at_end': (False, STAY_AT_END_DESCRIPTOR, 'stay_at_end'),
+}
 
 
 @dataclass
@@ -114,12 +128,15 @@ class BagPlayer:
     and loops go back there (``ros2 bag play --start-offset``).
     ``qos_overrides``: the publishers' QoS by topic, instead of the one adapted to the bag's.
     ``delay_ns``: wall time for which the player holds time (``paused``) once it is up.
+    ``wait_for_all_acked_ns``: at the end of the bag, before the player ends, how long it
+    waits for every reliable reader to acknowledge every message (0: as long as it takes), as
+    ``ros2 bag play --wait-for-all-acked``; None: :data:`END_WAIT_NS`.
     """
 
     def __init__(self, bag: Bag, *, start_at_zero: bool = False, show_progress: bool = True,
                  start_offset_ns: int = 0,
                  qos_overrides: Optional[Dict[str, QoSProfile]] = None, delay_ns: int = 0,
-                 **kwargs):
+                 wait_for_all_acked_ns: Optional[int] = None, **kwargs):
         self.bag = bag
         self._show_progress = show_progress
         self._qos_overrides = qos_overrides
@@ -137,9 +154,13 @@ class BagPlayer:
             self.reader.close()
             raise
         node = self.node
-        self.frames.loop = node.declare_parameter('loop', False, LOOP_DESCRIPTOR).value
+        for name, (default, descriptor, attribute) in PLAYER_PARAMETERS.items():
+            setattr(self.frames, attribute,
+                    bool(node.declare_parameter(name, default, descriptor).value))
+        self._wait_for_all_acked_ns = wait_for_all_acked_ns
+        self.frames.on_end = self._end
         node.add_on_set_parameters_callback(self._refuse_bag_values)
-        node.add_post_set_parameters_callback(self._apply_loop)
+        node.add_post_set_parameters_callback(self._apply_player_parameters)
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
                             qos_profile=SERVICE_QOS)
@@ -250,10 +271,25 @@ class BagPlayer:
             return SetParametersResult(successful=False, reason=refused.reason)
         return SetParametersResult(successful=True)
 
-    def _apply_loop(self, parameters: List[Parameter]) -> None:
+    def _apply_player_parameters(self, parameters: List[Parameter]) -> None:
         for parameter in parameters:
-            if parameter.name == 'loop':
-                self.frames.loop = bool(parameter.value)
+            if parameter.name in PLAYER_PARAMETERS:
+                setattr(self.frames, PLAYER_PARAMETERS[parameter.name][2], bool(parameter.value))
+
+    def _end(self) -> None:
+        """End the player at the end of its bag, once its readers have the data if asked."""
+        timeout_ns = self._wait_for_all_acked_ns
+        if timeout_ns is None:
+            timeout_ns = END_WAIT_NS
+        timeout = Duration(nanoseconds=timeout_ns) if timeout_ns else Duration(seconds=-1)
+        unacked = [publisher.topic_name for publisher in self.frames.publishers()
+                   if not publisher.wait_for_all_acked(timeout)]
+        if unacked:
+            self.node.get_logger().warning(
+                f'ending with messages not acknowledged by every reader within '
+                f'{format_seconds(timeout_ns)} s on {", ".join(unacked)} '
+                '(--wait-for-all-acked TIMEOUT waits longer)')
+        self.node.done = True
 
 
 def main(args=None) -> int:
@@ -286,7 +322,8 @@ def main(args=None) -> int:
             lambda: BagPlayer(
                 bag, start_at_zero=options.start_at_zero, show_progress=options.show_progress,
                 start_offset_ns=options.start_offset_ns, qos_overrides=options.qos_overrides,
-                delay_ns=options.delay_ns, parameter_overrides=overrides,
+                delay_ns=options.delay_ns, wait_for_all_acked_ns=options.wait_for_all_acked_ns,
+                parameter_overrides=overrides,
                 cli_args=options.ros_arguments() or None).node,
             argv, logger_name=NODE_NAME)
     finally:

@@ -90,6 +90,10 @@ class ClockServer(Node):
         super().__init__(NODE_NAME, **kwargs)
         #: The time coordinates: every conversion between them goes through it.
         self.axes = axes
+        #: True once the process is done with this node: its spin loop ends
+        #: (:func:`~sim_clock.node.runtime.spin_until_stopped`). A bag player sets it at the
+        #: end of its bag; the server itself never does.
+        self.done = False
         values = parameters.declare(self)
         # Steady time in ns: every deadline, pace and wait of this node's parts counts by it.
         now_ns = time.monotonic_ns

@@ -63,6 +63,16 @@ def test_flags_map_onto_parameters_and_options():
     assert bare.parameters == {} and bare.until_ns is None and bare.last_bag_ns(5) is None
 
 
+def test_the_end_of_the_bag_flags():
+    """--stay-at-end sets stay_at_end; --wait-for-all-acked takes ms (0: as long as it takes)."""
+    options = parse_arguments(['a', '--stay-at-end', '--wait-for-all-acked', '250'])
+    assert options.parameters == {'stay_at_end': True}
+    assert options.wait_for_all_acked_ns == 250_000_000
+    assert parse_arguments(['a', '--wait-for-all-acked', '0']).wait_for_all_acked_ns == 0
+    bare = parse_arguments(['a'])
+    assert bare.parameters == {} and bare.wait_for_all_acked_ns is None
+
+
 @pytest.mark.parametrize('argv, says', [
     (['a', '-r', '0'], '-r/--rate (the real_time_factor parameter): a number more than 0 '
                        "(1.0: the recorded pace); got '0'\n"),
@@ -85,7 +95,10 @@ def test_flags_map_onto_parameters_and_options():
     (['-s', 'mcap', '-i', 'a'], '-s/--storage names the storage of BAG'),
     (['a', '--storage-config-file', 'f'], '--storage-config-file is not supported: rosbags'),
     (['a', '--clock-topics', '/x'], '--clock-topics is not supported'),
-    (['a', '--wait-for-all-acked', '10'], '--wait-for-all-acked is not supported'),
+    (['a', '--wait-for-all-acked', '-1'], '--wait-for-all-acked must be 0 or more'),
+    (['a', '--follow-clock', '--wait-for-all-acked', '0'],
+     '--wait-for-all-acked do not apply with --follow-clock'),
+    (['a', '--follow-clock', '--stay-at-end'], '--stay-at-end do not apply with --follow-clock'),
     (['a', '--publish-service-requests'], '--publish-service-requests is not supported'),
     (['a', '--qos-profile-overrides-path', '/no/such/file'],
      '--qos-profile-overrides-path: cannot read'),

@@ -24,6 +24,7 @@ import sys
 from catkin_pkg.package import parse_package
 from harness import ROOT
 import pytest
+from sim_clock.bag.player import PLAYER_PARAMETERS
 from sim_clock.core import settings
 from sim_clock.launch_arguments import FROM_PARAMS_FILE
 from sim_clock.names import RECORDER_NODE_NAME
@@ -33,7 +34,7 @@ LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's
 LAUNCH_PARAMETERS = {LAUNCH_FILE: set(settings.DEFAULTS),
-                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | {'loop'}}
+                     BAG_LAUNCH_FILE: set(settings.DEFAULTS) | set(PLAYER_PARAMETERS)}
 
 
 @pytest.mark.parametrize('name', sorted(

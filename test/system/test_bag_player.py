@@ -243,11 +243,25 @@ def test_seek_reset_and_loop_are_announced_resets(start_server, bag_client, sqli
     assert 'loop: end of the bag reached' in log and '~/seek to' in log
 
 
-def test_free_run_plays_everything_then_pauses(start_server, bag_client, sqlite_bag):
-    """Free run at twice real time plays every message in order, then pauses at the end."""
+def test_free_run_plays_everything_then_ends(start_server, bag_client, sqlite_bag):
+    """Free run plays every message in order, then the player ends with exit code 0."""
+    path, records = sqlite_bag
+    player = _start_player(start_server, path, {'real_time_factor': 4.0, 'time_step': 0.005,
+                                                'paused': True})
+    bag_client.wait_matched(['/chatter', '/pose'])
+    assert bag_client.trigger('resume').success
+    assert player.process.wait(timeout=30) == 0, player.log()
+    # It ended once its readers had every message (acknowledged): all are here or on the way.
+    bag_client.wait_data(len(records))
+    assert _by_topic(bag_client.data) == _by_topic([(r.topic, r.key) for r in records])
+    assert 'the player ends' in player.log() and 'not acknowledged' not in player.log()
+
+
+def test_free_run_plays_everything_then_stays_paused(start_server, bag_client, sqlite_bag):
+    """With stay_at_end: free run at twice real time plays everything, then pauses there."""
     path, records = sqlite_bag
     _start_player(start_server, path, {'real_time_factor': 2.0, 'time_step': 0.005,
-                                       'paused': True})
+                                       'paused': True, 'stay_at_end': True})
     bag_client.wait_matched(['/chatter', '/pose'])
     assert bag_client.trigger('resume').success
     bag_client.wait_data(len(records))
@@ -285,16 +299,17 @@ def test_free_run_loops_never_publish_a_time_past_the_bag(
 def test_real_time_mode_from_zero(start_server, bag_client, sqlite_bag):
     """Real-time mode with --start-at-zero: /clock from 0 at wall pace, all data plays."""
     path, records = sqlite_bag
-    _start_player(start_server, path, {'mode': 'real_time', 'paused': True},
-                  argv=['--start-at-zero'])
+    player = _start_player(start_server, path, {'mode': 'real_time', 'paused': True},
+                           argv=['--start-at-zero'])
     bag_client.wait_matched(['/chatter', '/pose'])
     assert stamp_ns(bag_client.status().clock) == 0
     assert bag_client.trigger('resume').success
     bag_client.wait_data(len(records))
     for topic, _, stamp in bag_client.data:
         assert stamp is None or stamp >= START_NS  # header stamps stay as recorded
-    bag_client.spin_until(lambda: bag_client.status().paused, 'the pause at the end')
-    assert 1000 * MS <= stamp_ns(bag_client.status().clock) < 2 * NS
+    assert player.process.wait(timeout=30) == 0, player.log()
+    end_ns = int(player.log().split('end of the bag at ')[1].split(' ns')[0])
+    assert 1000 * MS <= end_ns < 2 * NS
 
 
 def test_topic_filter_and_remap(start_server, domain_id, sqlite_bag):
