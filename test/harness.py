@@ -204,13 +204,25 @@ class TestClient:
 
     # -- calling -------------------------------------------------------------------------------
 
-    def call(self, srv_type, name: str, request=None, timeout: float = TIMEOUT):
-        """Call ``<server>/<name>`` and return the response."""
+    def client_for(self, srv_type, name: str):
+        """
+        Return the client of ``<server>/<name>``, made on first use.
+
+        Made before the first call of another service, it is matched by the server once that
+        call is answered: the server learns of this node's writers in the order they were
+        made. So a request that changes something, not to be asked twice, is not lost.
+        """
         full_name = f'{self.server}/{name}'
         client = self._clients.get(full_name)
         if client is None:
             client = self.node.create_client(srv_type, full_name, qos_profile=SERVICE_QOS)
             self._clients[full_name] = client
+        return client
+
+    def call(self, srv_type, name: str, request=None, timeout: float = TIMEOUT):
+        """Call ``<server>/<name>`` and return the response."""
+        full_name = f'{self.server}/{name}'
+        client = self.client_for(srv_type, name)
         self.spin_until(client.service_is_ready, f'service {full_name}', timeout)
         future = client.call_async(srv_type.Request() if request is None else request)
         self.spin_until(future.done, f'the response of {full_name}', timeout)

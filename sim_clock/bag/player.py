@@ -44,6 +44,7 @@ from sim_clock.arguments import split_command_line
 from sim_clock.bag.frame_sink import BagFrames
 from sim_clock.bag.play_options import parse_arguments
 from sim_clock.bag.play_options import PlayOptions
+from sim_clock.bag.playback_services import PlaybackServices
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
@@ -118,8 +119,8 @@ class BagPlayer:
     """
     Replay a bag as the clock server: /clock is the bag's time, in every clock mode.
 
-    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``
-    and ``loop`` added.
+    :attr:`node` is the :class:`ClockServer` it composes, with ``~/seek``, ``~/get_progress``,
+    rosbag2's player services (:class:`PlaybackServices`), ``loop`` and ``stay_at_end`` added.
     ``start_at_zero``: /clock starts at zero instead of the bag's first timestamp.
     ``show_progress``: a progress line on stderr if it is the user's terminal, else in the log
     (every 5 s while playing; :func:`~sim_clock.bag.progress.choose_output`);
@@ -164,6 +165,8 @@ class BagPlayer:
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
                             qos_profile=SERVICE_QOS)
+        self._playback = PlaybackServices(node, node, node.engine.step, node.timeline,
+                                          self.frames, node.axes, self._end)
         self._log_start()
         self._delay_timer = None
         self._own_change = False
@@ -277,7 +280,7 @@ class BagPlayer:
                 setattr(self.frames, PLAYER_PARAMETERS[parameter.name][2], bool(parameter.value))
 
     def _end(self) -> None:
-        """End the player at the end of its bag, once its readers have the data if asked."""
+        """End the player (the end of its bag, ~/stop) once its readers have every message."""
         timeout_ns = self._wait_for_all_acked_ns
         if timeout_ns is None:
             timeout_ns = END_WAIT_NS
