@@ -125,6 +125,11 @@ class BagFrames:
         #: pause and call :attr:`on_end` (the player then ends).
         self.stay_at_end = False
         self.on_end: Callable[[], None] = _nothing
+        #: A loop in free run or real time: hold time at the start (paused) and call
+        #: :attr:`on_loop`, which lets it go (the player's --delay, before each loop as
+        #: rosbag2's). Applied with the loop's reset, so no frame of the new pass goes first.
+        self.hold_at_loop = False
+        self.on_loop: Callable[[], None] = _nothing
         self._ended = False
         qos_overrides = qos_overrides or {}
         for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
@@ -276,8 +281,9 @@ class BagFrames:
         """
         Return what the end of the bag asks for once the frames out are finished, or None.
 
-        Loop: back to the bag's start (a reset). Else free run and real time pause there, and
-        sync mode steps on without data. The frame engine applies it at the frame boundary.
+        Loop: back to the bag's start (a reset), held there first if asked. Else free run and
+        real time pause there (and the player ends unless it stays), and sync mode steps on
+        without data. The frame engine applies it at the frame boundary.
         """
         timeline = self._timeline
         # Time at or past the bag's last stamp: every message has been handed out (a frame
@@ -288,12 +294,20 @@ class BagFrames:
             return None
         ended, self._ended = self._ended, True
         if self.loop:
-            return lambda: timeline.seek(0, 'loop: end of the bag reached')
+            return self._loop
         if timeline.free_running:
             return self._pause_at_end
         if not ended:
             self._logger.info('end of the bag: time steps on without data')
         return None
+
+    def _loop(self) -> None:
+        timeline = self._timeline
+        playing = timeline.free_running
+        timeline.seek(0, 'loop: end of the bag reached')
+        if playing and self.hold_at_loop:
+            timeline.set_paused(True)
+            self.on_loop()
 
     def _pause_at_end(self) -> None:
         timeline = self._timeline

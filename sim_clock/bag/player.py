@@ -128,7 +128,8 @@ class BagPlayer:
     ``start_offset_ns``: the timeline starts this long after the bag's first stamp, and resets
     and loops go back there (``ros2 bag play --start-offset``).
     ``qos_overrides``: the publishers' QoS by topic, instead of the one adapted to the bag's.
-    ``delay_ns``: wall time for which the player holds time (``paused``) once it is up.
+    ``delay_ns``: wall time for which the player holds time (``paused``) once it is up, and
+    again at each loop in free run or real time (``ros2 bag play --delay``).
     ``wait_for_all_acked_ns``: at the end of the bag, before the player ends, how long it
     waits for every reliable reader to acknowledge every message (0: as long as it takes), as
     ``ros2 bag play --wait-for-all-acked``; None: :data:`END_WAIT_NS`.
@@ -170,30 +171,47 @@ class BagPlayer:
         self._log_start()
         self._delay_timer = None
         self._own_change = False
+        self._delay_ns = delay_ns
+        self._loop_held = False
         if delay_ns > 0:
-            self._hold_for(delay_ns)
+            # A service's pause or resume reaches the timeline's changes only; a set of
+            # paused, even to the value it has, the parameter callbacks.
+            node.add_change_listener(self._end_delay_on_pause_or_resume)
+            node.add_post_set_parameters_callback(self._end_delay_on_pause_change)
+            self.frames.hold_at_loop = True
+            self.frames.on_loop = self._delay_after_loop
+            self._hold_at_start()
 
-    def _hold_for(self, delay_ns: int) -> None:
+    def _hold_at_start(self) -> None:
         """
-        Hold time (``paused``) for ``delay_ns`` of wall time, then let it go as it was.
+        Hold time (``paused``) for the delay, then let it go as it was.
 
         Nothing has played yet. Paused already (``paused`` true, ``-p/--start-paused``): it
         stays so. A change of ``paused`` meanwhile (``~/resume``, ``ros2 param set``) ends the
         delay there.
         """
-        node = self.node
-        node.get_logger().info(f'delay: playback starts in {format_seconds(delay_ns)} s')
-        if node.get_parameter('paused').value:
+        self.node.get_logger().info(
+            f'delay: playback starts in {format_seconds(self._delay_ns)} s')
+        if self.node.get_parameter('paused').value:
             return
         self._set_own_paused(True)
-        # A service's pause or resume reaches the timeline's changes only; a set of paused,
-        # even to the value it has, the parameter callbacks.
-        node.add_change_listener(self._end_delay_on_pause_or_resume)
-        node.add_post_set_parameters_callback(self._end_delay_on_pause_change)
+        self._start_delay()
+
+    def _delay_after_loop(self) -> None:
+        """
+        Note that a loop holds time at the start (the frame sink paused it with the loop).
+
+        Called inside the loop's change; its pause is dispatched after it, and the delay starts
+        there (:meth:`_end_delay_on_pause_or_resume`), so that pause does not end it.
+        """
+        self._loop_held = True
+
+    def _start_delay(self) -> None:
+        self._cancel_delay()
         # A steady clock of its own: the node's holds 8 timers already, and rclpy's
         # EventsExecutor warns at each timer added to a clock that has 8.
-        self._delay_timer = node.create_timer(
-            delay_ns / NS_PER_SEC, self._on_delay_over,
+        self._delay_timer = self.node.create_timer(
+            self._delay_ns / NS_PER_SEC, self._on_delay_over,
             clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _set_own_paused(self, paused: bool) -> None:
@@ -211,6 +229,12 @@ class BagPlayer:
             self._cancel_delay()
 
     def _end_delay_on_pause_or_resume(self, change: Change) -> None:
+        if self._loop_held and change.kind is ChangeKind.PAUSE:
+            self._loop_held = False
+            self.node.get_logger().info(
+                f'delay: the loop plays in {format_seconds(self._delay_ns)} s')
+            self._start_delay()
+            return
         if self._delay_timer is not None and not self._own_change and change.kind in (
                 ChangeKind.PAUSE, ChangeKind.RESUME):
             self._cancel_delay()

@@ -228,6 +228,35 @@ def test_positional_bag_delay_duration_and_rate_in_free_run(start_server, domain
         client.close()
 
 
+def test_the_delay_holds_each_loop_too(start_server, client, tmp_path):
+    """
+    -l with --delay in free run: after the loop's reset to the start, time stands still for the
+    delay before the new pass plays, as before the first (ros2 bag play waits before each).
+
+    Measured by the player's own send times (each /clock's source timestamp): from the reset's
+    /clock at 0 to the first later time, at least the delay.
+    """
+    path = str(tmp_path / 'bag')
+    write_test_bag(path, 'sqlite3')
+    delay_ns = 1 * NS
+    player = start_server({}, executable=executable('bag_player'), argv=[
+        path, '-l', '--delay', '1', '-r', '10', '--start-at-zero', '--no-progress'])
+
+    def loop_played_on():
+        """Return (reset index, first later index) once the second pass moved, else None."""
+        times = client.times()
+        for reset in range(1, len(times)):
+            if times[reset] == 0 and times[reset - 1] > 0:
+                later = next((k for k in range(reset, len(times)) if times[k] > 0), None)
+                return None if later is None else (reset, later)
+        return None
+    client.spin_until(lambda: loop_played_on() is not None, 'the second pass to play', 30)
+    reset, later = loop_played_on()
+    held_ns = client.clock_sources[later] - client.clock_sources[reset]
+    assert held_ns >= delay_ns, (held_ns, player.log())
+    assert 'delay: the loop plays in 1.000000000 s' in player.log(), player.log()
+
+
 def test_bad_flags_end_before_any_ros_entity(domain_id, tmp_path):
     """A bad value: exit 2 naming the flag; a start past the end: exit 1; no node either way."""
     bag_b = str(tmp_path / 'b')
