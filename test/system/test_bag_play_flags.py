@@ -230,10 +230,10 @@ def test_positional_bag_delay_duration_and_rate_in_free_run(start_server, domain
 
 def test_the_delay_holds_each_loop_too(start_server, client, tmp_path):
     """
-    -l with --delay in free run: after the loop's reset to the start, time stands still for the
-    delay before the new pass plays, as before the first (ros2 bag play waits before each).
+    -l with --delay in free run: each loop's reset is held for the delay, as the start is.
 
-    Measured by the player's own send times (each /clock's source timestamp): from the reset's
+    After the reset to the start, time stands still for the delay before the new pass plays
+    (ros2 bag play waits before each pass). Measured by the player's own send times (each /clock's source timestamp): from the reset's
     /clock at 0 to the first later time, at least the delay.
     """
     path = str(tmp_path / 'bag')
