@@ -233,8 +233,9 @@ def test_the_delay_holds_each_loop_too(start_server, client, tmp_path):
     -l with --delay in free run: each loop's reset is held for the delay, as the start is.
 
     After the reset to the start, time stands still for the delay before the new pass plays
-    (ros2 bag play waits before each pass). Measured by the player's own send times (each /clock's source timestamp): from the reset's
-    /clock at 0 to the first later time, at least the delay.
+    (ros2 bag play waits before each pass). Measured by the player's own send times (each
+    /clock's source timestamp): from the reset's /clock at 0 to the first later time, at least
+    the delay.
     """
     path = str(tmp_path / 'bag')
     write_test_bag(path, 'sqlite3')
