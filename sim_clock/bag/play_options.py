@@ -257,6 +257,8 @@ class PlayOptions:
     show_progress: bool = True
     #: ``--follow-clock``: play along another node's /clock, publishing none.
     follow_clock: bool = False
+    #: Read the keys of the user's terminal (not ``--disable-keyboard-controls``).
+    keyboard_controls: bool = True
     #: The flags of ros2 bag play given that do nothing here, each with why (said once).
     without_effect: List[str] = field(default_factory=list)
 
@@ -337,7 +339,7 @@ def make_parser() -> argparse.ArgumentParser:
     until.add_argument('--playback-until-nsec', type=_integer('--playback-until-nsec'),
                        metavar='NSEC', help='as --playback-until-sec, in ns')
     parser.add_argument('--disable-keyboard-controls', action='store_true',
-                        help='accepted: the player has no keyboard controls')
+                        help='read no keys (space, arrows) from the terminal')
     parser.add_argument('-p', '--start-paused', action='store_true',
                         help='sets paused: start paused')
     parser.add_argument('--start-offset', type=_not_negative_seconds('--start-offset'),
@@ -379,8 +381,6 @@ def make_parser() -> argparse.ArgumentParser:
 
 #: Flags of ros2 bag play taken for scripts' sake that have no effect here: (flag, why).
 WITHOUT_EFFECT = {
-    'disable_keyboard_controls': ('--disable-keyboard-controls',
-                                  'the player has no keyboard controls'),
     'disable_loan_message': ('--disable-loan-message',
                              'the player publishes serialized data, never loaned messages'),
     'read_ahead_queue_size': ('--read-ahead-queue-size',
@@ -438,7 +438,7 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
                                else args.wait_for_all_acked * 1_000_000),
         remaps=list(args.remap), log_level=args.log_level,
         start_at_zero=args.start_at_zero, show_progress=not args.no_progress,
-        follow_clock=args.follow_clock,
+        follow_clock=args.follow_clock, keyboard_controls=not args.disable_keyboard_controls,
         without_effect=[f'{flag} ({why})' for name, (flag, why) in WITHOUT_EFFECT.items()
                         if getattr(args, name) not in (None, False)])
     if args.follow_clock:

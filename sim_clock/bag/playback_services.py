@@ -33,8 +33,10 @@ from sim_clock.compat import DeferredReplies
 from sim_clock.core.axes import Axes
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.outcomes import Answer
 from sim_clock.node.services import answer_later
 from sim_clock.node.services import Control
+from sim_clock.node.services import fill
 from sim_clock.node.services import serve
 from sim_clock.srv import Burst
 from sim_clock.srv import GetRate
@@ -77,46 +79,62 @@ class PlaybackServices:
             (SetRate, '~/set_rate', self._on_set_rate),
             (Trigger, '~/stop', self._on_stop)))
 
-    def _on_toggle_paused(self, request, response):
+    # -- the actions (the services', and the keyboard's) -----------------------------------------
+
+    def toggle_paused(self) -> Answer:
+        """Resume if paused, else pause."""
         paused = self._timeline.status().paused
-        outcome = self._control.resume() if paused else self._control.pause()
-        response.success, response.message = outcome.success, outcome.message
-        return response
+        return self._control.resume() if paused else self._control.pause()
+
+    def set_rate(self, rate: float) -> Answer:
+        """Set ``real_time_factor`` to ``rate`` (> 0) as ``ros2 param set`` does."""
+        if not rate > 0:
+            return Answer(False, f'rate must be more than 0 (1.0: the recorded pace), got '
+                                 f'{rate!r}; nothing changed')
+        [result] = self._node.set_parameters([Parameter('real_time_factor', value=rate)])
+        return Answer(result.successful, f'real_time_factor = {rate!r}' if result.successful
+                      else result.reason)
+
+    def rate(self) -> float:
+        """Return ``real_time_factor``."""
+        return self._node.get_parameter('real_time_factor').value
+
+    def play_next(self, reply: Callable[[Answer], None]) -> None:
+        """
+        Step to the frame that holds the next message: every message of that frame plays.
+
+        ``reply`` is given the outcome once the frame is out, or the refusal at once.
+        """
+        refusal = self._refusal('~/play_next')
+        if refusal:
+            reply(Answer(False, refusal))
+            return
+        timeline = self._timeline
+        ahead_ns = self._axes.from_bag(self._frames.cursor.next_time_ns) - timeline.time_ns
+        frames = max(1, -(-ahead_ns // timeline.time_step_ns))
+        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=frames, reply=reply,
+                                service='~/play_next'))
+
+    # -- the services -----------------------------------------------------------------------------
+
+    def _on_toggle_paused(self, request, response):
+        return fill(response, self.toggle_paused())
 
     def _on_is_paused(self, request, response):
         response.paused = self._timeline.status().paused
         return response
 
     def _on_get_rate(self, request, response):
-        response.rate = self._node.get_parameter('real_time_factor').value
+        response.rate = self.rate()
         return response
 
     def _on_set_rate(self, request, response):
-        if not request.rate > 0:
-            response.success = False
-            response.message = (f'rate must be more than 0 (1.0: the recorded pace), got '
-                                f'{request.rate!r}; nothing changed')
-            return response
-        [result] = self._node.set_parameters([Parameter('real_time_factor', value=request.rate)])
-        response.success = result.successful
-        response.message = (f'real_time_factor = {request.rate!r}' if result.successful
-                            else result.reason)
-        return response
+        return fill(response, self.set_rate(request.rate))
 
     def _on_play_next(self, request, response):
-        """Step to the frame that holds the next message: every message of that frame plays."""
-        refusal = self._refusal('~/play_next')
-        if refusal:
-            response.success, response.message = False, refusal
-            return response
-        timeline = self._timeline
-        ahead_ns = self._axes.from_bag(self._frames.cursor.next_time_ns) - timeline.time_ns
-        frames = max(1, -(-ahead_ns // timeline.time_step_ns))
-
         def answer(outcome) -> None:
             response.success, response.message = outcome.success, outcome.message
-        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=frames, reply=answer_later(
-            self._play_next_replies, response, answer), service='~/play_next'))
+        self.play_next(answer_later(self._play_next_replies, response, answer))
         return response
 
     def _on_burst(self, request, response):

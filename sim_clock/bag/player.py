@@ -42,6 +42,8 @@ from sim_clock.arguments import check_ros_args
 from sim_clock.arguments import InvalidRosArguments
 from sim_clock.arguments import split_command_line
 from sim_clock.bag.frame_sink import BagFrames
+from sim_clock.bag.keyboard import Keyboard
+from sim_clock.bag.keyboard import user_terminal
 from sim_clock.bag.play_options import parse_arguments
 from sim_clock.bag.play_options import PlayOptions
 from sim_clock.bag.playback_services import PlaybackServices
@@ -79,6 +81,8 @@ STAY_AT_END_DESCRIPTOR = ParameterDescriptor(
 #: it ends, unless --wait-for-all-acked says otherwise: a reader still taking the last frames
 #: gets them (ros2 bag play does not wait unless asked).
 END_WAIT_NS = 2_000_000_000
+#: How often the keys typed are taken, in s: a key acts within this.
+KEYS_PERIOD_S = 0.05
 #: The player's own parameters: name -> (default, descriptor, the attribute of its frame sink).
 PLAYER_PARAMETERS = {
     'loop': (False, LOOP_DESCRIPTOR, 'loop'),
@@ -130,6 +134,8 @@ class BagPlayer:
     ``qos_overrides``: the publishers' QoS by topic, instead of the one adapted to the bag's.
     ``delay_ns``: wall time for which the player holds time (``paused``) once it is up, and
     again at each loop in free run or real time (``ros2 bag play --delay``).
+    ``keyboard``: read keys from standard input where it is the user's terminal
+    (:mod:`sim_clock.bag.keyboard`).
     ``wait_for_all_acked_ns``: at the end of the bag, before the player ends, how long it
     waits for every reliable reader to acknowledge every message (0: as long as it takes), as
     ``ros2 bag play --wait-for-all-acked``; None: :data:`END_WAIT_NS`.
@@ -138,7 +144,8 @@ class BagPlayer:
     def __init__(self, bag: Bag, *, start_at_zero: bool = False, show_progress: bool = True,
                  start_offset_ns: int = 0,
                  qos_overrides: Optional[Dict[str, QoSProfile]] = None, delay_ns: int = 0,
-                 wait_for_all_acked_ns: Optional[int] = None, **kwargs):
+                 wait_for_all_acked_ns: Optional[int] = None, keyboard: bool = False,
+                 **kwargs):
         self.bag = bag
         self._show_progress = show_progress
         self._qos_overrides = qos_overrides
@@ -169,6 +176,11 @@ class BagPlayer:
         self._playback = PlaybackServices(node, node, node.engine.step, node.timeline,
                                           self.frames, node.axes, self._end)
         self._log_start()
+        self._keyboard = self._keys_timer = None
+        if keyboard and user_terminal(_stdin_fd()):
+            self._keyboard = Keyboard(_stdin_fd(), self._playback, node.get_logger().info)
+            self._keys_timer = node.create_timer(
+                KEYS_PERIOD_S, self._keyboard.poll, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._delay_timer = None
         self._own_change = False
         self._delay_ns = delay_ns
@@ -319,6 +331,14 @@ class BagPlayer:
         self.node.done = True
 
 
+def _stdin_fd() -> int:
+    """Return standard input's file descriptor, or -1 where there is none."""
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return -1
+
+
 def main(args=None) -> int:
     """Open the bags, then play them until Ctrl-C or SIGTERM; return the exit code."""
     own_arguments, argv = split_command_line(sys.argv if args is None else args)
@@ -350,7 +370,7 @@ def main(args=None) -> int:
                 bag, start_at_zero=options.start_at_zero, show_progress=options.show_progress,
                 start_offset_ns=options.start_offset_ns, qos_overrides=options.qos_overrides,
                 delay_ns=options.delay_ns, wait_for_all_acked_ns=options.wait_for_all_acked_ns,
-                parameter_overrides=overrides,
+                keyboard=options.keyboard_controls, parameter_overrides=overrides,
                 cli_args=options.ros_arguments() or None).node,
             argv, logger_name=NODE_NAME)
     finally:

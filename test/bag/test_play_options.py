@@ -46,8 +46,8 @@ def test_flags_map_onto_parameters_and_options():
         == (100_000_000, 1_700_000_000_123_456_789, 1, 2_500_000_000)
     assert options.ros_arguments() == ['--ros-args', '-r', '/a:=/b', '-r', 'c:=d']
     assert options.log_level == 'warn'
+    assert options.keyboard_controls is False and parse_arguments(['a']).keyboard_controls
     assert options.without_effect == [
-        '--disable-keyboard-controls (the player has no keyboard controls)',
         '--disable-loan-message (the player publishes serialized data, never loaned messages)',
         '--read-ahead-queue-size (the bag is read ahead in a process of its own, 1 MiB at '
         'most)',

@@ -172,7 +172,7 @@ def test_flags_merge_filter_offset_until_loop_and_parameters(
         assert 'overriding the QoS profile of /other' in player.log()
         # The flags that do nothing here are said so, once.
         log = player.log()
-        assert log.count('accepted without effect here: --disable-keyboard-controls') == 1, log
+        assert log.count('accepted without effect here: --disable-loan-message') == 1, log
         assert '--read-ahead-queue-size (the bag is read ahead' in log
     finally:
         client.close()

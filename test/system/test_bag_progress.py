@@ -117,15 +117,18 @@ class TerminalPlayer:
 
     ``controlling``: the terminal is the player's session's own, as the one a user types in;
     else a terminal handed to it, as ``ros2 launch`` hands one with ``emulate_tty``.
+    ``keys``: its standard input is the terminal too, where :meth:`press` types.
     """
 
-    def __init__(self, domain_id: int, argv, params: dict, controlling: bool = True):
+    def __init__(self, domain_id: int, argv, params: dict, controlling: bool = True,
+                 keys: bool = False):
         master, slave = os.openpty()
         self._master = master
         self.output = ''
         self.process = subprocess.Popen(
             [executable('bag_player'), *argv, '--ros-args', *parameter_arguments(params)],
-            env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), stdin=subprocess.DEVNULL,
+            env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
+            stdin=slave if keys else subprocess.DEVNULL,
             stdout=slave, stderr=slave, start_new_session=True,
             preexec_fn=_take_as_controlling_terminal if controlling else None)
         os.close(slave)
@@ -141,6 +144,10 @@ class TerminalPlayer:
                                      + repr(self.output))
             self._read()
         return self.output
+
+    def press(self, keys: bytes) -> None:
+        """Type ``keys`` on the terminal, as a user would."""
+        os.write(self._master, keys)
 
     def _read(self) -> bool:
         try:

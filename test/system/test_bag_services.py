@@ -30,6 +30,7 @@ from std_srvs.srv import Trigger
 from test_bag_player import _by_topic
 from test_bag_player import bag_client  # noqa: F401 (a fixture)
 from test_bag_player import sqlite_bag  # noqa: F401 (a fixture)
+from test_bag_progress import TerminalPlayer
 
 
 def _start_player(start_server, bag: str, params: dict):
@@ -102,3 +103,46 @@ def test_playing_refuses_play_next_and_stop_ends_the_player(
     assert bag_client.call(Trigger, 'stop').success
     assert player.process.wait(timeout=30) == 0, player.log()
     assert 'Traceback' not in player.log()
+
+
+def test_keys_on_the_users_terminal(client, domain_id, sqlite_bag):  # noqa: F811
+    """Space pauses and resumes, the up arrow makes the rate 10 % faster, on a real terminal."""
+    path, _ = sqlite_bag
+    player = TerminalPlayer(domain_id, [path, '--no-progress'],
+                            {'real_time_factor': 0.05, 'stay_at_end': True}, keys=True)
+    try:
+        player.read_until(lambda out: 'keyboard controls:' in out, 'the keys said at start')
+        client.status_when_ready()
+        player.press(b' ')
+        player.read_until(lambda out: 'space: ' in out, "the space's answer")
+        assert client.status().paused
+        player.press(b'\x1b[A')
+        player.read_until(lambda out: 'up arrow: ' in out, "the up arrow's answer")
+        assert client.get_parameter('real_time_factor') == 0.05 * 1.1
+        player.press(b' ')
+        client.spin_until(lambda: not client.status().paused, 'the second space to resume')
+    finally:
+        code = player.stop()
+    assert code == 0, player.output
+
+
+def test_no_keys_with_disable_keyboard_controls(client, domain_id, sqlite_bag):  # noqa: F811
+    """
+    --disable-keyboard-controls: the terminal is left as it was, and no keys are offered.
+
+    Left as it was, the terminal echoes what is typed (the keys mode turns echo off): the space
+    typed comes back, and time stays paused.
+    """
+    path, _ = sqlite_bag
+    player = TerminalPlayer(domain_id, [path, '--no-progress', '--disable-keyboard-controls'],
+                            {'paused': True, 'stay_at_end': True}, keys=True)
+    try:
+        client.status_when_ready()
+        player.read_until(lambda out: 'publishing /clock' in out, 'the start line')
+        player.press(b'z ')
+        player.read_until(lambda out: 'z ' in out, 'the echo of what was typed')
+        assert client.status().paused
+    finally:
+        code = player.stop()
+    assert code == 0, player.output
+    assert 'keyboard controls' not in player.output and 'space:' not in player.output
