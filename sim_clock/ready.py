@@ -26,6 +26,7 @@ from typing import Iterable
 from typing import Optional
 from typing import Tuple
 
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import qos_check_compatible
 from rclpy.qos import QoSCompatibility
@@ -37,6 +38,8 @@ from sim_clock.names import READY_QOS
 ROS_TOPICS = ('/parameter_events', '/rosout')
 #: How often the counts are looked at again, in ns.
 LOOK_NS = 50_000_000
+#: How long a node that ends waits for the server to have its last report, in ns.
+GONE_WAIT_NS = 500_000_000
 
 
 def full_node_name(info) -> str:
@@ -170,3 +173,24 @@ class ReadyReports:
         msg.writers = [count for _, count in readers]
         self.publisher.publish(msg)
         return True
+
+    def gone(self, timeout_ns: int = GONE_WAIT_NS) -> None:
+        """
+        Say that the node ends: its last report with every count 0; wait for the server's ack.
+
+        The report is the last on the topic (transient local): the server holds frames until
+        the node, started again, says it is ready, instead of going on with what this one
+        matched (a recorder started again would miss the first frames of its new run). A node
+        that never said anything says nothing. ``timeout_ns``: the longest it waits for the
+        server to have the report.
+        """
+        if self._said is None:
+            return
+        writers, readers = self._said
+        msg = Ready(name=self.name)
+        msg.publications = [topic for topic, _, _ in writers]
+        msg.readers = [0] * len(writers)
+        msg.subscriptions = [topic for topic, _ in readers]
+        msg.writers = [0] * len(readers)
+        self.publisher.publish(msg)
+        self.publisher.wait_for_all_acked(Duration(nanoseconds=timeout_ns))

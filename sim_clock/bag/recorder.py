@@ -277,6 +277,8 @@ class Recorder(Node):
         by name.
         """
         if self.context.ok():
+            # Named in expected_participants, it ends: frames wait for a recorder again.
+            self._ready.gone()
             for entry in self._topics.values():
                 self._take_waiting(entry.subscription)
         self._write(self._order.take(final=True, before=self._end_source))
