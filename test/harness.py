@@ -95,7 +95,7 @@ class ServerProcess:
     """A clock_server process on a given domain, its output in a log file."""
 
     def __init__(self, domain_id: int, log_dir: str, params: dict = None, argv=(),
-                 executable: str = None, env: dict = None):
+                 executable: str = None, env: dict = None, cwd: str = None):
         args = [executable or server_executable(), *argv, '--ros-args',
                 *parameter_arguments(params or {})]
         self.log_path = os.path.join(log_dir, f'server-{time.monotonic_ns()}.log')
@@ -103,7 +103,7 @@ class ServerProcess:
         full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
         full_env.update(env or {})
         self.process = subprocess.Popen(
-            args, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+            args, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, cwd=cwd)
 
     def stop(self, sig=signal.SIGINT, timeout: float = TIMEOUT) -> int:
         """Send ``sig`` and return the exit code."""
