@@ -182,7 +182,10 @@ def test_client_gone_during_long_step(start_server, client, domain_id, tmp_path)
         raise AssertionError(f'{error}; {len(client.clocks)} /clock messages came, the last at '
                              f'{last} ns; status {status_tuple(client.status())}:\n'
                              f'{server.log()}') from None
-    client.spin_until(lambda: client.status().owner == '', 'the dead holder to lapse')
+    try:
+        client.spin_until(lambda: client.status().owner == '', 'the dead holder to lapse')
+    except AssertionError as error:  # the server's side, to find why it did not answer
+        raise AssertionError(f'{error}\nserver:\n{server.log()}') from None
     taken = client.sync_mode_cmd('next', True, 0)
     assert taken.result and taken.frame == 10_001, taken  # taken without a reset
     status = client.status()
