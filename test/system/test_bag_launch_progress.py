@@ -71,7 +71,7 @@ class TestBagProgressUnderLaunch(unittest.TestCase):
         try:
             client.status_when_ready()
             proc_output.assertWaitFor(LOG_LINE, timeout=TIMEOUT)
-            # Still playing when it came: the end of the bag pauses the player.
+            # Still playing when it came: at the end of the bag the player pauses and ends.
             self.assertFalse(client.status().paused)
         finally:
             client.close()
