@@ -323,6 +323,7 @@ def test_a_participant_that_leaves_right_after_joining_is_heard(
             Participant(node, name=f'quick_{run}').close()
             # Asked before the node goes: a participant left without a leave is still listed.
             assert list(client.status().participants) == [], (run, server.log())
+            node.destroy_node()
         finally:
             rclpy.try_shutdown(context=context)
 
