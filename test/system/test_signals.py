@@ -39,7 +39,8 @@ RUNS = soak(3, 10)
 #: executable -> (arguments after it, given the test's folder; a line it prints once spinning)
 EXECUTABLES = {
     'clock_server': (lambda folder: [], None),
-    'bag_player': (lambda folder: [write_bag(folder)], None),
+    # Kept serving at the end of its 1 s bag: in free run it would end by itself there.
+    'bag_player': (lambda folder: [write_bag(folder), '--stay-at-end'], None),
     'recorder': (lambda folder: [os.path.join(folder, f'out-{time.monotonic_ns()}'), '-t',
                                  '/chatter'], 'first /clock received'),
 }
