@@ -58,8 +58,8 @@ PARAMETER_ARGUMENTS = {
                      '0 never.',
     'participant_timeout': 'Seconds a frame waits for a participant before it is late.',
     'ack_timeout': 'Seconds a step waits for its messages to be acknowledged; 0 no wait.',
-    'max_clock_rate': 'Taken for the same launch arguments as the clock server: the player '
-                      'publishes every frame with its data, so only 0 is accepted.',
+    'max_clock_rate': 'Free run: at most this many /clock messages a wall second (a grid of '
+                      'frames); every frame still publishes its messages. 0 every frame.',
     'start_time': "Taken for the same launch arguments as the clock server: a bag player's "
                   "time is the bag's, so only 0 is accepted.",
     'output_gates': "Frames that wait for a message on a topic: 'TOPIC[@PERIOD_S][:TIMEOUT_S]' "

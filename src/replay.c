@@ -354,12 +354,15 @@ replay_publish_clock(PyObject * module, PyObject * const * args, Py_ssize_t narg
 }
 
 // play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, bag_offset_ns,
-//      clock_publisher, clock_offset_ns, final, budgets) -> (frames_done, index)
+//      clock_publisher, clock_offset_ns, final, budgets, clock_times) -> (frames_done, index)
 // The frames first_ns + k * step_ns, k = 0 .. count - 1, in turn: each publishes the messages
 // of the batch from `index` on stamped up to bag_offset_ns plus its time, then its /clock at
 // clock_offset_ns plus its time. Unless `final` (no batch follows this one), play stops at
 // the first frame that uses the batch up, before its /clock: the frame may have messages in
 // the next batch. Return the frames done (their /clock published) and the next index.
+// `clock_times`: None (every frame's /clock goes out), or a buffer of int64 in ascending
+// order, the times of the frames whose /clock goes out (the /clock rate cap of free run:
+// the others publish their messages only).
 // `budgets` (flow control): None, or a writable buffer of int64, one per topic and then one
 // for /clock: how many more messages each may publish. Play stops before a publish whose
 // budget is 0 (the caller waits for acknowledgements, refills, and calls again from where it
@@ -371,8 +374,9 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
 {
   (void)module;
   if (check_arguments(
-      nargs, 14, "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, "
-      "count, bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets)") < 0)
+      nargs, 15, "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, "
+      "count, bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets, "
+      "clock_times)") < 0)
   {
     return NULL;
   }
@@ -431,9 +435,36 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
     }
     budgets = (int64_t *)budget_view.buf;
   }
+  Py_buffer clock_view = {0};
+  const int64_t * clock_times = NULL;
+  Py_ssize_t clock_count = 0;
+  if (args[14] != Py_None) {
+    if (PyObject_GetBuffer(args[14], &clock_view, PyBUF_SIMPLE) < 0 ||
+      clock_view.len % (Py_ssize_t)sizeof(int64_t) != 0)
+    {
+      if (clock_view.obj != NULL) {
+        PyBuffer_Release(&clock_view);
+      }
+      PyErr_Clear();
+      PyErr_SetString(
+        PyExc_TypeError, "play(): clock_times must be None or a buffer of int64");
+      goto release_budgets;
+    }
+    clock_times = (const int64_t *)clock_view.buf;
+    clock_count = clock_view.len / (Py_ssize_t)sizeof(int64_t);
+    for (Py_ssize_t k = 1; k < clock_count; ++k) {
+      if (clock_times[k] <= clock_times[k - 1]) {
+        PyErr_Format(
+          PyExc_ValueError, "play(): clock time %zd (%lld ns) is not after the one before it",
+          k, (long long)clock_times[k]);
+        PyBuffer_Release(&clock_view);
+        goto release_budgets;
+      }
+    }
+  }
   PyObject * result = NULL;
   if (check_messages(&batch, index, batch.count, "play") == 0) {
-    Py_ssize_t done = 0;
+    Py_ssize_t done = 0, next_clock = 0;
     int failed = 0, spent = 0;
     for (; done < count; ++done) {
       long long time_ns = first_ns + (long long)done * step_ns;
@@ -455,6 +486,14 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
       if (failed || spent || (index == batch.count && !final)) {
         break;
       }
+      if (clock_times != NULL) {  // only the frames of clock_times publish their /clock
+        while (next_clock < clock_count && clock_times[next_clock] < time_ns) {
+          ++next_clock;
+        }
+        if (next_clock == clock_count || clock_times[next_clock] != time_ns) {
+          continue;
+        }
+      }
       int go = spend(budgets, batch.publisher_count);
       if (go == STOP) {
         break;
@@ -471,11 +510,20 @@ replay_play(PyObject * module, PyObject * const * args, Py_ssize_t nargs)
       result = Py_BuildValue("(nn)", done, index);
     }
   }
+  if (clock_times != NULL) {
+    PyBuffer_Release(&clock_view);
+  }
   if (budgets != NULL) {
     PyBuffer_Release(&budget_view);
   }
   release_batch(&batch);
   return result;
+release_budgets:
+  if (budgets != NULL) {
+    PyBuffer_Release(&budget_view);
+  }
+  release_batch(&batch);
+  return NULL;
 }
 
 static PyMethodDef replay_methods[] = {
@@ -487,8 +535,8 @@ static PyMethodDef replay_methods[] = {
     "serialized here, on the rcl publisher at that address."},
   {"play", (PyCFunction)(void (*)(void))replay_play, METH_FASTCALL,
     "play(publishers, topics, blob, offsets, times, index, first_ns, step_ns, count, "
-    "bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets) -> (frames_done, "
-    "index): play frames of a packed batch, each its messages then its /clock, until the "
+    "bag_offset_ns, clock_publisher, clock_offset_ns, final, budgets, clock_times) -> "
+    "(frames_done, index): play frames of a packed batch, each its messages then its /clock, until the "
     "batch is used up (unless final), a budget is spent, or the frames are done; a refused "
     "publish raises PublishRefused (which, done, index)."},
   {NULL, NULL, 0, NULL}

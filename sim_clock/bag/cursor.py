@@ -20,14 +20,15 @@ from typing import Optional
 from typing import Sequence
 from typing import Tuple
 
-#: ``run(batch, index, frames, offset_ns) -> (frames_done, index)``, what :meth:`Cursor.play`
-#: calls: play ``frames`` in turn, each handing out the messages of ``batch`` from ``index`` on
-#: stamped up to ``offset_ns`` plus the frame's time, then finishing the frame; stop at the
+#: ``run(batch, index, frames, offset_ns[, clock_times]) -> (frames_done, index)``, what
+#: :meth:`Cursor.play` calls: play ``frames`` in turn, each handing out the messages of
+#: ``batch`` from ``index`` on stamped up to ``offset_ns`` plus the frame's time, then
+#: finishing the frame (its /clock, if its time is in ``clock_times`` when given); stop at the
 #: first frame that uses the batch up, before finishing it (the next batch may hold more of
 #: its messages). ``batch`` None: no message is left, every frame finishes. Return the frames
 #: finished and the index of the batch's next message. :func:`python_run` is the model; the
 #: bag player's is ``sim_clock._replay.play``.
-Run = Callable[[Optional[tuple], int, Sequence[int], int], Tuple[int, int]]
+Run = Callable[..., Tuple[int, int]]
 
 
 class Cursor:
@@ -74,9 +75,13 @@ class Cursor:
         """Return the time of the next message, or None."""
         return None if self._batch is None else self._batch[0][self._index]
 
-    def play(self, frames: Sequence[int], offset_ns: int, run: Run) -> None:
+    def play(self, frames: Sequence[int], offset_ns: int, run: Run,
+             clock_times: Optional[Sequence[int]] = None) -> None:
         """
         Play ``frames`` in turn, each up to ``offset_ns`` plus its time, by ``run`` (:data:`Run`).
+
+        ``clock_times``: given to ``run``: None, or the times of the frames whose /clock goes
+        out (the others publish their messages only).
 
         ``run`` is given each batch in turn from where the last play stopped, and None once no
         message is left. What the stream of batches raises (a read error) propagates once the
@@ -85,10 +90,12 @@ class Cursor:
         until a :meth:`seek`.
         """
         done = 0
+        # A run that is given no clock_times publishes every frame's /clock.
+        extra = () if clock_times is None else (clock_times,)
         try:
             while True:
                 batch, index = self._batch, self._index
-                finished, self._index = run(batch, index, frames[done:], offset_ns)
+                finished, self._index = run(batch, index, frames[done:], offset_ns, *extra)
                 self.handed_out += self._index - index
                 done += finished
                 if batch is None or done == len(frames):

@@ -33,11 +33,11 @@ def paced(flow: Writers, run: Run) -> Run:
     """
     budgets = flow.budgets
 
-    def flowing(batch, index, frames, offset_ns):
+    def flowing(batch, index, frames, offset_ns, *clock_times):
         done, refused_at = 0, None
         while True:
             try:
-                finished, index = run(batch, index, frames[done:], offset_ns)
+                finished, index = run(batch, index, frames[done:], offset_ns, *clock_times)
             except PublishRefused as refusal:
                 done += refusal.done
                 index = refusal.index

@@ -33,6 +33,7 @@ import time
 from typing import Callable
 from typing import Dict
 from typing import Optional
+from typing import Sequence
 
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
@@ -176,21 +177,30 @@ class BagFrames:
         # Every reset moves the cursor, with the rest of the core (Core.take_changes).
         core.position = self
 
-    def publish_frames(self, frames: range) -> None:
-        """Publish each frame's messages, then its /clock (the publishers pinned meanwhile)."""
-        with self._pinned:
-            self._publish_frames(frames)
+    def publish_frames(self, frames: range,
+                       clock_times: Optional[Sequence[int]] = None) -> None:
+        """
+        Publish each frame's messages, then its /clock (the publishers pinned meanwhile).
 
-    def _publish_frames(self, frames: range) -> None:
+        ``clock_times`` (free run under the /clock rate cap): only those frames publish their
+        /clock; every frame publishes its messages at their stamps all the same.
+        """
+        with self._pinned:
+            self._publish_frames(frames, clock_times)
+
+    def _publish_frames(self, frames: range, clock_times: Optional[Sequence[int]]) -> None:
         cursor, played = self.cursor, 0
         self._flow.start()
+        # The last frame's /clock, due for participants, goes out in lockstep whatever the cap.
         parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
                  if frames and self._core.holds_frames() else [(frames, self._run)])
+        clock_out = None if clock_times is None else array('q', clock_times)
         try:
             for part, run in parts:
                 if run is self._run and part:
                     self._data_out()
-                cursor.play(part, self._axes.bag_start_ns, run)
+                cursor.play(part, self._axes.bag_start_ns, run,
+                            clock_out if run is self._run else None)
                 played += len(part)
         except READ_ERRORS as error:
             self._read_failed(error)
@@ -198,7 +208,8 @@ class BagFrames:
             cursor.seek(self._bag.end_ns + 1)
             # The frames not published yet, without data: time goes on.
             for time_ns in frames[played:]:
-                self._publish_clock(time_ns)
+                if clock_times is None or time_ns in clock_times:
+                    self._publish_clock(time_ns)
         self._progressed()
 
     def _data_out(self) -> None:

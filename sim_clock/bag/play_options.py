@@ -41,6 +41,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import QoSReliabilityPolicy
 from sim_clock.bag.reader import SERVICE_EVENT_SUFFIX
 from sim_clock.bag.reader import TopicFilter
+from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import Refused
@@ -124,8 +125,16 @@ def _positive_number(what: str, check, allowed: str):
 _rate = _positive_number(
     '-r/--rate (the real_time_factor parameter)', real_time_factor_from_float,
     'a number more than 0 (1.0: the recorded pace)')
+
+
+def _clock_rate(rate_hz: float) -> None:
+    """Refuse a --clock rate that publish_rate or max_clock_rate would refuse."""
+    publish_period_from_rate(rate_hz)
+    max_clock_rate_from_float(rate_hz)
+
+
 _clock_hz = _positive_number(
-    '--clock (the publish_rate parameter)', publish_period_from_rate,
+    '--clock (the publish_rate and max_clock_rate parameters)', _clock_rate,
     'a rate in Hz, more than 0')
 
 
@@ -322,8 +331,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument('--storage-config-file', metavar='FILE', help='refused (rosbags reads)')
     clock = parser.add_mutually_exclusive_group()
     clock.add_argument('--clock', nargs='?', type=_clock_hz, const=True, metavar='HZ',
-                       help='/clock is always published; HZ sets publish_rate (the /clock '
-                            'rate in real-time mode and while time stands still)')
+                       help='/clock is always published; HZ sets publish_rate and '
+                            'max_clock_rate: at most HZ a second while playing in free run '
+                            '(messages still go out at their stamps), HZ in real-time mode '
+                            'and while time stands still')
     clock.add_argument('--clock-topics', nargs='+', metavar='topic', help='refused')
     clock.add_argument('--clock-topics-all', action='store_true', default=None,
                        help='refused')
@@ -423,7 +434,7 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
     if args.stay_at_end:
         parameters['stay_at_end'] = True
     if args.clock is not None and args.clock is not True:
-        parameters['publish_rate'] = args.clock
+        parameters['publish_rate'] = parameters['max_clock_rate'] = args.clock
     options = PlayOptions(
         bags=bags,
         topic_filter=TopicFilter(

@@ -51,7 +51,6 @@ from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
 from sim_clock.core.axes import Axes
-from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.state import Change
@@ -106,17 +105,8 @@ def check_bag_start(start_time) -> None:
             'bag sets where /clock starts; --start-at-zero starts it at 0)')
 
 
-def check_bag_clock_rate(max_clock_rate) -> None:
-    """Refuse a /clock rate cap: a bag player publishes every frame's data before its /clock."""
-    if max_clock_rate_from_float(max_clock_rate) != 0:
-        raise Refused(
-            f'the bag player does not cap /clock: max_clock_rate must be 0, got '
-            f'{max_clock_rate!r} (every frame goes out with its data; a larger time_step '
-            'publishes fewer frames)')
-
-
 #: The parameters a bag player takes fewer values of than the clock server, and their checks.
-BAG_CHECKS = {'start_time': check_bag_start, 'max_clock_rate': check_bag_clock_rate}
+BAG_CHECKS = {'start_time': check_bag_start}
 
 
 class BagPlayer:

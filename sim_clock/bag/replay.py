@@ -56,15 +56,18 @@ def python_run(emit: Callable[[tuple, int, int], object],
     For each frame, the messages ``start`` to ``stop`` (excluded) of the batch due by then, if
     any, in one call; then ``frame_done(t)`` with the frame's time. ``budgets``: as for
     ``sim_clock._replay.play``, by the topic indices in ``batch[1]``, then /clock (flow
-    control, :mod:`sim_clock.node.flow`). A refusal, ``emit``'s :class:`PublishRefused` (as
+    control, :mod:`sim_clock.node.flow`). ``clock_times`` (the run's argument): None, or the
+    ascending times of the frames whose /clock goes out (the others publish messages only). A
+    refusal, ``emit``'s :class:`PublishRefused` (as
     ``sim_clock._replay.publish`` raises it) or a RuntimeError of ``frame_done`` (other than
     :class:`PublisherDestroyed`), raises a PublishRefused that tells where, the budgets of what
     was not published given back. The model of ``sim_clock._replay.play``, and a run for
     batches of any kind whose first item is the times and second the topics.
     """
-    def run(batch, index, frames, offset_ns):
+    def run(batch, index, frames, offset_ns, clock_times=None):
         times = () if batch is None else batch[0]
         size = len(times)
+        due = None if clock_times is None else set(clock_times)
         for finished, t in enumerate(frames):
             up_to_ns = offset_ns + t
             if index < size and times[index] <= up_to_ns:
@@ -79,6 +82,8 @@ def python_run(emit: Callable[[tuple, int, int], object],
                     return finished, index
             if index == size and batch is not None:
                 return finished, index
+            if due is not None and t not in due:
+                continue
             go = spend(budgets, CLOCK_INDEX)
             if go == STOP:
                 return finished, index
@@ -161,9 +166,12 @@ def native_run(publishers: array, clock_publisher: int, clock_offset_ns: int,
     """
     play = _replay.play
 
-    def run(batch, index, frames, offset_ns):
+    def run(batch, index, frames, offset_ns, clock_times=None):
         final = batch is None
         times, topics, blob, offsets = EMPTY_BATCH if final else batch
+        if clock_times is not None and not isinstance(clock_times, array):
+            clock_times = array('q', clock_times)
         return play(publishers, topics, blob, offsets, times, index, frames.start, frames.step,
-                    len(frames), offset_ns, clock_publisher, clock_offset_ns, final, budgets)
+                    len(frames), offset_ns, clock_publisher, clock_offset_ns, final, budgets,
+                    clock_times)
     return run

@@ -33,6 +33,7 @@ from typing import Iterable
 from typing import List
 from typing import Optional
 from typing import Protocol
+from typing import Sequence
 from typing import Tuple
 
 from rclpy.clock import Clock
@@ -65,8 +66,14 @@ class StepOutcome:
 class FrameSink(Protocol):
     """Where the server's frames go: told each new frame, and the current time when idle."""
 
-    def publish_frames(self, frames: range) -> None:
-        """Publish each new frame in turn (its data, then its /clock)."""
+    def publish_frames(self, frames: range,
+                       clock_times: Optional[Sequence[int]] = None) -> None:
+        """
+        Publish each new frame in turn (its data, then its /clock).
+
+        ``clock_times``: None, or the ascending times of the frames whose /clock goes out (the
+        /clock rate cap of free run); the others publish their data only.
+        """
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns`` again: not a new frame (idle, or after a reset)."""

@@ -27,6 +27,7 @@ import functools
 import struct
 from typing import Callable
 from typing import Optional
+from typing import Sequence
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidHandle
@@ -189,11 +190,13 @@ class ClockSink:
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = flow.writers([self._publisher])
 
-    def publish_frames(self, frames: range) -> None:
-        """Publish each frame's /clock: the hot path of free run and steps."""
+    def publish_frames(self, frames: range,
+                       clock_times: Optional[Sequence[int]] = None) -> None:
+        """Publish each frame's /clock (those of ``clock_times`` if given): the hot path."""
         self._flow.start()
         with self._pinned:
-            self._flow.publish(0, self._publish_clock, frames)
+            self._flow.publish(0, self._publish_clock,
+                               frames if clock_times is None else clock_times)
 
     def publish_time(self, time_ns: int) -> None:
         """Publish /clock at ``time_ns``."""

@@ -59,13 +59,23 @@ class CappedSink:
         return self._cap.limit(limit, self._timeline.frame, self._now())
 
     def publish_frames(self, frames) -> None:
-        """Publish the frames that go out under the cap (all of them when not capping)."""
-        if self._capping():
-            frames = self._cap.select(frames, self._timeline.frame, self._now(),
-                                      keep_last=self._core.holds_frames())
-        if frames:
+        """
+        Publish the frames, /clock only for those the cap lets out (all when not capping).
+
+        Every frame goes to the sink it wraps, with the times whose /clock goes out: a sink
+        with data (a bag's) publishes each frame's data all the same.
+        """
+        if not frames:
+            return
+        if not self._capping():
             self._sink.publish_frames(frames)
             self._cap.last_out_ns = frames[-1]
+            return
+        out = self._cap.select(frames, self._timeline.frame, self._now(),
+                               keep_last=self._core.holds_frames())
+        self._sink.publish_frames(frames, out)
+        if out:
+            self._cap.last_out_ns = out[-1]
 
     def publish_time(self, time_ns: int) -> None:
         """Publish ``time_ns`` again; in capped free run, the last time that went out."""

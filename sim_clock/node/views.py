@@ -136,7 +136,12 @@ class _ViewSink:
         self._sink = sink
         self._views = views
 
-    def publish_frames(self, frames: range) -> None:
+    def publish_frames(self, frames: range, clock_times=None) -> None:
+        if clock_times is not None:
+            # Capped free run (flow control lifted): the views follow the frames on /clock.
+            self._sink.publish_frames(frames, clock_times)
+            self._views.publish(clock_times)
+            return
         # A window at a time, the views' just after its /clock: each frame's times go out
         # together. A window ends where the views' budgets run out. /clock spends one sample
         # a frame as each view does (and has as much left or more: the views' idle

@@ -41,7 +41,7 @@ def test_flags_map_onto_parameters_and_options():
         '--service-requests-source', 'client_introspection'])
     assert options.bags == [('a', 'mcap'), ('b', None), ('c', 'sqlite3')]
     assert options.parameters == {'real_time_factor': 0.5, 'loop': True, 'paused': True,
-                                  'publish_rate': 25.0}
+                                  'publish_rate': 25.0, 'max_clock_rate': 25.0}
     assert (options.start_offset_ns, options.until_ns, options.delay_ns, options.duration_ns) \
         == (100_000_000, 1_700_000_000_123_456_789, 1, 2_500_000_000)
     assert options.ros_arguments() == ['--ros-args', '-r', '/a:=/b', '-r', 'c:=d']
@@ -80,8 +80,10 @@ def test_the_end_of_the_bag_flags():
                         "(1.0: the recorded pace); got '-1'\n"),
     (['a', '-r', '1e9'], '-r/--rate (the real_time_factor parameter): real_time_factor must '
                          'be between'),
-    (['a', '--clock', '-3'], '--clock (the publish_rate parameter): a rate in Hz, more than 0; '
-                             "got '-3'\n"),
+    (['a', '--clock', '-3'], '--clock (the publish_rate and max_clock_rate parameters): a rate '
+                             "in Hz, more than 0; got '-3'\n"),
+    (['a', '--clock', '20000'], '--clock (the publish_rate and max_clock_rate parameters): '
+                                'publish_rate must be between'),
     (['a', '-d', '0'], '-d/--delay must be more than 0 s'),
     (['a', '--start-offset', '-1'], '--start-offset must be 0 s or more'),
     (['a', '--start-offset', 'nan'], '--start-offset takes seconds'),

@@ -33,14 +33,18 @@ class Sink:
     """The sink wrapped: what it published, and a boundary of its own (a bag's end)."""
 
     def __init__(self, boundary: int = 10 ** 9):
+        #: Each run's frames whose /clock went out, and each run's frames (a bag's data).
         self.frames = []
+        self.runs = []
         self.times = []
         self.boundary = boundary
         self.closed = False
 
-    def publish_frames(self, frames) -> None:
-        """Record a run of frames."""
-        self.frames.append(list(frames))
+    def publish_frames(self, frames, clock_times=None) -> None:
+        """Record a run of frames, and those whose /clock goes out (all if not said)."""
+        self.runs.append(list(frames))
+        if clock_times is None or clock_times:
+            self.frames.append(list(frames if clock_times is None else clock_times))
 
     def publish_time(self, time_ns: int) -> None:
         """Record a time published again."""
@@ -137,10 +141,20 @@ def test_steps_pass_through_the_cap():
 
 
 def test_a_batch_with_nothing_on_the_grid_publishes_nothing():
-    """No frame of the batch on the grid: the sink it wraps is not called at all."""
+    """No frame of the batch on the grid: its frames go to the sink, none on /clock."""
     rig = Rig()
     rig.run(5)
     assert rig.inner.frames == []
+    assert rig.inner.runs == [[MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]]
+
+
+def test_every_frame_reaches_the_sink_with_the_times_of_its_clock():
+    """A sink with data (a bag's) gets every frame under the cap: only /clock is thinned."""
+    rig = Rig()
+    rig.run(25)
+    rig.run(10)
+    assert rig.inner.runs == [[k * MS for k in range(1, 26)], [k * MS for k in range(26, 36)]]
+    assert rig.inner.frames == [[10 * MS, 20 * MS], [30 * MS]]
 
 
 def test_an_idle_republish_carries_the_last_time_that_went_out():

@@ -135,8 +135,8 @@ def test_flags_merge_filter_offset_until_loop_and_parameters(
         assert talk.qos_profile.reliability == ReliabilityPolicy.RELIABLE  # as recorded
         # Flags set parameters, over --ros-args -p; the empty value is the empty string.
         assert [client.get_parameter(name) for name in (
-            'real_time_factor', 'loop', 'paused', 'publish_rate', 'expected_participants')] == [
-            2.0, True, True, 25.0, '']
+            'real_time_factor', 'loop', 'paused', 'publish_rate', 'max_clock_rate',
+            'expected_participants')] == [2.0, True, True, 25.0, 25.0, '']
         start = START_NS + OFFSET
         status = client.status()
         assert (stamp_ns(status.clock), status.epoch) == (start, 0)
@@ -293,3 +293,40 @@ def test_pause_resume_and_sync_at_twice_the_pace_add_no_timer(start_server, clie
     assert client.set_sync(True).success and client.set_sync(False).success
     assert client.status().real_time_factor == 2.0 and not client.status().paused
     assert 'timers associated with this clock' not in player.log()
+
+
+def test_clock_hz_thins_clock_while_playing_and_every_message_goes_out(
+        start_server, domain_id, tmp_path):
+    """
+    --clock 100 in free run at 2000 frames a second: /clock on a grid of 20 ms, all the data.
+
+    ``--clock HZ`` sets ``max_clock_rate`` as well as ``publish_rate``: while playing, only the
+    frames of the grid (every 20th frame of 1 ms at -r 2) publish /clock, each at its exact
+    time, and each frame still publishes its messages, stamped off the grid, in order. The
+    player starts paused (-p) so that the reader matches first, and ends at the end.
+    """
+    path = str(tmp_path / 'bag')
+    records = [(START_NS + k * 7 * MS, '/chatter', f'm{k}') for k in range(100)]
+    write_string_bag(path, records)
+    client = FlagClient(domain_id, {'/chatter': ReliabilityPolicy.RELIABLE})
+    try:
+        player = start_server({'time_step': 0.001}, executable=executable('bag_player'), argv=[
+            path, '--clock', '100', '-r', '2', '-p', '--start-at-zero', '--no-progress'])
+        reader = client.readers['/chatter']
+        client.spin_until(lambda: reader.get_publisher_count() > 0,
+                          "the player's writer of /chatter")
+        status = client.status_when_ready()
+        assert (status.max_clock_rate, status.clock_stride) == (100.0, 20), status
+        client.wait_for_clock(lambda t: True, 'the paused /clock')
+        assert client.trigger('resume').success
+        client.wait_count(len(records), player.log)
+        assert player.process.wait(timeout=30) == 0, player.log()  # the end of the bag
+        assert client.data['/chatter'] == [text for _, _, text in records]
+        grid = 20 * MS
+        times = client.distinct_times()
+        off_grid = [t for t in times if t % grid]
+        assert not off_grid, (off_grid[:5], player.log())
+        # Paced, every grid frame goes out, up to the bag's last stamp (693 ms).
+        assert times == list(range(0, 680 * MS + 1, grid)), (times, player.log())
+    finally:
+        client.close()

@@ -215,16 +215,29 @@ PLAYS = [
 ]
 
 
-@pytest.mark.parametrize('times, size, frames, bag_offset, clock_offset', PLAYS)
-def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_offset):
-    """C play and the Python model put out the same messages and /clock in the same order."""
+# Under the /clock rate cap: every 2nd or 3rd frame's /clock, the last left out.
+CAPPED = [PLAYS[0] + (2,), PLAYS[1] + (3,), PLAYS[2] + (3,), PLAYS[4] + (2,), PLAYS[6] + (2,)]
+
+
+@pytest.mark.parametrize('times, size, frames, bag_offset, clock_offset, clock_every',
+                         [play + (None,) for play in PLAYS] + CAPPED)
+def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_offset,
+                                clock_every):
+    """
+    C play and the Python model put out the same messages and /clock in the same order.
+
+    With clock times (the /clock rate cap: every 2nd or 3rd frame, the last left out), only
+    those frames' /clock go out, and every message all the same.
+    """
     datas = _messages(len(times))
     topics = [0] * len(times)
+    clock_times = None if clock_every is None else [
+        t for k, t in enumerate(frames[:-1]) if k % clock_every == 0]
     # Data and /clock on one writer, so that the order received is the order published.
     run = native_run(pair.pointers[:1], pair.pointers[0], clock_offset)
     cursor = Cursor(lambda start: iter(_packed(times, topics, datas, size)), 0)
-    cursor.play(frames[:len(frames) // 2], bag_offset, run)
-    cursor.play(frames[len(frames) // 2:], bag_offset, run)
+    cursor.play(frames[:len(frames) // 2], bag_offset, run, clock_times)
+    cursor.play(frames[len(frames) // 2:], bag_offset, run, clock_times)
     assert cursor.frames_played == len(frames) - len(frames) // 2
     expected = []
 
@@ -234,7 +247,9 @@ def test_play_in_c_is_the_model(pair, times, size, frames, bag_offset, clock_off
         expected.append(serialize_message(msg))
     model = Cursor(lambda start: iter([(times, topics, datas)] if times else []), 0)
     model.play(frames, bag_offset, python_run(
-        lambda batch, start, stop: expected.extend(batch[2][start:stop]), clock))
+        lambda batch, start, stop: expected.extend(batch[2][start:stop]), clock), clock_times)
+    clocks = len(frames) if clock_times is None else len(clock_times)
+    assert len(expected) == clocks + sum(t <= frames[-1] + bag_offset for t in times)
     pair.spin_until(lambda: len(pair.received) >= len(expected), f'{len(expected)} messages')
     assert [data for _, data in pair.received] == expected
     # Both count what they handed out alike (the progress's messages out).
@@ -309,7 +324,7 @@ def test_play_refuses_bad_arguments(pair):
     """Bad frames, clock times, indices or times out of order are named; nothing goes out."""
     (times, topics, blob, offsets), = _packed([0, 10], [0, 0], _messages(2), 2)
     good = [pair.pointers, topics, blob, offsets, times, 0, 0, 10, 3, 0, pair.pointers[0], 0,
-            False, None]
+            False, None, None]
 
     def call(position=None, value=None):
         args = list(good)
@@ -332,11 +347,14 @@ def test_play_refuses_bad_arguments(pair):
             (10, -1, OverflowError, ''),
             (13, array('q', [5, 5]), ValueError, '2 publishers and /clock need 3 budgets'),
             (13, bytes(24), TypeError, 'budgets must be None or a writable buffer'),
+            (14, array('q', [10, 10]), ValueError, r'clock time 1 \(10 ns\) is not after'),
+            (14, bytes(3), TypeError, 'clock_times must be None or a buffer of int64'),
+            (14, [0, 10], TypeError, 'clock_times must be None or a buffer of int64'),
     ]:
         with pytest.raises(error, match=text):
             call(position, value)
-    with pytest.raises(TypeError, match='takes 14 arguments'):
-        _replay.play(*good[:13])
+    with pytest.raises(TypeError, match='takes 15 arguments'):
+        _replay.play(*good[:14])
     assert call() == (1, 2)  # the batch is used up by the second frame, before its /clock
     pair.spin_until(lambda: len(pair.received) >= 3, 'the good call')
     assert len(pair.received) == 3  # the two messages and one /clock: the bad calls sent none

@@ -61,8 +61,6 @@ def test_wall_start_time_starts_and_resets_at_the_wall_clock(start_server, clien
 
 @pytest.mark.parametrize('name, at_start, later, ok, reason', [
     ('start_time', 'wall', 5.0, 0, "a bag player's time is the bag's: start_time must be 0"),
-    ('max_clock_rate', 100.0, 100.0, 0.0,
-     'the bag player does not cap /clock: max_clock_rate must be 0'),
 ])
 def test_a_bag_player_refuses_what_only_the_server_takes(
         start_server, domain_id, tmp_path, name, at_start, later, ok, reason):
