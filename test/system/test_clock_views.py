@@ -18,6 +18,7 @@ import time
 
 from harness import ServerProcess
 from harness import SERVICE_QOS
+from harness import soak
 from harness import TestClient
 import pytest
 import rclpy
@@ -34,6 +35,10 @@ NS = 1_000_000_000
 MS = 1_000_000
 #: The pausing reader's pause: longer than flow control's wait, so it is taken as stalled.
 PAUSE_S = WAIT_TIMEOUT_NS / NS + 0.5
+#: The pausing reader's step: 10,000 frames after its second pause (at the 30,000th message),
+#: 70,000 in the soak. Every message goes through the reader's Python callback, which paces
+#: the step: at 10^5 frames 16 to 24 s on a quiet machine, 65 to 87 s at a load average of 11.
+PAUSING_STEP = soak(40_000, 100_000)
 VIEWS = """views:
   robot1: {offset: 0.25, drift_ppm: 50}
   robot2: {offset: -0.1, drift_ppm: -20.5}
@@ -150,32 +155,45 @@ def test_a_bad_views_file_stops_the_server_with_the_reason(domain_id, tmp_path):
         assert reason in server.log(), server.log()
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize('topic', ['/robot1/clock', '/clock'])
 def test_a_reader_pausing_during_a_long_step_does_not_end_the_server(
         start_server, domain_id, tmp_path, topic):
     """
-    A keep-all reader pausing past the stall wait, twice, in a 10^5-frame step: the server lives.
+    A keep-all reader pausing past the stall wait, twice, in a long step: the server lives.
 
     Taken as stalled after WAIT_TIMEOUT_NS, its samples pile up; Fast DDS 3 then refuses the
     writer's next samples, which ended the server before (node/flow.py). The step still
     succeeds, the reader ends on the step's last time, and the server exits 0 (the fixture
     checks).
     """
-    start_server({'sync': True, 'time_step': 0.001, 'clock_views_file': _views_file(tmp_path)})
+    server = start_server({'sync': True, 'time_step': 0.001,
+                           'clock_views_file': _views_file(tmp_path)})
     client = TestClient(domain_id, name='pausing_reader', subscribe_clock=False)
     keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
     seen = []
+    #: Steady time of each thousandth message: the reader's pace, said if the step times out.
+    paces = []
 
     def take(msg):
         seen.append(msg.clock.sec * NS + msg.clock.nanosec)
+        if len(seen) % 1000 == 0:
+            paces.append(time.monotonic())
         if len(seen) in (3_000, 30_000):
             time.sleep(PAUSE_S)  # the pause under test, inside the reader's callback
     try:
         client.node.create_subscription(Clock, topic, take, keep_all)
         client.status_when_ready()
         client.spin_until(lambda: seen, f'a first {topic}')
-        response = client.call(Step, 'step', Step.Request(user_id='', steps=100_000),
-                               timeout=120.0)
+        try:
+            response = client.call(Step, 'step', Step.Request(user_id='', steps=PAUSING_STEP),
+                                   timeout=120.0)
+        except AssertionError as error:  # where the reader was, and what the server said
+            gaps = [round(b - a, 2) for a, b in zip(paces, paces[1:])]
+            raise AssertionError(
+                f'{error}; the reader took {len(seen)} messages, the last at '
+                f'{seen[-1] if seen else None} ns; seconds per thousand: {gaps}\n'
+                f'server:\n{server.log()}') from None
         assert response.success, response.message
         clock = response.clock.sec * NS + response.clock.nanosec
         last = clock if topic == '/clock' else robot1(clock)
