@@ -53,7 +53,7 @@ SERVICES = {
     'status': 'get_status', 'step': 'step', 'pause': 'pause', 'resume': 'resume',
     'reset': 'reset', 'sync': 'set_sync', 'rate': 'set_parameters', 'mode': 'set_parameters',
     'resets': 'get_status', 'seek': 'seek', 'progress': 'get_progress',
-    'trace': 'get_frame_events', 'top': 'get_frame_events',
+    'trace': 'get_frame_events', 'top': 'get_frame_events', 'panel': 'get_status',
 }
 #: The services that only a bag player has (a clock server has get_status but not these).
 BAG_SERVICES = ('seek', 'get_progress')
@@ -175,6 +175,11 @@ def run(args) -> int:
             return take_trace(client, args.out, args.frames, args.follow)
         if args.command == 'top':
             return run_top(client, args.interval, args.window, args.once, client.server)
+        if args.command == 'panel':
+            from sim_clock.client.panel import run_panel
+            return run_panel(context, client.server, host=args.host, port=args.port,
+                             read_only=args.read_only, interval_s=args.interval,
+                             window_ns=args.window, timeout=args.timeout, out=sys.stdout)
         print(_carry_out(client, args))
         sys.stdout.flush()
         return 0

@@ -87,6 +87,17 @@ def seconds_argument(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def port_argument(text: str) -> int:
+    """Parse a TCP port: 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f'a port is 0 (any free one) to 65535, got {text!r}')
+    return port
+
+
 def positive_seconds_argument(text: str) -> float:
     """Parse a wall-time duration in seconds: more than 0."""
     value = _number(text)
@@ -197,6 +208,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     top.add_argument('--window', type=window_argument, default=DEFAULT_WINDOW_S, metavar='S',
                      help='the last S seconds of frames the pace and hold times are measured '
                           'over (default: %(default)s)')
+    panel = command('panel', 'serve a control panel on a web page and print its URL: the time, '
+                             "the mode, who holds the frame, the real-time factor and a bag's "
+                             'timeline, live; buttons to pause, resume, step, set the rate, '
+                             'switch sync and seek. Ctrl-C ends it')
+    panel.add_argument('--host', default='127.0.0.1',
+                       help='the address served (default: %(default)s, this host only); any '
+                            'other: control needs the token the printed URL carries')
+    panel.add_argument('--port', type=port_argument, default=8765,
+                       help='the port (default: %(default)s; 0: any free one)')
+    panel.add_argument('--read-only', action='store_true',
+                       help='a page to watch: no page may press a button')
+    panel.add_argument('--interval', type=positive_seconds_argument, default=DEFAULT_INTERVAL_S,
+                       metavar='S', help="seconds between two reads of the server's status, "
+                                         'as top (default: %(default)s)')
+    panel.add_argument('--window', type=window_argument, default=DEFAULT_WINDOW_S, metavar='S',
+                       help='the last S seconds of frames the hold times are measured over '
+                            '(default: %(default)s)')
     diff = command('diff', 'compare two recordings, no server needed: exit 0 if the same, 1 if '
                            'not (naming the first message that differs), 2 if one is unreadable')
     diff.add_argument('bag_a', metavar='BAG_A',

@@ -110,7 +110,7 @@ def render_top(status, events: Sequence[FrameEvent], now_ns: int, width: int, wi
     """
     lines = [_state_line(status)]
     if not capacity:
-        lines += [_holding_line(status, (), now_ns),
+        lines += [holding_line(status, (), now_ns),
                   'the server records no frame events: its ring is off (parameter '
                   'frame_events is 0).',
                   f'turn it on: ros2 param set {server} frame_events {DEFAULT_LENGTH}',
@@ -118,7 +118,7 @@ def render_top(status, events: Sequence[FrameEvent], now_ns: int, width: int, wi
         return [_clip(line, width) for line in lines]
     since_ns = now_ns - window_ns
     recent = [event for event in events if event.end_ns > since_ns]
-    lines += [_pace_line(status, recent, window_ns), _holding_line(status, events, now_ns)]
+    lines += [pace_line(status, recent, window_ns), holding_line(status, events, now_ns)]
     lines += _holder_table(recent, window_ns, width)
     if lost:
         lines += [f'{lost} events missed since the last refresh (the figures leave them out):',
@@ -141,7 +141,7 @@ def _state_line(status) -> str:
             f'{status.epoch}  {mode}')
 
 
-def _pace_line(status, recent: Sequence[FrameEvent], window_ns: int) -> str:
+def pace_line(status, recent: Sequence[FrameEvent], window_ns: int) -> str:
     """
     Return the real-time factor measured over the window's frames, and the one set.
 
@@ -165,7 +165,7 @@ def _pace_line(status, recent: Sequence[FrameEvent], window_ns: int) -> str:
             f'{window} s{set_pace}')
 
 
-def _holding_line(status, events: Sequence[FrameEvent], now_ns: int) -> str:
+def holding_line(status, events: Sequence[FrameEvent], now_ns: int) -> str:
     """
     Return who holds the current frame and since when.
 

@@ -62,6 +62,7 @@ def test_every_interface_is_built():
 #: Python modules that are not ROS packages -> the rosdep key that installs them.
 ROSDEP_KEYS = {
     'yaml': 'python3-yaml',
+    'aiohttp': 'python3-aiohttp',
     'rosbags': 'python3-rosbags-pip',
     # rosbags' sqlite3 reader, installed with it; rosdep has no key of its own for it.
     'apsw': 'python3-rosbags-pip',

@@ -1,0 +1,204 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``simclock panel`` in a real browser: headless Chromium presses its buttons.
+
+A real clock server (or bag player) and a real ``simclock panel`` run in processes of their
+own; Chromium opens the URL the panel prints and is driven through its DevTools protocol
+(``test/browser.py``); what the page shows is checked against the server, read by a test
+client. ``scripts/setup.sh --test`` installs Chromium; where it could not, these tests skip.
+"""
+
+import os
+
+from bags import START_NS
+from bags import write_test_bag
+from browser import Browser
+from browser import CHROMIUM
+from harness import ChildProcess
+from harness import executable
+from harness import stamp_ns
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason='chromium is not on PATH: scripts/setup.sh --test installs it '
+                             "with apt-get (Debian's package 'chromium'); it could not here")
+
+MS = 1_000_000
+#: Runs ``simclock`` with the arguments given, as the installed executable does.
+SIMCLOCK = """
+import runpy
+import sys
+path = sys.argv[1]
+sys.argv = ['simclock', *sys.argv[2:]]
+runpy.run_path(path, run_name='__main__')
+"""
+
+
+class Panel:
+    """A ``simclock panel`` process and a browser showing its page."""
+
+    def __init__(self, domain_id: int, tmp_path, *args, token: str = None):
+        self.child = ChildProcess(domain_id, SIMCLOCK, str(tmp_path),
+                                  args=[executable('simclock'), 'panel', '--port', '0', *args])
+        self.browser = None
+        line = self.child.expect('sim_clock panel of', timeout=60)
+        #: The URL printed; the page opens it on loopback (served on every address).
+        self.printed = line.split(': ', 1)[1]
+        self.url = self.printed.replace('//0.0.0.0:', '//127.0.0.1:')
+        if token is not None:  # open it with another token than the one printed
+            self.url = self.url.split('?')[0] + f'?token={token}'
+        self.browser = Browser(self.url, str(tmp_path / 'profile'))
+        self.browser.wait_for("document.getElementById('connection').textContent === 'live'",
+                              'the page to connect')
+
+    def state_count(self) -> int:
+        """Return how many states the page has shown."""
+        return int(self.browser.evaluate('Number(document.body.dataset.states || 0)'))
+
+    def next_states(self, count: int = 1) -> None:
+        """Wait until the page has shown ``count`` more states (a poll each)."""
+        seen = self.state_count()
+        self.browser.wait_for(f'Number(document.body.dataset.states || 0) >= {seen + count}',
+                              f'{count} more states')
+
+    def close(self) -> int:
+        """Close the browser; end the panel as Ctrl-C does; return its exit code."""
+        if self.browser is not None:
+            self.browser.close()
+        self.child.stop()
+        return self.child.process.returncode
+
+
+@pytest.fixture
+def panels(domain_id, tmp_path):
+    """Return a function that starts a panel (with a page open); all closed at the end."""
+    started = []
+
+    def start(*args, token=None, folder='panel'):
+        os.makedirs(tmp_path / folder, exist_ok=True)
+        panel = Panel(domain_id, tmp_path / folder, *args, token=token)
+        started.append(panel)
+        return panel
+    yield start
+    for panel in started:
+        code = panel.close()
+        assert code == 0, f'panel exit code {code}:\n{panel.child.output()}'
+        assert 'Traceback' not in panel.child.output(), panel.child.output()
+
+
+def test_step_pause_sync_and_a_refused_step(start_server, client, panels, tmp_path):
+    """
+    Step, refusal, sync and pause as the page shows them.
+
+    Step 5 and see frame 5; a step refused names the holder; sync off asks first, then is a
+    reset shown with its cause; free run paused: time stops on the page and on the server.
+    """
+    start_server({'sync': True, 'time_step': 0.01, 'frame_events': 1000})
+    client.status_when_ready()
+    panel = panels()
+    page = panel.browser
+    assert page.evaluate('document.body.dataset.control') == 'true'
+    page.set_value('steps', '5')
+    page.click('stepN')
+    page.wait_for("document.getElementById('message').textContent.startsWith('stepped to')",
+                  'the step to be answered')
+    page.wait_for("document.getElementById('frame').textContent === '5'", 'frame 5')
+    assert client.status().frame == 5
+    assert page.text('time') == '0.050000000'
+    # Another client holds sync mode: the page's step is refused, in the server's words.
+    assert client.sync_mode_cmd('harness_holder', True, 0).result
+    page.click('step1')
+    page.wait_for("document.getElementById('message').className === 'refused'",
+                  'the refusal')
+    assert 'harness_holder' in page.text('message'), page.text('message')
+    assert client.status().frame == 5
+    # Sync off asks first; confirmed, it is a reset, listed with its cause.
+    page.click('sync_off')
+    assert page.evaluate("getComputedStyle(document.getElementById('confirm_sync')).display") \
+        != 'none'
+    epoch = client.status().epoch
+    page.click('confirm')
+    page.wait_for("document.getElementById('message').className === 'done'", 'sync off')
+    status = client.status()
+    assert not status.sync and status.epoch == epoch + 1
+    page.wait_for(f"document.getElementById('resets').textContent.includes('epoch {epoch + 1}')",
+                  'the reset of sync off')
+    # Free run at 1x: time moves on the page, then stands still once paused.
+    page.wait_for("document.getElementById('time').dataset.ns > '0'", 'time to move')
+    page.click('pause')
+    page.wait_for("document.getElementById('mode').dataset.paused === 'true'", 'paused')
+    frozen = page.text('time')
+    panel.next_states(2)
+    assert page.text('time') == frozen
+    assert client.status().paused
+    page.click('resume')
+    page.wait_for(f"document.getElementById('time').textContent !== '{frozen}'",
+                  'time to move again')
+
+
+def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
+        start_server, client, panels):
+    """
+    Who may press the buttons: the token's holder, nobody with --read-only.
+
+    Served to others (--host), a page with a wrong token is read-only: its command is
+    refused and the server is unchanged; the printed URL's token controls. --read-only:
+    every button disabled.
+    """
+    start_server({'sync': True})
+    client.status_when_ready()
+    wrong = panels('--host', '0.0.0.0', token='not-the-token', folder='wrong')
+    assert wrong.browser.evaluate('document.body.dataset.control') == 'false'
+    assert 'token' in wrong.browser.text('access')
+    assert wrong.browser.evaluate("document.getElementById('step1').disabled")
+    # The page's own script sends a step all the same: refused, nothing done.
+    wrong.browser.evaluate("control = true; send({action: 'step', n: 3})")
+    wrong.browser.wait_for("document.getElementById('message').className === 'refused'",
+                           'the refusal')
+    assert 'nothing was done' in wrong.browser.text('message')
+    assert client.status().frame == 0
+    right = panels('--host', '0.0.0.0', folder='right')
+    assert right.printed.startswith('http://0.0.0.0:') and '/?token=' in right.printed
+    right.browser.wait_for("document.body.dataset.control === 'true'", 'control')
+    right.browser.click('step1')
+    right.browser.wait_for("document.getElementById('message').className === 'done'",
+                           'the step')
+    assert client.status().frame == 1
+    watching = panels('--read-only', folder='read_only')
+    assert watching.browser.evaluate(
+        "[...document.querySelectorAll('#controls button')].every((b) => b.disabled)")
+    assert 'read-only' in watching.browser.text('access')
+
+
+def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
+    """A bag player's timeline on the page; the scrubber seeks it to 1.0 s, /clock goes there."""
+    path = str(tmp_path / 'bag')
+    write_test_bag(path, seconds=2.0)
+    start_server({'sync': True, 'time_step': 0.01}, executable=executable('bag_player'),
+                 argv=[path, '--no-progress'])
+    client.status_when_ready()
+    panel = panels()
+    page = panel.browser
+    page.wait_for("!document.getElementById('bag').hidden", 'the bag timeline')
+    assert page.text('bag_span').startswith(f'{START_NS // 10**9}.')
+    page.set_value('scrub', '1000')
+    page.click('seek')
+    page.wait_for("document.getElementById('message').textContent.startsWith('sought to')",
+                  'the seek')
+    client.wait_for_time(START_NS + 1000 * MS)
+    assert stamp_ns(client.status().clock) == START_NS + 1000 * MS
+    page.wait_for(f"document.getElementById('time').dataset.ns === '{START_NS + 1000 * MS}'",
+                  'the page at 1.0 s')
