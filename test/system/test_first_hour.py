@@ -18,8 +18,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 
 from ament_index_python.packages import get_package_share_directory
 from bags import MS
@@ -120,6 +122,32 @@ def _as_typed(line: str, share: str) -> list:
     return argv
 
 
+def _open_served_page(argv, cwd: str, env: dict, line: str) -> str:
+    """
+    Run a command that serves a page until Ctrl-C: open the URL it prints, then press Ctrl-C.
+
+    Return the URL line; the page must be the panel's, and the command must end with 0. It
+    serves on any free port (``--port 0`` added): two runs of the suite on one host would
+    both take the default one.
+    """
+    served = subprocess.Popen([*argv, '--port', '0'], cwd=cwd, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        said = served.stdout.readline()
+        assert 'http://' in said, (line, said + served.stdout.read())
+        url = said.split(': ', 1)[1].strip()
+        with urllib.request.urlopen(url, timeout=60) as page:
+            assert '<title>sim_clock panel</title>' in page.read().decode(), url
+        served.send_signal(signal.SIGINT)
+        assert served.wait(60) == 0, (line, said + served.stdout.read())
+    finally:
+        if served.poll() is None:
+            served.kill()
+            served.wait()
+        served.stdout.close()
+    return said
+
+
 def _run_block(block: str, client, domain_id: int, cwd: str, check=None) -> list:
     """
     Run the README's shell ``block`` as a user types it; return each foreground line's output.
@@ -156,6 +184,8 @@ def _run_block(block: str, client, domain_id: int, cwd: str, check=None) -> list
                 background.append(subprocess.Popen(
                     argv, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT))
+            elif 'open its URL' in comment:
+                outputs.append(_open_served_page(argv, cwd, env, line))
             elif argv[:3] == ['ros2', 'param', 'set']:
                 node, name, value = argv[3:6]
                 assert node == client.server
@@ -180,11 +210,13 @@ def _run_block(block: str, client, domain_id: int, cwd: str, check=None) -> list
 
 
 def test_the_readme_quick_start_as_typed(client, domain_id, tmp_path):
-    """The Quick start's commands, in order: status, 100 frames of 1 ms, the rate set."""
+    """The Quick start's commands, in order: status, 100 frames of 1 ms, the rate, the panel."""
     block = _readme_block('sh', 'ros2 launch sim_clock sim_clock.launch.py')
 
     def check(outputs):
-        status, step, _ = outputs
+        status, step, _, panel = outputs
+        assert panel.startswith('sim_clock panel of /sim_clock (control from this host): '
+                                'http://127.0.0.1:'), panel
         assert 'sync on' in status, status
         now = client.status()
         assert now.frame == 100 and stamp_ns(now.clock) == 100 * 10**6, step
