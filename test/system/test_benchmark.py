@@ -157,3 +157,19 @@ def test_gated_frames_benchmark_prints_both_figures(tmp_path, domain_id):
                         r'\(runs: \d+\)', lines[1]), lines
     assert re.fullmatch(r'gated / the faster bare loop: [\d.]+x \(target >= 0\.77x: '
                         r'(met|NOT met)\)', lines[-1]), lines
+
+
+def test_panel_benchmark_prints_its_figures(tmp_path, domain_id):
+    """The panel benchmark prints step p50 with no page and two, and the change-to-sight delay."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', 'panel.py'), '--calls', '20',
+         '--repeat', '1', '--samples', '3'],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if not line.startswith('[')]
+    assert re.fullmatch(r'step p50, no page open: \d+ us \(runs: \d+\)', lines[0]), lines
+    assert re.fullmatch(r'step p50, two pages open: \d+ us \(runs: \d+\)', lines[1]), lines
+    assert re.fullmatch(r'apart: [\d.]+% \(target <= 2%: (met|NOT met)\)', lines[2]), lines
+    assert re.fullmatch(r'from a step answered to its time on the page: p50 -?[\d.]+ ms, p99 '
+                        r'-?[\d.]+ ms \(3 changes\)', lines[3]), lines
