@@ -29,6 +29,8 @@ browser's page does (a thread of its own).
   panel sends at most 20 ticks a second, so each change goes out as soon as it is seen); from
   the step's answer (the time is out on /clock) to the page receiving that time, p50 and p99
   over ``--samples`` steps. Both sides read this host's steady clock.
+- **Updates while time moves:** the ticks a page receives a second in free run at 1x
+  (target: at least 10).
 """
 
 import argparse
@@ -87,6 +89,11 @@ class Page(threading.Thread):
                         with self._arrived:
                             self.seen.setdefault(int(update['clock_ns']), time.monotonic_ns())
                             self._arrived.notify_all()
+
+    def ticks(self) -> int:
+        """Return how many ticks of distinct times have arrived."""
+        with self._arrived:
+            return len(self.seen)
 
     def wait_for(self, clock_ns: int, timeout: float) -> int:
         """Return when a tick of ``clock_ns`` arrived (steady ns); fail after ``timeout`` s."""
@@ -186,6 +193,11 @@ def main(argv=None) -> int:
         print(f'from a step answered to its time on the page: p50 {percentile(delays, 50):.1f} '
               f'ms, p99 {percentile(delays, 99):.1f} ms ({len(delays)} changes)')
         clock.release()
+        clock.set_sync(False)  # free run at 1x: how many updates a page gets while time moves
+        before = pages[0].ticks()
+        time.sleep(2.0)  # the span the updates are counted over
+        counted = pages[0].ticks() - before
+        print(f'updates a page received while time moved at 1x: {counted / 2.0:.1f} a second')
         return 0
     finally:
         for page in pages:

@@ -144,8 +144,11 @@ function showTime(clockNs, text) {
   $('time').dataset.ns = clockNs;
   if (bag && document.activeElement !== $('scrub')) {
     const at = BigInt(clockNs) - BigInt(bag.start_ns);
+    const span = BigInt(bag.end_ns) - BigInt(bag.start_ns);
     $('scrub').value = (at / 1000000n).toString();
-    $('bag_position').textContent = nsToSeconds(clockNs) + ' s';
+    const percent = span > 0n ? Number(at * 10000n / span) / 100 : 100;
+    $('bag_position').textContent = nsToSeconds(clockNs) + ' s, ' + percent.toFixed(2) +
+      '% of the bag';
   }
 }
 function showState(s) {

@@ -173,3 +173,5 @@ def test_panel_benchmark_prints_its_figures(tmp_path, domain_id):
     assert re.fullmatch(r'apart: [\d.]+% \(target <= 2%: (met|NOT met)\)', lines[2]), lines
     assert re.fullmatch(r'from a step answered to its time on the page: p50 -?[\d.]+ ms, p99 '
                         r'-?[\d.]+ ms \(3 changes\)', lines[3]), lines
+    assert re.fullmatch(r'updates a page received while time moved at 1x: [\d.]+ a second',
+                        lines[4]), lines
