@@ -31,6 +31,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sim_clock.compat import DeferredReplies
 from sim_clock.core.axes import Axes
+from sim_clock.core.rules import frames_until
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.outcomes import Answer
@@ -110,8 +111,8 @@ class PlaybackServices:
             reply(Answer(False, refusal))
             return
         timeline = self._timeline
-        ahead_ns = self._axes.from_bag(self._frames.cursor.next_time_ns) - timeline.time_ns
-        frames = max(1, -(-ahead_ns // timeline.time_step_ns))
+        frames = max(1, frames_until(timeline.time_ns, timeline.time_step_ns,
+                                     self._axes.from_bag(self._frames.cursor.next_time_ns)))
         self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=frames, reply=reply,
                                 service='~/play_next'))
 
@@ -144,8 +145,8 @@ class PlaybackServices:
             response.success, response.message = False, refusal
             return response
         timeline, cursor = self._timeline, self._frames.cursor
-        left_ns = self._frames.end_ns - timeline.time_ns
-        frames = max(1, -(-left_ns // timeline.time_step_ns))
+        frames = max(1, frames_until(timeline.time_ns, timeline.time_step_ns,
+                                     self._frames.end_ns))
         before, wanted = cursor.handed_out, request.num_messages
 
         def go_on(done: int) -> bool:
