@@ -55,7 +55,6 @@ from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
-from sim_clock.core.rules import frames_until
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
@@ -287,7 +286,8 @@ class BagFrames:
         left_ns = self.end_ns - timeline.time_ns
         if left_ns <= 0:
             return limit
-        return min(limit, frames_until(timeline.time_ns, timeline.time_step_ns, self.end_ns))
+        # frames_until's ceiling, in place: this is on every free-run frame's walk.
+        return max(1, min(limit, -(-left_ns // timeline.time_step_ns)))
 
     def end_of_frames(self) -> Optional[Callable[[], object]]:
         """

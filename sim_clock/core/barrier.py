@@ -39,7 +39,6 @@ from typing import Set
 from typing import Tuple
 
 from sim_clock.core.rules import check_user_id
-from sim_clock.core.rules import frames_until
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.waits import Awaited
@@ -174,7 +173,8 @@ class Barrier:
             next_due = participant.next_due_ns
             if next_due is None:
                 return min(count, 1)
-            frames = max(1, frames_until(time_ns, time_step_ns, next_due))
+            # frames_until's ceiling, in place: this is on every held frame's walk.
+            frames = max(1, -(-(next_due - time_ns) // time_step_ns))
             count = min(count, frames)
         return max(count, 1) if limit > 0 else 0
 

@@ -59,8 +59,9 @@ def test_parameter_changes_are_logged_with_old_and_new_values(start_server, clie
 def test_bag_player_logs_its_own_parameters(bag_player, client):
     """The bag player's loop and its refusals of clock-server values go to its log too."""
     assert client.set_parameter('loop', True).successful
-    assert not client.set_parameter('max_clock_rate', 50.0).successful
+    assert not client.set_parameter('start_time', '5').successful
     client.spin_until(lambda: 'parameter loop: False -> True: At the end of the bag, start '
                               'again from its beginning' in bag_player.log()
-                      and 'parameter change refused: max_clock_rate: 0.0 -> 50.0: '
-                      in bag_player.log(), 'the loop change and the refusal in the log')
+                      and "parameter change refused: start_time: '0' -> '5': a bag player's "
+                          "time is the bag's" in bag_player.log(),
+                      'the loop change and the refusal in the log')
