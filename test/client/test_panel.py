@@ -189,6 +189,14 @@ def _serve(access: Access, exchange):
     asyncio.run(run())
 
 
+async def _until(condition, what: str, timeout: float = 10.0) -> None:
+    """Let the loop run until ``condition()`` holds; fail naming ``what`` after ``timeout`` s."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f'timed out waiting for {what}'
+        await asyncio.sleep(0.01)
+
+
 async def _receive(ws, kind: str) -> dict:
     """Return the next message of ``kind`` the page is sent."""
     while True:
@@ -217,6 +225,8 @@ def test_a_page_is_told_what_it_may_do_and_sent_the_last_state():
         refused = await _receive(ws, 'result')
         assert not refused['ok'] and 'step needs n' in refused['message']
         await ws.close()
+        # A closed page costs the server nothing: with none open, the watch stops polling.
+        await _until(lambda: not pages_open.is_set(), 'the panel to see the page closed')
     _serve(Access(), exchange)
 
 
