@@ -40,6 +40,7 @@ from typing import Optional
 from typing import Set
 
 from aiohttp import web
+from aiohttp import WSCloseCode
 from aiohttp import WSMsgType
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -262,6 +263,7 @@ def make_app(pages: Pages, access: Access, control: Control, watch, server: str)
             return web.Response(status=403, text=f'origin {origin} is not this panel')
         ws = web.WebSocketResponse(heartbeat=10.0)
         await ws.prepare(request)
+        sockets.add(ws)
         may = access.may_control(request.query.get('token'))
         outbox = pages.opened()
         _put_latest(outbox, json.dumps({'kind': 'hello', 'control': may, 'server': server,
@@ -277,12 +279,21 @@ def make_app(pages: Pages, access: Access, control: Control, watch, server: str)
                 _take(message.data, may, access, control, outbox, asyncio.get_running_loop())
         finally:
             sender.cancel()
+            sockets.discard(ws)
             pages.closed(outbox)
         return ws
 
+    async def close_pages(app) -> None:
+        # Ctrl-C with pages open: each is told the panel goes away, so that the server's
+        # shutdown does not wait for their handlers.
+        for ws in list(sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b'the panel stopped')
+
+    sockets: Set[web.WebSocketResponse] = set()
     app = web.Application()
     app.router.add_get('/', page)
     app.router.add_get('/ws', socket)
+    app.on_shutdown.append(close_pages)
     return app
 
 

@@ -21,8 +21,12 @@ own; Chromium opens the URL the panel prints and is driven through its DevTools 
 client. ``scripts/setup.sh --test`` installs Chromium; where it could not, these tests skip.
 """
 
+import asyncio
+import json
 import os
+import signal
 
+import aiohttp
 from bags import START_NS
 from bags import write_test_bag
 from browser import Browser
@@ -32,7 +36,7 @@ from harness import executable
 from harness import stamp_ns
 import pytest
 
-pytestmark = pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason='chromium is not on PATH: scripts/setup.sh --test installs it '
                              "with apt-get (Debian's package 'chromium'); it could not here")
 
@@ -99,6 +103,7 @@ def panels(domain_id, tmp_path):
         assert 'Traceback' not in panel.child.output(), panel.child.output()
 
 
+@needs_chromium
 def test_step_pause_sync_and_a_refused_step(start_server, client, panels, tmp_path):
     """
     Step, refusal, sync and pause as the page shows them.
@@ -149,6 +154,7 @@ def test_step_pause_sync_and_a_refused_step(start_server, client, panels, tmp_pa
                   'time to move again')
 
 
+@needs_chromium
 def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
         start_server, client, panels):
     """
@@ -183,6 +189,7 @@ def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
     assert 'read-only' in watching.browser.text('access')
 
 
+@needs_chromium
 def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
     """A bag player's timeline on the page; the scrubber seeks it to 1.0 s, /clock goes there."""
     path = str(tmp_path / 'bag')
@@ -202,3 +209,38 @@ def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
     assert stamp_ns(client.status().clock) == START_NS + 1000 * MS
     page.wait_for(f"document.getElementById('time').dataset.ns === '{START_NS + 1000 * MS}'",
                   'the page at 1.0 s')
+
+
+def test_ctrl_c_with_a_page_open_ends_the_panel_at_once(start_server, client, domain_id,
+                                                          tmp_path):
+    """
+    Ctrl-C while a page is connected: the page is told the panel goes away, exit 0 at once.
+
+    Without closing the pages first, the web server's shutdown waited for their handlers: 17 s.
+    The bound of 10 s tells the two apart on a loaded machine.
+    """
+    start_server({'sync': True})
+    client.status_when_ready()
+    panel = ChildProcess(domain_id, SIMCLOCK, str(tmp_path),
+                         args=[executable('simclock'), 'panel', '--port', '0'])
+    try:
+        url = panel.expect('sim_clock panel of', timeout=60).split(': ', 1)[1]
+        loop = asyncio.new_event_loop()
+
+        async def page_open_at_ctrl_c():
+            async with aiohttp.ClientSession() as session:
+                async with session.ws_connect(url.replace('http://', 'ws://') + 'ws') as ws:
+                    hello = json.loads((await ws.receive(timeout=30)).data)
+                    assert hello['kind'] == 'hello', hello
+                    panel.process.send_signal(signal.SIGINT)
+                    while True:  # updates sent before the Ctrl-C, then the close
+                        closing = await ws.receive(timeout=30)
+                        if closing.type != aiohttp.WSMsgType.TEXT:
+                            return closing.type, ws.close_code
+        kind, code = loop.run_until_complete(page_open_at_ctrl_c())
+        loop.close()
+        assert kind == aiohttp.WSMsgType.CLOSE and code == aiohttp.WSCloseCode.GOING_AWAY
+        assert panel.process.wait(10) == 0, panel.output()
+    finally:
+        panel.stop()
+    assert 'Traceback' not in panel.output(), panel.output()
