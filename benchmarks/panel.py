@@ -160,8 +160,9 @@ def main(argv=None) -> int:
         [os.path.join(lib, 'clock_server'), '--ros-args',
          *parameter_arguments({'sync': True, 'time_step': 0.001}), '--log-level', 'warn'],
         env=env)
-    panel = subprocess.Popen([os.path.join(lib, 'simclock'), 'panel', '--port', '0'], env=env,
-                             stdout=subprocess.PIPE, text=True)
+    panel = subprocess.Popen(
+        [os.path.join(lib, 'simclock'), 'panel', '--port', '0', '--timeout', '30'], env=env,
+        stdout=subprocess.PIPE, text=True)
     context = rclpy.Context()
     rclpy.init(context=context)
     clock = SimClockClient(context=context, timeout=30.0)

@@ -33,11 +33,11 @@ CLAIM_PORT_BASE = 17400
 HELD = 8
 
 
-def claim(domain: int):
+def claim(domain: int, port_base: int = CLAIM_PORT_BASE):
     """Return a socket that claims ``domain`` on this host, or None if another holds it."""
     claimer = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        claimer.bind(('127.0.0.1', CLAIM_PORT_BASE + domain))
+        claimer.bind(('127.0.0.1', port_base + domain))
     except OSError:
         claimer.close()
         return None
@@ -45,10 +45,16 @@ def claim(domain: int):
 
 
 class DomainIds:
-    """Hand out the domain ids 1 to 100 in turn, from a random first one, each claimed."""
+    """
+    Hand out the domain ids 1 to 100 in turn, from a random first one, each claimed.
 
-    def __init__(self, first: int = None):
+    ``port_base``: where the claims' ports start (the host's allocators share
+    :data:`CLAIM_PORT_BASE`; a test of the allocator itself takes ports of its own).
+    """
+
+    def __init__(self, first: int = None, port_base: int = CLAIM_PORT_BASE):
         self._next = random.SystemRandom().randrange(1, 101) if first is None else first
+        self._port_base = port_base
         self._claims = collections.deque()
 
     def take(self) -> int:
@@ -56,15 +62,15 @@ class DomainIds:
         for _ in range(100):
             domain = self._next
             self._next = self._next % 100 + 1
-            claimer = claim(domain)
+            claimer = claim(domain, self._port_base)
             if claimer is not None:
                 self._claims.append(claimer)
                 while len(self._claims) > HELD:
                     self._claims.popleft().close()
                 return domain
         raise RuntimeError('every DDS domain id from 1 to 100 is claimed by other processes '
-                           f'on this host (TCP ports {CLAIM_PORT_BASE + 1} to '
-                           f'{CLAIM_PORT_BASE + 100})')
+                           f'on this host (TCP ports {self._port_base + 1} to '
+                           f'{self._port_base + 100})')
 
 
 #: The one allocator of this process: the pytest fixture and the test suite draw from it.

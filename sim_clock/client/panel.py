@@ -221,9 +221,10 @@ class Pages:
         self._outboxes: Set[asyncio.Queue] = set()
 
     def publish(self, update: dict) -> None:
-        """Send ``update`` to every page (from any thread)."""
+        """Send ``update`` to every page (from any thread); nothing once the panel stopped."""
         text = json.dumps(update)
-        self._loop.call_soon_threadsafe(self._send_all, text)
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._send_all, text)
 
     def _send_all(self, text: str) -> None:
         for outbox in self._outboxes:
@@ -365,8 +366,9 @@ def run_panel(context, server: str, *, host: str, port: int, read_only: bool,
     except KeyboardInterrupt:
         return 0
     finally:
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
+        # The threads first: they hand their updates to the loop, which must still run.
         watch.stop()
         control.stop()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
     return 0

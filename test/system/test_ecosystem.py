@@ -525,20 +525,31 @@ def test_client_cost_benchmark_runs(tmp_path, domain_id):
 
 
 def test_domain_ids_claimed_by_another_run_are_skipped():
-    """Two allocators (two test runs on one host) never hand out the same DDS domain."""
+    """
+    Two allocators (two test runs on one host) never hand out the same DDS domain.
+
+    On ports of their own, which no concurrent run claims (runs share CLAIM_PORT_BASE): a run
+    beside this one took an id between this test's look and its take, once.
+    """
     from sim_clock.client.domains import claim
     from sim_clock.client.domains import DomainIds
     from sim_clock.client.domains import HELD
 
-    def free(domain):
-        claimer = claim(domain)
-        return claimer is not None and claimer.close() is None
-    # A run of ids nobody holds now (this run's own allocator holds a few).
-    base = next(d for d in range(1, 90) if all(free(d + k) for k in range(HELD + 4)))
-    first, second = DomainIds(first=base), DomainIds(first=base)
+    def free(port_base):
+        claimers = [claim(domain, port_base) for domain in range(1, 101)]
+        for claimer in claimers:
+            if claimer is not None:
+                claimer.close()
+        return None not in claimers
+    port_base = next(base for base in range(30_000, 32_000, 100) if free(base))
+    base = 40
+    other_run = claim(base + 2, port_base)  # held by another process: skipped by both
+    first, second = DomainIds(first=base, port_base=port_base), DomainIds(
+        first=base, port_base=port_base)
     taken = [first.take(), second.take(), first.take(), second.take()]
-    assert taken == [base, base + 1, base + 2, base + 3], taken
+    assert taken == [base, base + 1, base + 3, base + 4], taken
+    other_run.close()
     # An allocator lets its oldest claims go: it keeps HELD of them.
     for _ in range(HELD):
         first.take()
-    assert DomainIds(first=base).take() == base
+    assert DomainIds(first=base, port_base=port_base).take() == base

@@ -55,8 +55,9 @@ class Panel:
     """A ``simclock panel`` process and a browser showing its page."""
 
     def __init__(self, domain_id: int, tmp_path, *args, token: str = None):
-        self.child = ChildProcess(domain_id, SIMCLOCK, str(tmp_path),
-                                  args=[executable('simclock'), 'panel', '--port', '0', *args])
+        # A first contact under load takes seconds (the suite's rule): 60 s, not the default 5.
+        self.child = ChildProcess(domain_id, SIMCLOCK, str(tmp_path), args=[
+            executable('simclock'), 'panel', '--port', '0', '--timeout', '60', *args])
         self.browser = None
         line = self.child.expect('sim_clock panel of', timeout=60)
         #: The URL printed; the page opens it on loopback (served on every address).
@@ -222,7 +223,7 @@ def test_ctrl_c_with_a_page_open_ends_the_panel_at_once(start_server, client, do
     start_server({'sync': True})
     client.status_when_ready()
     panel = ChildProcess(domain_id, SIMCLOCK, str(tmp_path),
-                         args=[executable('simclock'), 'panel', '--port', '0'])
+                         args=[executable('simclock'), 'panel', '--port', '0', '--timeout', '60'])
     try:
         url = panel.expect('sim_clock panel of', timeout=60).split(': ', 1)[1]
         loop = asyncio.new_event_loop()
