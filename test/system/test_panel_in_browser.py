@@ -212,8 +212,8 @@ def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
                   'the page at 1.0 s')
 
 
-def test_ctrl_c_with_a_page_open_ends_the_panel_at_once(start_server, client, domain_id,
-                                                          tmp_path):
+def test_ctrl_c_with_a_page_open_ends_the_panel_at_once(
+        start_server, client, domain_id, tmp_path):
     """
     Ctrl-C while a page is connected: the page is told the panel goes away, exit 0 at once.
 
