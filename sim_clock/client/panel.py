@@ -33,6 +33,7 @@ import json
 import os
 import queue
 import secrets
+import signal
 import threading
 import time
 from typing import Callable
@@ -150,12 +151,15 @@ class Watch(threading.Thread):
         self._publish(self.last_state)
 
     def stop(self) -> None:
-        """End the loop, then the client and the node."""
+        """End the loop, then the client and the node (once; started or not)."""
         self._stopping.set()
-        self.join(timeout=5)
-        self._client.close()
-        self._executor.shutdown(timeout_sec=0)
-        self._node.destroy_node()
+        if self.ident is not None:
+            self.join(timeout=5)
+        if self._node is not None:
+            self._client.close()
+            self._executor.shutdown(timeout_sec=0)
+            self._node.destroy_node()
+            self._node = None
 
 
 class Control(threading.Thread):
@@ -206,9 +210,10 @@ class Control(threading.Thread):
         return f'sought to {result.time_ns} ns (epoch {result.epoch})'
 
     def stop(self) -> None:
-        """End the loop after the command under way, then the client."""
+        """End the loop after the command under way, then the client (started or not)."""
         self._queue.put(None)
-        self.join(timeout=5)
+        if self.ident is not None:
+            self.join(timeout=5)
         self._client.close()
 
 
@@ -364,11 +369,28 @@ def run_panel(context, server: str, *, host: str, port: int, read_only: bool,
               file=out, flush=True)
         loop.run_forever()
     except KeyboardInterrupt:
-        return 0
+        pass
     finally:
-        # The threads first: they hand their updates to the loop, which must still run.
-        watch.stop()
-        control.stop()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
+        _stop(watch, control, runner, loop)
     return 0
+
+
+def _stop(watch: Watch, control: Control, runner, loop: asyncio.AbstractEventLoop) -> None:
+    """
+    End the panel whole after Ctrl-C.
+
+    Its threads first (they hand their updates to the loop), then the web server and the loop.
+    One Ctrl-C stops it: a second (a terminal's and launch's, 1 to 10 ms apart) is ignored
+    from here on, and one that came before it was ignored only starts the stop again.
+    """
+    while True:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            watch.stop()
+            control.stop()
+            if not loop.is_closed():
+                loop.run_until_complete(runner.cleanup())
+                loop.close()
+            return
+        except KeyboardInterrupt:
+            continue

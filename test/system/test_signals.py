@@ -43,6 +43,9 @@ EXECUTABLES = {
     'bag_player': (lambda folder: [write_bag(folder), '--stay-at-end'], None),
     'recorder': (lambda folder: [os.path.join(folder, f'out-{time.monotonic_ns()}'), '-t',
                                  '/chatter'], 'first /clock received'),
+    # The control panel, serving once it prints its URL (a first contact under load: 60 s).
+    'simclock': (lambda folder: ['panel', '--port', '0', '--timeout', '60'],
+                 'sim_clock panel of'),
 }
 
 
