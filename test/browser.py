@@ -33,8 +33,14 @@ import threading
 import time
 
 import aiohttp
+import pytest
 
 CHROMIUM = shutil.which('chromium')
+#: The mark of a test that needs Chromium: it skips, saying why, where the set-up could not
+#: install it.
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason='chromium is not on PATH: scripts/setup.sh --test installs it '
+                             "with apt-get (Debian's package 'chromium'); it could not here")
 #: A cold start of Chromium on a loaded two-core machine takes seconds; this bounds a hang.
 START_TIMEOUT = 120.0
 #: What Chromium prints on stderr once its DevTools endpoint is up.

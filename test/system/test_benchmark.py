@@ -25,6 +25,16 @@ from harness import ROOT
 import pytest
 
 
+def _benchmark_lines(script: str, tmp_path, domain_id: int, *arguments) -> list:
+    """Run ``benchmarks/<script>`` on the test's domain; return its lines (it must end 0)."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'benchmarks', script), *arguments],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.splitlines()
+
+
 @pytest.mark.slow
 def test_replay_benchmark_prints_figures(tmp_path):
     """Both bag sizes get a raw read rate, a replay rate, a ratio and peak RSS figures."""
@@ -72,12 +82,7 @@ def test_performance_benchmark_prints_every_figure(tmp_path, domain_id):
 @pytest.mark.slow
 def test_acked_step_benchmark_prints_both_figures(tmp_path, domain_id):
     """The acknowledged-step probe prints p50 and p99 with and without acknowledgements."""
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'benchmarks', 'acked_step.py'), '--calls', '20'],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
+    lines = _benchmark_lines('acked_step.py', tmp_path, domain_id, '--calls', '20')
     assert re.fullmatch(r'ack_timeout 0 s: step p50 \d+ us, p99 \d+ us', lines[0]), lines
     assert re.fullmatch(r'ack_timeout 5 s: step p50 \d+ us, p99 \d+ us', lines[1]), lines
     assert re.fullmatch(r'acknowledged / published step p50: [\d.]+x \(target <= 1\.5x: '
@@ -145,13 +150,8 @@ def test_udp_cases_fail_on_shared_memory(tmp_path, domain_id, monkeypatch, udp_r
 @pytest.mark.slow
 def test_gated_frames_benchmark_prints_both_figures(tmp_path, domain_id):
     """The output-gate benchmark prints frames/s gated and bare, and their ratio."""
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'benchmarks', 'gated_frames.py'), '--frames', '50',
-         '--steps', '2', '--repeat', '1'],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
+    lines = _benchmark_lines('gated_frames.py', tmp_path, domain_id, '--frames', '50',
+                             '--steps', '2', '--repeat', '1')
     assert re.fullmatch(r'sim_clock, one gated topic: \d+ frames/s \(runs: \d+\)', lines[0]), lines
     assert re.fullmatch(r'bare rclpy loop, single-threaded executor: \d+ frames/s '
                         r'\(runs: \d+\)', lines[1]), lines
@@ -161,13 +161,9 @@ def test_gated_frames_benchmark_prints_both_figures(tmp_path, domain_id):
 
 def test_panel_benchmark_prints_its_figures(tmp_path, domain_id):
     """The panel benchmark prints step p50 with no page and two, and the change-to-sight delay."""
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'benchmarks', 'panel.py'), '--calls', '20',
-         '--repeat', '1', '--samples', '3'],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = [line for line in result.stdout.splitlines() if not line.startswith('[')]
+    lines = [line for line in _benchmark_lines('panel.py', tmp_path, domain_id, '--calls',
+                                               '20', '--repeat', '1', '--samples', '3')
+             if not line.startswith('[')]
     assert re.fullmatch(r'step p50, no page open: \d+ us \(runs: \d+\)', lines[0]), lines
     assert re.fullmatch(r'step p50, two pages open: \d+ us \(runs: \d+\)', lines[1]), lines
     assert re.fullmatch(r'apart: [\d.]+% \(target <= 2%: (met|NOT met)\)', lines[2]), lines

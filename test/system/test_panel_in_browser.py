@@ -30,15 +30,12 @@ import aiohttp
 from bags import START_NS
 from bags import write_test_bag
 from browser import Browser
-from browser import CHROMIUM
+from browser import needs_chromium
 from harness import ChildProcess
 from harness import executable
 from harness import stamp_ns
 import pytest
 
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason='chromium is not on PATH: scripts/setup.sh --test installs it '
-                             "with apt-get (Debian's package 'chromium'); it could not here")
 
 MS = 1_000_000
 #: Runs ``simclock`` with the arguments given, as the installed executable does.

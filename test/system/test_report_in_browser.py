@@ -20,9 +20,10 @@ resets as written; its screenshot must show the holders' colours. ``scripts/setu
 installs Chromium; where it could not, these tests skip and say so.
 """
 
-import shutil
 import subprocess
 
+from browser import CHROMIUM
+from browser import needs_chromium
 from frame_timeline import FRAMES
 from frame_timeline import HOLDERS
 from frame_timeline import Page
@@ -35,14 +36,11 @@ from sim_clock.client.report import plot_window_ns
 from sim_clock.client.report import render_report
 from sim_clock.core.frame_stats import real_time_factor
 
-CHROMIUM = shutil.which('chromium')
 #: A cold start of Chromium on a loaded two-core machine takes seconds; this bounds a hang.
 BROWSER_TIMEOUT = 120
 WIDTH, HEIGHT = 1280, 1600
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason='chromium is not on PATH: scripts/setup.sh --test installs it '
-                             "with apt-get (Debian's package 'chromium'); it could not here")
+pytestmark = needs_chromium
 
 
 def chromium(tmp_path, *arguments) -> subprocess.CompletedProcess:
