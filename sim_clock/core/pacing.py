@@ -36,7 +36,9 @@ class Pacing:
 
     def __init__(self, publish_period_ns: int):
         self.publish_period_ns = publish_period_ns
-        self._last_publish_ns: Optional[int] = None
+        #: When /clock last went out, on the steady clock (None: not yet): the next
+        #: republish waits a period from it. Written on every publish (the ticker's).
+        self.last_publish_ns: Optional[int] = None
 
     def tick_period_ns(self, frame_period_ns: Optional[Fraction], driven: bool) -> int:
         """
@@ -53,10 +55,6 @@ class Pacing:
             return self.publish_period_ns if driven else FULL_SPEED_TICK_NS
         return int(min(max(frame_period_ns, MIN_TICK_NS), self.publish_period_ns))
 
-    def published(self, now_ns: int) -> None:
-        """Note a publish at steady time ``now_ns``: the next republish waits a period."""
-        self._last_publish_ns = now_ns
-
     def republish_due(self, now_ns: int, tick_ns: int) -> bool:
         """
         Whether the tick at ``now_ns`` (of a timer of period ``tick_ns``) republishes.
@@ -66,8 +64,8 @@ class Pacing:
         when its callback ran, a little late, so with a tick of one period "a whole period
         has passed" held only every other tick: /clock came at half of publish_rate.
         """
-        return (self._last_publish_ns is None
-                or now_ns - self._last_publish_ns >= self.publish_period_ns - tick_ns // 2)
+        return (self.last_publish_ns is None
+                or now_ns - self.last_publish_ns >= self.publish_period_ns - tick_ns // 2)
 
 
 def full_speed_chunk(published: int, elapsed_ns: int, left_ns: int) -> int:

@@ -36,13 +36,10 @@ class SyncHold:
     def __init__(self, now_ns: Callable[[], int], timeout_ns: int = 0):
         self._now_ns = now_ns
         self._timeout_ns = check_owner_timeout_ns(timeout_ns)
-        self._holder = ''
+        #: The user_id that holds sync mode, or '' (read it; :meth:`take` and
+        #: :meth:`release` change it). A plain attribute: every step reads it.
+        self.holder = ''
         self._seen_ns = 0
-
-    @property
-    def holder(self) -> str:
-        """Return the user_id that holds sync mode, or ''."""
-        return self._holder
 
     @property
     def timeout_ns(self) -> int:
@@ -56,38 +53,38 @@ class SyncHold:
 
     def take(self, user_id: str) -> None:
         """Give the hold to ``user_id``; its timeout counts from :meth:`heard_from`."""
-        self._holder = user_id
+        self.holder = user_id
 
     def release(self) -> str:
         """Let nobody hold sync mode; return who held it, or ''."""
-        released, self._holder = self._holder, ''
+        released, self.holder = self.holder, ''
         return released
 
     def heard_from(self) -> None:
         """Note a call from the holder: its hold lasts another timeout from now."""
-        if self._holder:
+        if self.holder:
             self._seen_ns = self._now_ns()
 
     def lapsed(self) -> bool:
         """Whether the holder has been silent for the whole timeout (never with timeout 0)."""
-        if not self._holder or not self._timeout_ns:
+        if not self.holder or not self._timeout_ns:
             return False
         return self._now_ns() - self._seen_ns >= self._timeout_ns
 
     def refusal(self, reason: str) -> Refused:
         """Return a refusal for ``reason`` that names the holder, as MORAI's response does."""
-        return Refused(reason, holder=self._holder)
+        return Refused(reason, holder=self.holder)
 
     def check_step(self, user_id: str) -> None:
         """Refuse a step by ``user_id`` while another user_id holds sync mode."""
-        if self._holder and user_id != self._holder:
+        if self.holder and user_id != self.holder:
             raise self.refusal(
-                f'sync mode is held by {self._holder!r}; only that user_id may step')
+                f'sync mode is held by {self.holder!r}; only that user_id may step')
 
     def check_command(self, user_id: str, start: bool) -> None:
         """Refuse ``user_id`` starting or stopping sync mode while another user_id holds it."""
-        if self._holder and user_id != self._holder:
+        if self.holder and user_id != self.holder:
             verb = 'start' if start else 'stop'
             raise self.refusal(
-                f'sync mode is held by {self._holder!r}; another user_id cannot {verb} it '
+                f'sync mode is held by {self.holder!r}; another user_id cannot {verb} it '
                 f'(the holder releases it, or an operator calls ~/set_sync false)')

@@ -53,7 +53,13 @@ def _default_user_id() -> str:
 
 
 class Timeline:
-    """The state of a clock server and every rule that changes it."""
+    """
+    The state of a clock server and every rule that changes it.
+
+    What every frame reads (``frame``, ``time_ns``, ``epoch``, ``time_step_ns``,
+    ``free_running``, ``changed``) is a plain attribute, read by the node's parts and written
+    only by the timeline's own methods: a property would be a Python call on each read.
+    """
 
     def __init__(
         self,
@@ -75,17 +81,23 @@ class Timeline:
         self._now_ns = now_ns
         self._new_user_id = new_user_id
         self._set_run(mode, sync, paused)
-        self._time_step_ns = time_step_ns
+        #: The length of one frame in ns.
+        self.time_step_ns = time_step_ns
         self._rtf = Fraction(real_time_factor)
         self._hold = SyncHold(now_ns, holder_timeout_ns)
         self._start_ns = start_ns
         self._wall_ns = wall_ns
-        self._frame = 0
-        self._time_ns = self._origin_ns()
+        #: The frames since the last reset.
+        self.frame = 0
+        #: The current simulated time in ns.
+        self.time_ns = self._origin_ns()
         #: Where the current epoch began (the time after the last reset).
-        self._epoch_start_ns = self._time_ns
-        self._epoch = 0
+        self._epoch_start_ns = self.time_ns
+        #: The number of resets so far.
+        self.epoch = 0
         self._changes: List[Change] = []
+        #: Whether changes were recorded since :meth:`take_changes` last took them.
+        self.changed = False
         self._snapshot()
 
     # -- reading -------------------------------------------------------------------------------
@@ -93,9 +105,9 @@ class Timeline:
     def status(self) -> ClockState:
         """Return a snapshot of the whole state."""
         return ClockState(
-            mode=self._mode, sync=self._sync, paused=self._paused, frame=self._frame,
-            time_ns=self._time_ns, epoch=self._epoch, holder=self._hold.holder,
-            time_step_ns=self._time_step_ns, real_time_factor=self._rtf,
+            mode=self._mode, sync=self._sync, paused=self._paused, frame=self.frame,
+            time_ns=self.time_ns, epoch=self.epoch, holder=self._hold.holder,
+            time_step_ns=self.time_step_ns, real_time_factor=self._rtf,
             holder_timeout_ns=self._hold.timeout_ns)
 
     @property
@@ -104,29 +116,9 @@ class Timeline:
         return self._mode
 
     @property
-    def time_ns(self) -> int:
-        """Return the current simulated time in nanoseconds."""
-        return self._time_ns
-
-    @property
-    def frame(self) -> int:
-        """Return the frames since the last reset."""
-        return self._frame
-
-    @property
     def epoch_start_ns(self) -> int:
         """Return the time at which the current epoch began: the time after the last reset."""
         return self._epoch_start_ns
-
-    @property
-    def epoch(self) -> int:
-        """Return the number of resets so far."""
-        return self._epoch
-
-    @property
-    def time_step_ns(self) -> int:
-        """Return the length of one frame in nanoseconds."""
-        return self._time_step_ns
 
     @property
     def real_time_factor(self) -> Fraction:
@@ -137,11 +129,6 @@ class Timeline:
     def holder(self) -> str:
         """Return the user_id that holds sync mode, or ''."""
         return self._hold.holder
-
-    @property
-    def free_running(self) -> bool:
-        """Whether time advances by itself (real-time or free run, not paused)."""
-        return self._free_running
 
     def frame_period_ns(self) -> Optional[Fraction]:
         """
@@ -154,16 +141,12 @@ class Timeline:
             return None
         if not self._rtf:  # 0: as fast as possible
             return Fraction(0)
-        return self._time_step_ns / self._rtf
-
-    @property
-    def changed(self) -> bool:
-        """Whether changes were recorded since :meth:`take_changes` last took them."""
-        return bool(self._changes)
+        return self.time_step_ns / self._rtf
 
     def take_changes(self) -> List[Change]:
         """Return the changes since the last call, oldest first, and forget them."""
         changes, self._changes = self._changes, []
+        self.changed = False
         return changes
 
     # -- advancing -----------------------------------------------------------------------------
@@ -181,19 +164,19 @@ class Timeline:
             return range(0)
         if self._mode is Mode.REAL_TIME:
             target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
-            if target <= self._time_ns:
+            if target <= self.time_ns:
                 return range(0)
-            self._time_ns = target
-            self._frame += 1
+            self.time_ns = target
+            self.frame += 1
             return range(target, target + 1)
         if not self._rtf:
             count = limit
         else:
             elapsed = self._now_ns() - self._ref_steady_ns
             rtf = self._rtf
-            due = (elapsed * rtf.numerator) // (rtf.denominator * self._time_step_ns)
-            count = min(self._ref_frame + due - self._frame, limit)
-        count = min(count, (MAX_TIME_NS - self._time_ns) // self._time_step_ns)
+            due = (elapsed * rtf.numerator) // (rtf.denominator * self.time_step_ns)
+            count = min(self._ref_frame + due - self.frame, limit)
+        count = min(count, (MAX_TIME_NS - self.time_ns) // self.time_step_ns)
         return self._advance(max(count, 0))
 
     def check_step(self, user_id: str, steps: int, target_frame: int = 0,
@@ -207,7 +190,9 @@ class Timeline:
         ``epoch`` given, refuse unless no reset came since the caller saw that epoch.
         """
         check_user_id(user_id)
-        self.release_lapsed_holder()
+        hold = self._hold
+        if hold.holder:  # with no holder, no hold lapses and any user_id may step
+            self.release_lapsed_holder()
         check_whole_steps(steps)
         check_whole_steps(target_frame)
         if self._mode is Mode.REAL_TIME:
@@ -218,18 +203,19 @@ class Timeline:
             raise Refused(
                 'cannot step while time free-runs; turn sync mode on (~/sync_mode_cmd or '
                 '~/set_sync) or pause first')
-        self._hold.check_step(user_id)
-        if epoch is not None and epoch != self._epoch:
+        if hold.holder:
+            hold.check_step(user_id)
+        if epoch is not None and epoch != self.epoch:
             raise Refused(
-                f'time was reset since the caller saw it: epoch is {self._epoch}, the request '
+                f'time was reset since the caller saw it: epoch is {self.epoch}, the request '
                 f'expected {epoch}; nothing advanced (ask ~/get_status, then step again)')
         if target_frame < 0:
             raise Refused(f'target_frame must be 0 (use steps) or more, got {target_frame}')
         if target_frame:
-            steps = target_frame - self._frame
+            steps = target_frame - self.frame
             if steps <= 0:
                 return 0
-        check_steps(steps, self._time_ns, self._time_step_ns)
+        check_steps(steps, self.time_ns, self.time_step_ns)
         return steps
 
     def step(self, user_id: str, steps: int, target_frame: int = 0,
@@ -241,7 +227,8 @@ class Timeline:
         nothing (an empty range).
         """
         steps = self.check_step(user_id, steps, target_frame, epoch)
-        self._hold.heard_from()
+        if self._hold.holder:
+            self._hold.heard_from()
         frames = self._advance(steps)
         self._snapshot()
         return frames
@@ -263,7 +250,7 @@ class Timeline:
         try:
             check_user_id(user_id)
             new_step_ns = (time_step_from_ms(time_step_ms) if time_step_ms
-                           else self._time_step_ns)
+                           else self.time_step_ns)
         except Refused as refused:
             # Every refusal names the holder, as MORAI's response does.
             raise self._hold.refusal(refused.reason) from None
@@ -284,14 +271,14 @@ class Timeline:
             else:
                 self._hold.take(user_id)
                 self._switch(Mode.SIMULATION, True, 'sync mode turned on by ' + user_id)
-                message = f'sync mode on; time reset to 0 (epoch {self._epoch})'
+                message = f'sync mode on; time reset to 0 (epoch {self.epoch})'
             self._hold.heard_from()
             return user_id, message
         if not sync_on:
             return user_id, 'sync mode was already off; nothing changed'
         self._hold.release()
         self._switch(Mode.SIMULATION, False, 'sync mode turned off by ' + (user_id or 'a user'))
-        return user_id, f'sync mode off, free run; time reset to 0 (epoch {self._epoch})'
+        return user_id, f'sync mode off, free run; time reset to 0 (epoch {self.epoch})'
 
     def set_sync(self, sync: bool, *, switch_mode: bool = False) -> bool:
         """
@@ -332,7 +319,7 @@ class Timeline:
         self._set_run(self._mode, self._sync, paused)
         self._snapshot()
         self._record(ChangeKind.PAUSE if paused else ChangeKind.RESUME,
-                     ('paused' if paused else 'resumed') + f' at {self._time_ns} ns')
+                     ('paused' if paused else 'resumed') + f' at {self.time_ns} ns')
         return True
 
     def set_time_step_ns(self, time_step_ns: int) -> bool:
@@ -386,30 +373,30 @@ class Timeline:
     # -- internals -----------------------------------------------------------------------------
 
     def _advance(self, count: int) -> range:
-        first = self._time_ns + self._time_step_ns
-        self._time_ns += count * self._time_step_ns
-        self._frame += count
-        return range(first, self._time_ns + 1, self._time_step_ns)
+        first = self.time_ns + self.time_step_ns
+        self.time_ns += count * self.time_step_ns
+        self.frame += count
+        return range(first, self.time_ns + 1, self.time_step_ns)
 
     def _snapshot(self) -> None:
         self._ref_steady_ns = self._now_ns()
-        self._ref_time_ns = self._time_ns
-        self._ref_frame = self._frame
+        self._ref_time_ns = self.time_ns
+        self._ref_frame = self.frame
 
     def _catch_up_real_time(self) -> None:
         # Real-time mode: fold the time elapsed since the last poll into the state before a
         # new reference point is taken, so a pause or resume never loses or repeats time.
         if self._mode is Mode.REAL_TIME and not self._paused:
             target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
-            if target > self._time_ns:
-                self._time_ns = target
-                self._frame += 1
+            if target > self.time_ns:
+                self.time_ns = target
+                self.frame += 1
 
     def _set_time_step_ns(self, time_step_ns: int) -> bool:
-        if time_step_ns == self._time_step_ns:
+        if time_step_ns == self.time_step_ns:
             return False
         self._catch_up_real_time()
-        self._time_step_ns = time_step_ns
+        self.time_step_ns = time_step_ns
         self._snapshot()
         self._record(ChangeKind.TIME_STEP, f'time_step {time_step_ns} ns')
         return True
@@ -425,26 +412,28 @@ class Timeline:
     def _set_run(self, mode: Mode, sync: bool, paused: bool) -> None:
         """Set mode, sync and pause, and whether time runs by itself with them."""
         self._mode, self._sync, self._paused = mode, sync, paused
-        # Kept with them, never set apart: every frame of free run asks (free_running).
-        self._free_running = runs_by_itself(mode, sync, paused)
+        #: Whether time advances by itself (real-time or free run, not paused). Set only
+        #: here, with mode, sync and pause; a plain attribute: every frame reads it.
+        self.free_running = runs_by_itself(mode, sync, paused)
 
     def _origin_ns(self) -> int:
         """Return where time starts: start_ns, or the wall clock now (None)."""
         return min(self._wall_ns(), MAX_TIME_NS) if self._start_ns is None else self._start_ns
 
     def _reset(self, reason: str, time_ns: Optional[int] = None) -> None:
-        before = self._time_ns
-        self._time_ns = self._origin_ns() if time_ns is None else time_ns
-        self._epoch_start_ns = self._time_ns
-        self._frame = 0
-        self._epoch += 1
+        before = self.time_ns
+        self.time_ns = self._origin_ns() if time_ns is None else time_ns
+        self._epoch_start_ns = self.time_ns
+        self.frame = 0
+        self.epoch += 1
         self._snapshot()
         self._record(ChangeKind.RESET, reason, time_before_ns=before)
 
     def _record(self, kind: ChangeKind, cause: str,
                 time_before_ns: Optional[int] = None) -> None:
+        self.changed = True
         self._changes.append(Change(
-            kind=kind, cause=cause, epoch=self._epoch,
-            time_before_ns=self._time_ns if time_before_ns is None else time_before_ns,
-            time_after_ns=self._time_ns, mode=self._mode, sync=self._sync,
+            kind=kind, cause=cause, epoch=self.epoch,
+            time_before_ns=self.time_ns if time_before_ns is None else time_before_ns,
+            time_after_ns=self.time_ns, mode=self._mode, sync=self._sync,
             paused=self._paused, holder=self._hold.holder))

@@ -64,7 +64,8 @@ class Acknowledgements:
         self._waited: Dict[str, int] = {}
         #: the topics waits found stalled since ``take_waits``
         self._stalled_now: Set[str] = set()
-        self._stopped = False
+        #: Whether :meth:`stop` was called: every wait ends at once (read on every publish).
+        self.stopped = False
 
     def take_waits(self) -> Tuple[Dict[str, int], List[str]]:
         """
@@ -90,12 +91,7 @@ class Acknowledgements:
 
         Safe in a signal handler (it only sets a flag). A wait under way ends within a slice.
         """
-        self._stopped = True
-
-    @property
-    def stopped(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stopped
+        self.stopped = True
 
     def wait(self, publishers, timeout_ns: int, *, skip_stalled: bool = True) -> 'Wait':
         """Return the wait until ``publishers`` are acknowledged, ``timeout_ns`` at most."""
@@ -124,7 +120,7 @@ class Acknowledgements:
         pending, skipped = self.begin(publishers, skip_stalled)
         waited, topics = self._waited, [publisher.topic_name for publisher in pending]
         while pending and now < deadline:
-            if self._stopped:
+            if self.stopped:
                 return []
             still = self.wait_slice(pending, deadline)
             after = time.monotonic_ns()
@@ -148,9 +144,9 @@ class Acknowledgements:
         """
         deadline = time.monotonic_ns() + timeout_ns
         pending = [publisher]
-        while pending and not self._stopped and time.monotonic_ns() < deadline:
+        while pending and not self.stopped and time.monotonic_ns() < deadline:
             pending = self.wait_slice(pending, deadline)
-        return not pending or self._stopped
+        return not pending or self.stopped
 
     def begin(self, publishers, skip_stalled: bool = True):
         """

@@ -117,7 +117,7 @@ class Ticker:
 
     def published(self) -> None:
         """Note that /clock went out: pacing, and the node's own ROS clock (use_sim_time)."""
-        self._pacing.published(self._now())
+        self._pacing.last_publish_ns = self._now()
         time_source = self._time_source
         if time_source is not None and time_source.ros_time_is_active:
             stamp = self._own_time_msg.clock

@@ -31,7 +31,7 @@ def _republishes(pacing: Pacing, tick_ns: int, late_ns: list) -> int:
     for k, late in enumerate(late_ns):
         now = k * tick_ns + late
         if pacing.republish_due(now, tick_ns):
-            pacing.published(now)
+            pacing.last_publish_ns = now
             count += 1
     return count
 
