@@ -66,28 +66,26 @@ class FrameEvent:
         return self.end_ns - self.start_ns
 
 
-class _FrameRun:
-    """Frames out in one call, kept as one item: ``count`` FRAME events, made when read."""
+class _FrameRun(tuple):
+    """
+    Frames out in one call, kept as one item: FRAME events, made when read.
 
-    __slots__ = ('first', 'epoch', 'time_ns', 'step_ns', 'count', 'now_ns', 'number')
+    ``(first sequence, epoch, /clock times (a range), out at ns, first frame number)``: a
+    tuple made in C, not a Python object, since every run of frames records one.
+    """
 
-    def __init__(self, first: int, epoch: int, times: range, now_ns: int, number: int):
-        self.first, self.epoch, self.now_ns, self.number = first, epoch, now_ns, number
-        self.time_ns, self.step_ns, self.count = times.start, times.step, len(times)
+    __slots__ = ()
 
-    def drop(self, count: int) -> None:
-        """Forget its first ``count`` frames."""
-        self.first += count
-        self.number += count
-        self.time_ns += count * self.step_ns
-        self.count -= count
+    def dropped(self, count: int) -> '_FrameRun':
+        """Return the run without its first ``count`` frames."""
+        first, epoch, times, now, number = self
+        return _FrameRun((first + count, epoch, times[count:], now, number + count))
 
     def items(self, skip: int = 0):
         """Yield its events from the ``skip``-th, as the tuples of :class:`FrameEvent`."""
-        now = self.now_ns
-        for k in range(skip, self.count):
-            yield (self.first + k, FRAME, self.epoch, self.time_ns + k * self.step_ns, now, now,
-                   '', self.number + k, True, '')
+        first, epoch, times, now, number = self
+        for k in range(skip, len(times)):
+            yield (first + k, FRAME, epoch, times[k], now, now, '', number + k, True, '')
 
 
 class FrameEventRing:
@@ -143,13 +141,14 @@ class FrameEventRing:
         """
         if not self.length or not times:
             return
-        run = _FrameRun(self.last_sequence + 1, epoch, times, now_ns, first_number)
-        self.last_sequence += run.count
+        run = _FrameRun((self.last_sequence + 1, epoch, times, now_ns, first_number))
+        count = len(times)
+        self.last_sequence += count
         if self.listener is not None:  # each one, before the ring drops any
             for item in run.items():
                 self.listener(FrameEvent(*item))
         self._items.append(run)
-        self._count += run.count
+        self._count += count
         if self._count > self.length:
             self._trim()
 
@@ -159,13 +158,13 @@ class FrameEventRing:
         excess = self._count - self.length
         while excess > 0:
             head = items[0]
-            size = head.count if type(head) is _FrameRun else 1
+            size = len(head[2]) if type(head) is _FrameRun else 1
             if size <= excess:
                 items.popleft()
                 self._count -= size
                 excess -= size
             else:
-                head.drop(excess)
+                items[0] = head.dropped(excess)
                 self._count -= excess
                 excess = 0
 
@@ -183,9 +182,10 @@ class FrameEventRing:
             if limit and len(events) >= limit:
                 break
             if type(item) is _FrameRun:
-                if item.first + item.count - 1 <= sequence:
+                first, count = item[0], len(item[2])
+                if first + count - 1 <= sequence:
                     continue
-                for fields in item.items(max(0, sequence - item.first + 1)):
+                for fields in item.items(max(0, sequence - first + 1)):
                     events.append(FrameEvent(*fields))
                     if limit and len(events) >= limit:
                         break

@@ -190,8 +190,8 @@ class FrameRecorder(Protocol):
 
     ring: object
 
-    def frames(self, times: range, first: int, now_ns: int) -> None:
-        """Record the frames at ``times``, the first numbered ``first``, out at ``now_ns``."""
+    def frames(self, epoch: int, times: range, first: int, now_ns: int) -> None:
+        """Record the frames at ``times`` of ``epoch``, the first ``first``, out at ``now_ns``."""
 
     def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
         """Record that the frame at ``time_ns`` stopped waiting for ``names``."""

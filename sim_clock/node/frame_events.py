@@ -75,10 +75,16 @@ class FrameTimeline:
     """
 
     def __init__(self, node: Node, ring: FrameEventRing, run: Now,
-                 to_clock: Callable[[int], int]):
+                 to_clock: Callable[[int], int],
+                 now_ns: Callable[[], int] = time.monotonic_ns):
         self.ring = ring
         self._run = run
         self._to_clock = to_clock
+        self._now = now_ns
+        #: Record frames out in one run: ``frames(epoch, times, first_number, now_ns)``, the
+        #: /clock times ``times`` of epoch ``epoch``, the first numbered ``first_number``.
+        #: The ring's own method: every run of frames calls it.
+        self.frames = ring.record_frames
         self._publisher = node.create_publisher(FrameEventMsg, '~/frame_events', EVENTS_QOS)
         node.create_service(GetFrameEvents, '~/get_frame_events', self._on_get,
                             qos_profile=SERVICE_QOS)
@@ -86,11 +92,6 @@ class FrameTimeline:
     def publish(self, on: bool) -> None:
         """Publish each event on ``~/frame_events`` from now on, or stop."""
         self.ring.listener = (lambda event: self._publisher.publish(to_msg(event))) if on else None
-
-    def frames(self, times: range, first_number: int, now_ns: int) -> None:
-        """Record frames at /clock times ``times``, out at ``now_ns``, from ``first_number``."""
-        if self.ring.length:
-            self.ring.record_frames(self._run.epoch, times, first_number, now_ns)
 
     def done(self, name: str, time_ns: int, since_ns: int, now_ns: int, round_: int = 0,
              success: bool = True) -> None:
@@ -108,7 +109,7 @@ class FrameTimeline:
     def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
         """Record that the frame at ``time_ns`` stopped waiting for ``names`` (late ones)."""
         if self.ring.length:
-            now = time.monotonic_ns()
+            now = self._now()
             for name in names:
                 self.ring.record(kind, self._run.epoch, time_ns, since_ns, now, name, 0, False)
 
@@ -130,13 +131,13 @@ class FrameTimeline:
              success: bool, message: str) -> None:
         """Record a step call that came at ``start_ns``, answered now."""
         if self.ring.length:
-            self.ring.record(STEP, self._run.epoch, time_ns, start_ns, time.monotonic_ns(),
+            self.ring.record(STEP, self._run.epoch, time_ns, start_ns, self._now(),
                              service, frames, success, f'{user_id}: {message}')
 
     def reset(self, epoch: int, time_before_ns: int, time_after_ns: int, cause: str) -> None:
         """Record a reset from ``time_before_ns`` to ``time_after_ns`` (/clock times)."""
         if self.ring.length:
-            self.ring.record(RESET, epoch, time_after_ns, time.monotonic_ns(), None, '',
+            self.ring.record(RESET, epoch, time_after_ns, self._now(), None, '',
                              time_before_ns, True, cause)
 
     def _on_get(self, request, response):
@@ -145,5 +146,5 @@ class FrameTimeline:
         response.dropped = dropped
         response.last_sequence = self.ring.last_sequence
         response.capacity = self.ring.length
-        response.now_ns = time.monotonic_ns()
+        response.now_ns = self._now()
         return response

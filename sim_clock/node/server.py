@@ -105,7 +105,7 @@ class ClockServer(Node):
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
         self.frame_timeline = FrameTimeline(self, core.frame_events, self._timeline,
-                                            axes.to_clock)
+                                            axes.to_clock, now_ns)
         self.frame_timeline.publish(core.publish_frame_events)
         #: The one place a change of the timeline is announced; the listeners below, in order.
         self.changes = TimelineChanges(

@@ -92,7 +92,7 @@ def test_each_call_records_one_event_with_the_epoch_now(context):
 def test_frames_are_recorded_with_their_numbers(context):
     """A run of frames: one FRAME event each, numbered from the first given."""
     rig = Rig(context)
-    rig.timeline.frames(range(10, 40, 10), 7, 1234)
+    rig.timeline.frames(rig.epoch, range(10, 40, 10), 7, 1234)
     assert [(e.kind, e.epoch, e.sim_ns, e.count, e.start_ns) for e in rig.events()] == [
         (FRAME, 3, 10, 7, 1234), (FRAME, 3, 20, 8, 1234), (FRAME, 3, 30, 9, 1234)]
 
@@ -109,7 +109,7 @@ def test_a_reset_carries_its_own_epoch_and_both_times(context):
 def test_a_ring_of_length_zero_records_nothing(context):
     """frame_events 0: every call returns without an event."""
     rig = Rig(context, length=0)
-    rig.timeline.frames(range(10, 40, 10), 1, 0)
+    rig.timeline.frames(rig.epoch, range(10, 40, 10), 1, 0)
     rig.timeline.done('p', 1, 2, 3)
     rig.timeline.gate('/t', 1, 2, 3)
     rig.timeline.missed(GATE, ['/t'], 1, 2)
@@ -143,7 +143,7 @@ def test_the_events_are_published_while_asked(context):
     spin_until([rig.node, reader],
                lambda: rig.node.count_subscribers('/sim_clock/frame_events') > 0)
     rig.timeline.done('planner', 10, 1, 2)
-    rig.timeline.frames(range(20, 40, 10), 1, 3)
+    rig.timeline.frames(rig.epoch, range(20, 40, 10), 1, 3)
     spin_until([rig.node, reader], lambda: len(got) >= 3)
     assert [(m.kind, m.sim_ns, m.sequence) for m in got] == [
         (DONE, 10, 1), (FRAME, 20, 2), (FRAME, 30, 3)]

@@ -105,7 +105,7 @@ class Recorder:
         self.ring = FrameEventRing(100)
         self.calls = []
 
-    def frames(self, times, first, now_ns):
+    def frames(self, epoch, times, first, now_ns):
         self.calls.append(('frames', list(times), first))
 
     def missed(self, kind, names, time_ns, since_ns):

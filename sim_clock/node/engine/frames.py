@@ -172,8 +172,10 @@ class FrameEngine:
         now = self._now()  # when they went out: participants and gates hold from here
         if self._events.ring.length:
             offset = to_clock(0)
-            self._events.frames(range(frames.start + offset, frames.stop + offset, frames.step),
-                                self._timeline.frame - len(frames) + 1, now)
+            timeline = self._timeline
+            self._events.frames(timeline.epoch,
+                                range(frames.start + offset, frames.stop + offset, frames.step),
+                                timeline.frame - len(frames) + 1, now)
         self._pace.published()
         if holds:
             self._participants.frame_out(last)  # after its data and /clock
