@@ -154,6 +154,7 @@ class ServerNode(Node):
         for change in changes:
             for listener in self.listeners:
                 listener(change)
+        self.flow.after_changes(changes)  # as the server's, after each dispatch
         return changes
 
     def waits(self) -> WaitParts:

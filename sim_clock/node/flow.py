@@ -128,7 +128,9 @@ class FlowControl:
         self._logger = logger
         self._context_ok = context_ok
         self._groups: List[Writers] = []
-        self._armed = False
+        #: Whether the writers are under flow control: time advances only by steps. Set at
+        #: construction and after every dispatch of changes of the timeline (:meth:`start`).
+        self.armed = not run.free_running
 
     def writers(self, publishers: List) -> 'Writers':
         """
@@ -145,16 +147,20 @@ class FlowControl:
                 raise ValueError(f'{publisher.topic_name} already has a flow-control budget')
             grouped.add(id(publisher))
         group = Writers(self, publishers)
-        if self._armed:
+        if self.armed:
             group.arm(True)
         self._groups.append(group)
         return group
 
+    def after_changes(self, changes: list) -> None:
+        """After every dispatch of changes of the timeline (maybe none): :meth:`start`."""
+        self.start()
+
     def start(self) -> bool:
         """Arm every group if time advances only by steps, else lift them; return whether armed."""
         armed = not self._run.free_running
-        if armed != self._armed:  # else nothing to do: a tick's fast path
-            self._armed = armed
+        if armed != self.armed:  # else nothing to do: a tick's fast path
+            self.armed = armed
             for group in self._groups:
                 group.arm(armed)
         return armed
@@ -183,8 +189,9 @@ class Writers:
     The budgets of one sink's writers (a bag's topics, then /clock) under a node's flow control.
 
     :attr:`budgets` is what ``sim_clock._replay.play`` spends (one entry per writer; negative:
-    no limit). :meth:`start` before each run of frames arms or lifts it; a spent budget is
-    refilled by the node's :class:`FlowControl`, with those of the other groups.
+    no limit). The node's :class:`FlowControl` arms or lifts it with every group after each
+    change of the timeline, and refills a spent budget with those of the other groups. A
+    bag's sink calls :meth:`start` before each run: its writers left out publish again.
     """
 
     def __init__(self, flow: FlowControl, publishers: List):
@@ -225,29 +232,27 @@ class Writers:
         """
         return min([budget for budget in self.budgets if budget > 0] + [most])
 
-    def take(self, which: int, wanted: int) -> int:
-        """Spend up to ``wanted`` of writer ``which``'s budget (waiting if spent); return it."""
-        if self.budgets[which] == 0:
-            self.refill()
-        budget = self.budgets[which]
-        if budget < 0:
-            return wanted
-        taken = min(budget, wanted)
-        self.budgets[which] = budget - taken
-        return taken
-
     def publish(self, which: int, publish: Callable[[int], None], times) -> None:
         """
         Publish each of ``times`` (a sequence) with ``publish`` on writer ``which``.
 
-        In windows if flow control is armed (:meth:`start` first). A refused publish is
+        In windows if flow control is armed (the node's :class:`FlowControl`). A refused publish is
         published again once its writer's readers have caught up; if they do not within
         :data:`WAIT_TIMEOUT_NS`, or the same sample is refused again, the rest of ``times`` is
         dropped on it (:meth:`retry`).
         """
         position, refused = 0, None  # where times are at, in the times given; the refusal
-        while times and not self._acks.stopped:
-            window = times[:self.take(which, len(times))]
+        budgets, acks = self.budgets, self._acks
+        while times and not acks.stopped:
+            # The window: up to the writer's budget (refilled by a wait once spent).
+            if budgets[which] == 0:
+                self.refill()
+            budget = budgets[which]
+            if budget < 0:
+                window = times
+            else:
+                window = times[:budget]
+                budgets[which] = budget - len(window)
             try:
                 for sent, time_ns in enumerate(window):
                     publish(time_ns)

@@ -193,7 +193,6 @@ class ClockSink:
     def publish_frames(self, frames: range,
                        clock_times: Optional[Sequence[int]] = None) -> None:
         """Publish each frame's /clock (those of ``clock_times`` if given): the hot path."""
-        self._flow.start()
         with self._pinned:
             self._flow.publish(0, self._publish_clock,
                                frames if clock_times is None else clock_times)

@@ -128,6 +128,8 @@ class ClockServer(Node):
         #: The one owner of this node's flow control: every sink's writers take budgets of it.
         self.flow = FlowControl(self._timeline, self.acks, self.get_logger(),
                                 self.context.ok)
+        # Armed while time advances only by steps: set again after each change, first.
+        self.changes.after_dispatch(self.flow.after_changes)
         make_sink = sink or (lambda parts: ClockSink(
             parts.clock_publisher, parts.flow, parts.axes.clock_offset_ns))
         self.views = ClockViews(declare_views(self), self.create_publisher, self.flow,

@@ -113,7 +113,6 @@ class ClockViews:
         """Publish each view at each of ``times`` (timeline times), a window at a time."""
         clock_ns = self._to_clock
         start = clock_ns(self._timeline.epoch_start_ns)
-        self._flow.start()
         with self._pinned:
             for index, (view, publish) in enumerate(zip(self.views, self._publish)):
                 def publish_view(time_ns, view=view, publish=publish):

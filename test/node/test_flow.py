@@ -194,9 +194,7 @@ def _publish_windows(clock_flow, clock, views_flow, views, frames):
     """Publish ``frames`` as the views' sink does: a window of /clock, then of each view."""
     for start in range(0, len(frames), MAX_WINDOW):
         window = frames[start:start + MAX_WINDOW]
-        clock_flow.start()
         clock_flow.publish(0, clock.publish, window)
-        views_flow.start()
         for index, view in enumerate(views):
             views_flow.publish(index, view.publish, window)
 
@@ -231,6 +229,7 @@ def test_steps_after_free_run_arm_every_group_and_wait_once_for_what_it_left():
     _publish_windows(clock_flow, clock, views_flow, views, range(3 * MAX_WINDOW))
     assert waits == []
     timeline.free_running = False
+    owner.after_changes([])  # the server's changes dispatched: sync on, for one
     _publish_windows(clock_flow, clock, views_flow, views, range(10))
     assert waits == [['/a/clock', '/clock']]
     assert list(clock_flow.budgets) == list(views_flow.budgets) == [MAX_WINDOW - 10]
