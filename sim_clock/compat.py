@@ -23,6 +23,7 @@ import inspect
 from typing import Callable
 from typing import Iterable
 from typing import MutableMapping
+from typing import Optional
 
 from rcl_interfaces.msg import ParameterEvent
 from rclpy.exceptions import InvalidHandle
@@ -242,20 +243,29 @@ class PinnedHandles:
     Pin the handles of ``publishers`` while C code publishes through their addresses.
 
     As ``Publisher.publish`` does (``with self.handle:``): a publisher destroyed meanwhile is
-    destroyed only once released, and one destroyed before raises ``InvalidHandle`` here. A
-    class rather than a generator: it is entered for every batch of frames of free run.
+    destroyed only once released, and one destroyed before raises ``InvalidHandle`` here, or
+    what ``destroyed()`` returns if given. A class rather than a generator: it is entered for
+    every batch of frames of free run.
     """
 
-    __slots__ = ('_handles', '_entered')
+    __slots__ = ('_handles', '_entered', '_destroyed')
 
-    def __init__(self, publishers: Iterable):
+    def __init__(self, publishers: Iterable,
+                 destroyed: Optional[Callable[[], Exception]] = None):
         self._handles = [publisher.handle for publisher in publishers]
         self._entered = 0
+        self._destroyed = destroyed
 
     def __enter__(self) -> None:
-        for handle in self._handles:
-            handle.__enter__()
-            self._entered += 1
+        try:
+            for handle in self._handles:
+                handle.__enter__()
+                self._entered += 1
+        except InvalidHandle:
+            self.__exit__(None, None, None)
+            if self._destroyed is None:
+                raise
+            raise self._destroyed() from None
 
     def __exit__(self, *exc_info) -> None:
         handles, entered = self._handles, self._entered

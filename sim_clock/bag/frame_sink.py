@@ -58,7 +58,7 @@ from sim_clock.compat import publisher_address
 from sim_clock.node.flow import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import PinnedPublishers
+from sim_clock.node.publishing import pinned
 from sim_clock.node.publishing import publisher_destroyed
 from sim_clock.node.publishing import SinkParts
 
@@ -131,6 +131,8 @@ class BagFrames:
         #: rosbag2's). Applied with the loop's reset, so no frame of the new pass goes first.
         self.hold_at_loop = False
         self.on_loop: Callable[[], None] = _nothing
+        #: Its frames may leave a change at their end (a loop, a pause at the bag's end).
+        self.ends_frames = True
         self._ended = False
         qos_overrides = qos_overrides or {}
         for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
@@ -141,7 +143,7 @@ class BagFrames:
             for topic in bag.topics]
         self._clock = parts.clock_publisher
         #: Every writer of its frames, pinned while frames go out through their addresses.
-        self._pinned = PinnedPublishers((*self._publishers, self._clock))
+        self._pinned = pinned((*self._publishers, self._clock))
         pointers = array('Q', [publisher_address(publisher) for publisher in self._publishers])
         offset_ns = axes.clock_offset_ns
         self._publish_clock = clock_publisher(self._clock, offset_ns)

@@ -66,6 +66,10 @@ class StepOutcome:
 class FrameSink(Protocol):
     """Where the server's frames go: told each new frame, and the current time when idle."""
 
+    #: Whether its frames may leave something to do at their end (:meth:`end_of_frames`):
+    #: False, and the engine never asks.
+    ends_frames: bool
+
     def publish_frames(self, frames: range,
                        clock_times: Optional[Sequence[int]] = None) -> None:
         """
@@ -234,8 +238,15 @@ class FramesOut(Protocol):
     interface: they import nothing of it.
     """
 
-    def publish(self, frames: range) -> None:
-        """Publish new frames: data, /clock and views; note them for participants; settle."""
+    def publish(self, frames: range, holds: bool) -> None:
+        """
+        Publish new frames: data, /clock and views; note them for participants; settle.
+
+        ``holds``: what :meth:`holds_frames` answered for them.
+        """
+
+    def limit(self, limit: int) -> int:
+        """Return how many frames free run may advance now: the sink's, the rate cap's."""
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now."""

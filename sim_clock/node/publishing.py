@@ -30,7 +30,6 @@ from typing import Optional
 from typing import Sequence
 
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.exceptions import InvalidHandle
 from rclpy.qos import QoSPolicyKind
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
@@ -131,7 +130,7 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     cost of ``Publisher.publish``); ``handle.publish_raw`` with the same bytes for a publisher
     without an rcl address; a message as ``Publisher.publish`` sends it if rclpy lays a Clock
     out otherwise. The C function holds the publisher's address: call it inside
-    :class:`PinnedPublishers` (the publisher outlives the call), and replace it (with
+    :func:`pinned` (the publisher outlives the call), and replace it (with
     :func:`publisher_destroyed`) before the publisher is destroyed.
     """
     header = clock_header()
@@ -154,22 +153,18 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
-class PinnedPublishers(PinnedHandles):
+def pinned(publishers) -> PinnedHandles:
     """
     Pin ``publishers`` while frames are published through their addresses (:class:`PinnedHandles`).
 
     One already destroyed raises :class:`PublisherDestroyed`. Made once per sink and entered
     for each batch of frames.
     """
+    return PinnedHandles(publishers, _destroyed)
 
-    __slots__ = ()
 
-    def __enter__(self) -> None:
-        try:
-            super().__enter__()
-        except InvalidHandle:
-            self.__exit__(None, None, None)
-            raise PublisherDestroyed('the node is destroyed; its publishers are gone') from None
+def _destroyed() -> PublisherDestroyed:
+    return PublisherDestroyed('the node is destroyed; its publishers are gone')
 
 
 def publisher_destroyed(*args) -> None:
@@ -184,9 +179,12 @@ class ClockSink:
     ``flow``: the node's flow control (``node/flow.py``), which gives /clock its budget.
     """
 
+    #: /clock alone leaves nothing to do at the end of its frames.
+    ends_frames = False
+
     def __init__(self, publisher, flow, offset_ns: int = 0):
         self._publisher = publisher
-        self._pinned = PinnedPublishers((self._publisher,))
+        self._pinned = pinned((self._publisher,))
         self._publish_clock = clock_publisher(self._publisher, offset_ns)
         self._flow = flow.writers([self._publisher])
 

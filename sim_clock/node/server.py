@@ -67,7 +67,6 @@ from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
 from sim_clock.node.publishing import SinkParts
-from sim_clock.node.rate_cap import CappedSink
 from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
@@ -134,10 +133,10 @@ class ClockServer(Node):
             parts.clock_publisher, parts.flow, parts.axes.clock_offset_ns))
         self.views = ClockViews(declare_views(self), self.create_publisher, self.flow,
                                 self._timeline, axes)
-        # Free run under max_clock_rate: the views follow the frames that go out on /clock.
-        sink = CappedSink(self.views.wrap(make_sink(SinkParts(
+        # Free run under max_clock_rate (the engine's cap): the views follow /clock.
+        sink = self.views.wrap(make_sink(SinkParts(
             core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
-            self.flow, self.acks))), core, now_ns)
+            self.flow, self.acks)))
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = ExpectedParticipants(self, core.roster, sink.publishers,
                                              self.steady_clock)

@@ -39,7 +39,7 @@ from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.flow import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
-from sim_clock.node.publishing import PinnedPublishers
+from sim_clock.node.publishing import pinned
 from sim_clock.node.publishing import publisher_destroyed
 import yaml
 
@@ -87,7 +87,7 @@ class ClockViews:
                             for view in self.views]
         self._publish = [clock_publisher(publisher) for publisher in self._publishers]
         #: The views' writers, pinned while their frames go out through their addresses.
-        self._pinned = PinnedPublishers(self._publishers)
+        self._pinned = pinned(self._publishers)
         # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
         # (node/flow.py): a window's wait for /clock waits for the views too.
         self._flow = flow.writers(self._publishers)
@@ -160,6 +160,10 @@ class _ViewSink:
 
     def publishers(self) -> list:
         return self._sink.publishers() + self._views.publishers()
+
+    @property
+    def ends_frames(self) -> bool:
+        return self._sink.ends_frames
 
     def end_of_frames(self):
         return self._sink.end_of_frames()

@@ -44,6 +44,8 @@ VIEWS = 'views:\n  fast: {offset: 0.5, drift_ppm: 100000}\n  late: {offset: -2}\
 class Sink:
     """The sink the views wrap: each run of frames and each time, in order."""
 
+    ends_frames = True
+
     def __init__(self):
         self.calls = []
         self.closed = False
@@ -141,7 +143,7 @@ def test_the_views_are_described_and_their_topics_named(context, tmp_path):
     assert publishers[0] == 'clock publisher'
     topics = [publisher.topic_name for publisher in publishers[1:]]
     assert topics == ['/fast/clock', '/late/clock']
-    assert sink.limit(100) == 7 and sink.end_of_frames() == 'the end'
+    assert sink.limit(100) == 7 and sink.end_of_frames() == 'the end' and sink.ends_frames
 
 
 def test_each_frame_goes_out_on_every_view_a_window_at_a_time(context, tmp_path):

@@ -48,20 +48,29 @@ class SteadyClock:
 
 
 class Sink:
-    """Records each run of frames and each time published again."""
+    """Records each run of frames, those of them whose /clock went out, each time again."""
 
-    def __init__(self):
+    ends_frames = False
+
+    def __init__(self, boundary: int = 10 ** 9):
         self.frames: List[range] = []
+        #: Each run's times whose /clock went out (none: the run is left out).
+        self.clock: List[List[int]] = []
         self.times: List[int] = []
+        #: Where its frames end (a bag's end): no run goes past it.
+        self.boundary = boundary
 
-    def publish_frames(self, frames: range) -> None:
+    def publish_frames(self, frames: range, clock_times=None) -> None:
         self.frames.append(frames)
+        out = list(frames if clock_times is None else clock_times)
+        if out:
+            self.clock.append(out)
 
     def publish_time(self, time_ns: int) -> None:
         self.times.append(time_ns)
 
     def limit(self, limit: int) -> int:
-        return limit
+        return min(limit, self.boundary)
 
     def publishers(self) -> list:
         return []
@@ -188,15 +197,20 @@ class Timer:
 class Rig:
     """A frame engine with fakes of every part but the time core and the change dispatch."""
 
-    def __init__(self, clock: SteadyClock = None, **values):
+    def __init__(self, clock: SteadyClock = None, boundary: int = 10 ** 9, **values):
         self.clock = clock or SteadyClock()
         self.core = settings.initial({**settings.DEFAULTS, **values}, now_ns=self.clock)
         self.timeline = self.core.timeline
-        self.sink, self.pace, self.logger = Sink(), Pace(), Logger()
+        # As the ticker does at each change of pace: the cap's grid follows the frame rate.
+        self.core.rate_cap.pace(self.timeline.time_step_ns, self.timeline.real_time_factor)
+        self.sink, self.pace, self.logger = Sink(boundary), Pace(), Logger()
         self.readers, self.gate_readers = FrameReaders(), GateReaders()
         self.expected = Expected()
         self.events = Recorder()
-        self.changes = TimelineChanges(self.timeline, Axes(), self.logger, self._reset)
+        # The core's changes, as the server takes them: its hold and rate cap follow resets.
+        self.changes = TimelineChanges(
+            self.timeline, Axes(), self.logger, self._reset,
+            lambda: self.core.take_changes(self.clock(), Axes().to_clock))
         self.resets = []
         self.timers = []
         self.engine = FrameEngine(EngineParts(
@@ -386,3 +400,102 @@ def test_a_release_wakes_a_held_step_and_leaves_sync_mode_without_a_tick():
     rig.engine.released()
     outcome = rig.answer()
     assert outcome.success and outcome.frame == 2, outcome
+
+
+# -- the /clock rate cap (max_clock_rate): free run only ----------------------------------------
+
+
+def capped(max_rate=100.0, **values) -> Rig:
+    """Free run of 1 ms frames at real-time pace under a cap (1000 frames/s, 100 Hz: 1 in 10)."""
+    return Rig(clock=SteadyClock(), time_step=0.001, max_clock_rate=max_rate, **values)
+
+
+def run(rig: Rig, wall_ms: int) -> range:
+    """Let ``wall_ms`` of wall time pass; publish the frames due as a tick does."""
+    rig.clock.now += wall_ms * MS
+    frames = rig.timeline.poll(rig.engine.limit(10 ** 6))
+    rig.engine.publish(frames, rig.core.holds_frames())
+    return frames
+
+
+def test_free_run_under_a_cap_publishes_only_the_grid_and_every_frame_to_the_sink():
+    """Every 10th frame since the reset goes out on /clock; a sink with data gets them all."""
+    rig = capped()
+    assert len(run(rig, 25)) == 25
+    run(rig, 10)
+    assert rig.sink.clock == [[10 * MS, 20 * MS], [30 * MS]]
+    assert [list(frames) for frames in rig.sink.frames] == [
+        [k * MS for k in range(1, 26)], [k * MS for k in range(26, 36)]]
+
+
+def test_the_cap_counts_wall_time_by_the_engines_clock():
+    """Two seconds of the engine's clock in ticks of 10 ms: every grid frame goes out."""
+    rig = capped()
+    for _ in range(200):
+        run(rig, 10)
+    assert [time for out in rig.sink.clock for time in out] == [
+        k * 10 * MS for k in range(1, 201)]
+
+
+def test_participants_due_keep_the_last_frame_of_a_run():
+    """With the barrier in force the last frame goes out whatever the grid."""
+    rig = capped()
+    rig.core.barrier.join('participant', MS)
+    assert rig.core.holds_frames()
+    rig.clock.now += 15 * MS
+    rig.engine.publish(rig.timeline.poll(15), True)
+    assert rig.sink.clock == [[10 * MS, 15 * MS]]
+
+
+def test_without_a_cap_every_frame_goes_out():
+    """max_clock_rate 0: the frames pass untouched."""
+    rig = capped(max_rate=0.0)
+    frames = run(rig, 5)
+    assert rig.sink.clock == [list(frames)] == [[MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]]
+
+
+def test_steps_are_not_capped_and_a_republish_after_one_carries_its_time():
+    """Sync mode: a step's frames all go out; the time again is the step's last."""
+    rig = capped(sync=True)
+    rig.step(5)
+    assert rig.answer().success
+    rig.engine.republish()
+    assert rig.sink.clock == [[MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]]
+    assert rig.sink.times == [5 * MS]
+
+
+def test_a_run_with_nothing_on_the_grid_publishes_no_clock():
+    """No frame of the run on the grid: its frames reach the sink, none on /clock."""
+    rig = capped()
+    run(rig, 5)
+    assert rig.sink.clock == []
+    assert [list(frames) for frames in rig.sink.frames] == [[MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]]
+
+
+def test_an_idle_republish_carries_the_last_time_that_went_out():
+    """Capped: the time published again is the last grid frame out, never a frame left out."""
+    rig = capped()
+    run(rig, 15)
+    rig.engine.republish()
+    rig.engine.republish()
+    assert rig.sink.times == [10 * MS, 10 * MS]
+
+
+def test_a_reset_forgets_the_last_time_out():
+    """After a reset the time published again is the new time, not the last epoch's."""
+    rig = capped()
+    run(rig, 15)
+    rig.changes.apply(lambda: rig.timeline.reset('test'))
+    assert rig.sink.times[-1] == 0
+    rig.engine.republish()
+    assert rig.sink.times[-1] == 0
+
+
+def test_the_limit_is_the_sinks_boundary_and_the_caps():
+    """Never past the sink's boundary; paced, held back by the cap's bucket."""
+    rig = Rig(clock=SteadyClock(), boundary=3, time_step=0.001, max_clock_rate=100.0)
+    assert rig.engine.limit(100) == 3
+    assert len(run(rig, 50)) == 3
+    # The bucket holds 10 grid frames a burst: at most up to frame 109 now.
+    assert capped().engine.limit(10 ** 6) == 109
+    assert capped(max_rate=0.0).engine.limit(10 ** 6) == 10 ** 6

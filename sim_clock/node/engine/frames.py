@@ -66,6 +66,10 @@ class FrameEngine:
         self._gate_readers = parts.gate_readers
         self._expected = parts.expected
         self._now = parts.now_ns
+        #: The /clock rate cap of free run (the rule: ``core.clock_rate``).
+        self._cap = core.rate_cap
+        #: Whether the sink's frames may leave something to do at their end (a bag's).
+        self._ends_frames = parts.sink.ends_frames
         #: Whether frames wait for participants or output gates now: the core's answer.
         self.holds_frames = core.holds_frames
         #: What the frames out left to do once finished: a change of the timeline, or None.
@@ -157,18 +161,43 @@ class FrameEngine:
 
     # -- frames ----------------------------------------------------------------------------------
 
-    def publish(self, frames: range) -> None:
-        """Publish new frames: data, /clock and views; note them for participants; then settle."""
+    def limit(self, limit: int) -> int:
+        """
+        Return how many frames free run may advance now, up to ``limit``.
+
+        Never past the sink's boundary (a bag's end); under ``max_clock_rate``, what the rate
+        cap can afford now (held back: 0).
+        """
+        limit = self.sink.limit(limit)
+        if not (self._cap.active and self._timeline.frame_period_ns() is not None):
+            return limit
+        return self._cap.limit(limit, self._timeline.frame, self._now())
+
+    def publish(self, frames: range, holds: bool) -> None:
+        """
+        Publish new frames: data, /clock and views; note them for participants; then settle.
+
+        ``holds``: whether participants or gates hold frames now (:meth:`holds_frames`, which
+        the caller has asked). Under ``max_clock_rate`` in free run, only the frames of the
+        cap's grid go out on /clock; the sink publishes every frame's data all the same.
+        """
         if not frames:
             return
-        to_clock, holds, gated = self._axes.to_clock, self.holds_frames(), False
+        to_clock, gated, cap = self._axes.to_clock, False, self._cap
         if holds:
             last = to_clock(frames[-1])
             before = to_clock(frames[0] - frames.step)
             gated = self._gates.gated_in(before, last)
             if gated:  # what the gated topics carry from now on answers these frames
                 self._gate_readers.drain()
-        self.sink.publish_frames(frames)
+        if cap.active and self._timeline.frame_period_ns() is not None:
+            out = cap.select(frames, self._timeline.frame, self._now(), keep_last=holds)
+            self.sink.publish_frames(frames, out)
+            if out:
+                cap.last_out_ns = out[-1]
+        else:
+            self.sink.publish_frames(frames)
+            cap.last_out_ns = frames[-1]  # a capped republish never goes back before it
         now = self._now()  # when they went out: participants and gates hold from here
         if self._events.ring.length:
             offset = to_clock(0)
@@ -180,8 +209,10 @@ class FrameEngine:
         if holds:
             self._participants.frame_out(last)  # after its data and /clock
             self._hold.published(before, last, now, gated)
-        self._at_frames_end = self.sink.end_of_frames() or self._at_frames_end
-        self.finish_frames()
+        if self._ends_frames:
+            self._at_frames_end = self.sink.end_of_frames() or self._at_frames_end
+        if self._at_frames_end is not None:
+            self.finish_frames()
 
     def finish_frames(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
@@ -190,8 +221,19 @@ class FrameEngine:
             self._changes.apply(change)
 
     def republish(self) -> None:
-        """Publish the current time again (not a new frame), for nodes that start late."""
-        self.sink.publish_time(self._timeline.time_ns)
+        """
+        Publish the current time again (not a new frame), for nodes that start late.
+
+        In capped free run, the last time that went out: never a frame left out (a timer due
+        before it would fire late), never an older one. A reset starts from its new time
+        (the core forgets the last time out: ``settings.Core.take_changes``).
+        """
+        time_ns, cap = self._timeline.time_ns, self._cap
+        if (cap.active and cap.last_out_ns is not None
+                and self._timeline.frame_period_ns() is not None):
+            time_ns = cap.last_out_ns
+        self.sink.publish_time(time_ns)
+        cap.last_out_ns = time_ns
         self._pace.published()
         self._participants.frame_out()  # what was said with it, again
 

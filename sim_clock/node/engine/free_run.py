@@ -45,7 +45,6 @@ class FreeRun:
         self._gates = core.gates
         self._changes = parts.changes
         self._pace = parts.pace
-        self._sink = parts.sink
         self._logger = parts.logger
         self._expected = parts.expected
         self._now = parts.now_ns
@@ -60,20 +59,21 @@ class FreeRun:
         if timeline.release_lapsed_holder():
             self._changes.dispatch()
         frames_out.finish_frames()
-        free_running = timeline.free_running
+        free_running, holds = timeline.free_running, False
         if free_running and frames_out.expected_hold():
             self._waits_for_expected()
             frames = range(0)
         elif free_running and frames_out.holds_frames():
             # Only free run's waits are the tick's: a step's are its own (late ones stop it).
+            holds = True
             frames = self._held()
         elif self._pace.full_speed:
             frames = self._full_speed_batch()
         else:  # paced under max_clock_rate: held back while the cap cannot afford a frame
-            frames = timeline.poll(self._sink.limit(FRAMES_PER_TICK))
+            frames = timeline.poll(frames_out.limit(FRAMES_PER_TICK))
         if frames:
             self._expected_since, self._expected_said = None, False
-            frames_out.publish(frames)
+            frames_out.publish(frames, holds)
             if frames[-1] >= MAX_TIME_NS - timeline.time_step_ns:
                 self._logger.error(
                     'simulated time reached the latest representable value; reset to go on',
@@ -117,7 +117,7 @@ class FreeRun:
                     f'free run waits for late participants: {", ".join(late)}',
                     throttle_duration_sec=5.0)
             return range(0)
-        count = self._sink.limit(frames_out.run_length(FRAMES_PER_TICK))
+        count = frames_out.limit(frames_out.run_length(FRAMES_PER_TICK))
         if count == 1 and frames_out.unready(1):
             nobody = gates.no_writer(self._now())
             frames_out.no_writer(nobody)
@@ -141,11 +141,11 @@ class FreeRun:
         """
         poll, publish = self._timeline.poll, self._frames.publish
         start = now = self._now()
-        limit = self._sink.limit  # a run ends at the sink's boundary (a bag's end)
+        limit = self._frames.limit  # a run ends at the sink's boundary (a bag's end)
         deadline, published = start + FULL_SPEED_BATCH_NS, 0
         frames = poll(limit(FULL_SPEED_CHUNK))
         while frames and now < deadline:
-            publish(frames)
+            publish(frames, False)  # nothing holds frames (the tick asked)
             published += len(frames)
             now = self._now()
             frames = poll(limit(full_speed_chunk(published, now - start, deadline - now)))

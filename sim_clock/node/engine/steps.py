@@ -138,7 +138,7 @@ class StepRunner:
         """Take a step whose frames nothing waits for: all of them in one call; answer it."""
         self._acks.take_waits()  # what held earlier frames back is not this step's
         try:
-            self._frames.publish(self._take_all(request))
+            self._frames.publish(self._take_all(request), False)
         except Refused as refused:
             return self._refused(refused)
         return self._done()
@@ -195,7 +195,7 @@ class StepRunner:
                 # Nothing waits between its frames (their answer may wait for acknowledgements).
                 taken = self._take_all(request)
                 steps, remaining = len(taken), 0
-                frames.publish(taken)
+                frames.publish(taken, False)
             else:
                 steps = remaining = self._dispatching(
                     timeline.check_step, request.user_id, request.steps, request.target_frame,
@@ -227,13 +227,14 @@ class StepRunner:
                         False, f'stopped by the caller after {done} of {steps} frames')
             if not remaining:
                 break
+            holds = frames.holds_frames()
             if request.progress is not None:
                 count = 1
-            elif frames.holds_frames():
+            elif holds:
                 count = frames.run_length(remaining)
             else:
                 count = remaining
-            if count == 1 and frames.holds_frames():
+            if count == 1 and holds:
                 nobody = await self._writers()
                 if nobody:
                     return self._outcome(
@@ -246,7 +247,7 @@ class StepRunner:
                 return self._outcome(
                     False, f'stopped after {steps - remaining} of {steps} frames: '
                     f'{refused.reason}')
-            frames.publish(taken)
+            frames.publish(taken, holds)
             remaining -= count
         outcome = self._done()
         if self._core.ack_timeout_ns:
