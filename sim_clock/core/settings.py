@@ -99,6 +99,17 @@ class Core:
         """Whether frames wait for participants or output gates now (some set, in this mode)."""
         return self.hold.has_holders and participants_hold(self.timeline.mode)
 
+    def nothing_to_wait_for(self) -> bool:
+        """
+        Whether no step could wait now: no participant, gate, expected node or ack_timeout.
+
+        What lets a step be answered within its call (``StepRunner.step_now``). Read from
+        the settings as they are, never kept: nothing to invalidate when they change.
+        """
+        hold = self.hold
+        return not (self.ack_timeout_ns or hold.barrier.participants or hold.gates.gates
+                    or self.roster.expected)
+
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""
         return self.hold.holding

@@ -64,6 +64,9 @@ class Acknowledgements:
         self._waited: Dict[str, int] = {}
         #: the topics waits found stalled since ``take_waits``
         self._stalled_now: Set[str] = set()
+        #: Whether a wait waited or found readers stalled since ``take_waits``: a step asks
+        #: :meth:`take_waits` only then.
+        self.waited = False
         #: Whether :meth:`stop` was called: every wait ends at once (read on every publish).
         self.stopped = False
 
@@ -78,7 +81,7 @@ class Acknowledgements:
         waited, stalled = self._waited, self._stalled_now
         if not (waited or stalled):
             return {}, []  # nothing waited: a step's usual case
-        self._waited, self._stalled_now = {}, set()
+        self._waited, self._stalled_now, self.waited = {}, set(), False
         return waited, sorted(stalled)
 
     def take_report(self) -> str:
@@ -127,11 +130,14 @@ class Acknowledgements:
             for publisher in pending:  # each slice counts for every topic it waited for
                 topic = publisher.topic_name
                 waited[topic] = waited.get(topic, 0) + after - now
+            self.waited = True
             pending, now = still, after
             if pending and now < deadline:
                 yield
         stalled = self.finish(pending, skipped)
-        self._stalled_now.update(stalled)
+        if stalled:
+            self._stalled_now.update(stalled)
+            self.waited = True
         if self.on_wait is not None and (topics or stalled):
             self.on_wait(topics or stalled, start, now, stalled)
         return stalled

@@ -216,6 +216,9 @@ class FrameRecorder(Protocol):
 class AckWaits(Protocol):
     """The node's acknowledgement waits (:class:`~.acks.Acknowledgements`)."""
 
+    #: Whether a wait waited, or found readers stalled, since :meth:`take_waits`.
+    waited: bool
+
     def take_waits(self) -> Tuple[dict, List[str]]:
         """Return and forget the waits since the last call, and the stalled readers."""
 
@@ -228,6 +231,18 @@ class AckWaits(Protocol):
 
         Its ``stalled`` names the topics not acknowledged once the iteration ends.
         """
+
+
+class Steps(Protocol):
+    """Steps as the services take them (the frame engine's :class:`~.engine.StepRunner`)."""
+
+    def step_now(self, user_id: str, steps: int, target_frame: int = 0,
+                 epoch: Optional[int] = None,
+                 service: str = '~/step') -> Optional[StepOutcome]:
+        """Take a step nothing can wait for, within the call; None (nothing done) if not."""
+
+    def queue(self, request) -> None:
+        """Take a step after those before it; its outcome goes to ``request.reply``."""
 
 
 class FramesOut(Protocol):

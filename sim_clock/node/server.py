@@ -160,7 +160,7 @@ class ClockServer(Node):
         # After the engine's own (the time again after a reset): the tick, parameter events.
         self.changes.after_dispatch(self.ticker.after_changes)
         self.changes.after_dispatch(self._parameter_bridge.after_changes)
-        self._control = ControlServices(self, self, self.engine.step)
+        self._control = ControlServices(self, self, self.engine)
         self.ticker.start(self.engine.tick)
         self.output_gates.refresh()
         self.engine.republish()

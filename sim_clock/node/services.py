@@ -34,6 +34,7 @@ from sim_clock.core.units import split_ns
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.engine_parts import Steps
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
@@ -92,13 +93,6 @@ def serve(node, table, callback_group=None) -> list:
             for srv_type, name, callback in table]
 
 
-def _step_request(request, reply) -> StepRequest:
-    """Return a Step request as the frame engine takes it."""
-    return StepRequest(user_id=request.user_id, steps=request.steps, reply=reply,
-                       target_frame=request.target_frame,
-                       epoch=request.epoch if request.check_epoch else None)
-
-
 class Control(Protocol):
     """What the control services ask of the server, besides steps (``ClockServer``'s)."""
 
@@ -125,11 +119,10 @@ class ControlServices:
     """
     ``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services, on ``node``.
 
-    ``control``: the server's control methods; ``steps``: takes a step (the frame engine's
-    ``step``).
+    ``control``: the server's control methods; ``steps``: takes steps (the frame engine).
     """
 
-    def __init__(self, node, control: Control, steps: Callable[[StepRequest], None]):
+    def __init__(self, node, control: Control, steps: Steps):
         self._control = control
         self._steps = steps
         # The steps answer once their frames are finished, which may be after the callback
@@ -148,14 +141,25 @@ class ControlServices:
             (SetBool, '~/set_sync', self._on_set_sync)))
 
     def _on_step(self, request, response):
-        self._steps(_step_request(request, answer_later(
-            self._step_replies, response, functools.partial(fill, response))))
+        epoch = request.epoch if request.check_epoch else None
+        outcome = self._steps.step_now(request.user_id, request.steps, request.target_frame,
+                                       epoch)
+        if outcome is not None:  # the quick path: answered within the call
+            return fill(response, outcome)
+        self._steps.queue(StepRequest(
+            user_id=request.user_id, steps=request.steps, target_frame=request.target_frame,
+            epoch=epoch, reply=answer_later(self._step_replies, response,
+                                            functools.partial(fill, response))))
         return response
 
     def _on_step_once(self, request, response):
         def answer(outcome):
             response.success, response.message = outcome.success, outcome.message
-        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
+        outcome = self._steps.step_now(ANONYMOUS_USER, 1, service='~/step_once')
+        if outcome is not None:
+            answer(outcome)
+            return response
+        self._steps.queue(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
             self._step_once_replies, response, answer), service='~/step_once'))
         return response
 

@@ -23,6 +23,7 @@ output, and a refused step. The time core and the change dispatch are the real o
 from typing import List
 
 from node_doubles import Logger
+import pytest
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
 from sim_clock.core.frame_events import FrameEventRing
@@ -96,6 +97,8 @@ class Acknowledged:
 
 class AckWaits:
     """No reliable reader to wait for."""
+
+    waited = False
 
     def take_waits(self):
         return {}, []
@@ -278,6 +281,61 @@ def test_a_refused_step_publishes_nothing_and_says_why():
     assert 'alice' in outcome.message, outcome.message
     assert rig.sink.frames == []
     assert any(level == 'warning' and 'step refused' in line for level, line in rig.logger.lines)
+
+
+def _both_paths(calls):
+    """
+    Run ``calls`` (ms later, user_id, steps, target_frame, epoch): the quick path, then the queue.
+
+    Return each path's outcomes, frames out, frame-timeline records and log lines, in a fresh
+    rig each: alice holds sync mode from the start, with an owner_timeout of 0.5 s.
+    """
+    results = []
+    for path in ('now', 'queued'):
+        rig = Rig(sync=True, time_step=0.01, owner_timeout=0.5)
+        rig.changes.apply(lambda: rig.timeline.sync_mode_cmd('alice', True, 10))
+        outcomes = []
+        for later_ms, user_id, steps, target_frame, epoch in calls:
+            rig.clock.now += later_ms * MS
+            if path == 'now':
+                outcomes.append(rig.engine.step_now(user_id, steps, target_frame, epoch))
+            else:
+                rig.engine.queue(StepRequest(user_id=user_id, steps=steps, reply=outcomes.append,
+                                             target_frame=target_frame, epoch=epoch))
+            assert len(outcomes) == calls.index((later_ms, user_id, steps, target_frame,
+                                                 epoch)) + 1, 'answered within the call'
+        results.append((outcomes, rig.sink.all_frames(), rig.events.calls, rig.logger.lines,
+                        rig.timeline.holder))
+    return results
+
+
+def test_the_quick_path_and_the_queue_answer_every_step_alike():
+    """
+    Steps, a retry by target frame, a stale epoch, another user_id, a lapsed holder.
+
+    The same outcomes, frames, frame-timeline records and log whichever path took them: the
+    quick path is the queue's answer, given within the call.
+    """
+    calls = [(100, 'alice', 3, 0, None), (101, 'alice', 0, 5, None), (102, 'alice', 0, 5, None),
+             (103, 'alice', 1, 0, 1), (104, 'bob', 1, 0, None), (105, 'alice', 2, 0, 0),
+             (600, 'bob', 1, 0, None)]
+    now, queued = _both_paths(calls)
+    assert now == queued
+    outcomes, frames, _, lines, holder = now
+    assert [(o.success, o.frame) for o in outcomes] == [
+        (True, 3), (True, 5), (True, 5), (False, 5), (False, 5), (True, 7), (True, 8)], outcomes
+    assert 'expected 1' in outcomes[3].message and 'held by' in outcomes[4].message
+    assert frames == [k * 10 * MS for k in range(1, 9)]
+    # bob's last call came after alice's owner_timeout: her hold lapsed, and it was said.
+    assert holder == '' and any('lapsed' in line for _, line in lines), lines
+
+
+@pytest.mark.parametrize('setting', [{'ack_timeout': 0.5}, {'expected_participants': ['/n']}])
+def test_anything_that_may_wait_leaves_the_step_to_the_queue(setting):
+    """With ack_timeout or expected nodes, step_now does nothing and says so."""
+    rig = Rig(sync=True, time_step=0.01, **setting)
+    assert rig.engine.step_now('', 3) is None
+    assert rig.sink.frames == [] and rig.timeline.frame == 0 and rig.events.calls == []
 
 
 def test_free_run_publishes_the_frames_due_by_the_steady_clock():

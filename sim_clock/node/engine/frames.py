@@ -78,6 +78,10 @@ class FrameEngine:
         self._free_run = FreeRun(self, parts)
         #: Take a step: :meth:`StepRunner.step`.
         self.step = self._steps.step
+        #: Take a step nothing can wait for, within the call: :meth:`StepRunner.step_now`.
+        self.step_now = self._steps.step_now
+        #: Take a step after those before it: :meth:`StepRunner.queue`.
+        self.queue = self._steps.queue
         #: Look again at what the running step waits for: :meth:`StepRunner.wake`.
         self.wake = self._steps.wake
         #: Free run and real time: :meth:`FreeRun.tick`.

@@ -106,17 +106,64 @@ class StepRunner:
         self._timer.cancel()
         self._armed = False
 
+    def step_now(self, user_id: str, steps: int, target_frame: int = 0,
+                 epoch: Optional[int] = None, service: str = '~/step') -> Optional[StepOutcome]:
+        """
+        Take a step that nothing can wait for, within this call; return its outcome.
+
+        None, with nothing done, when something might wait: a step running or queued, or any
+        participant, gate, expected node or ``ack_timeout`` (:meth:`step` queues it then).
+        The whole quick path, in order: the request, the rules, the frames out, the answer.
+        """
+        # The request: answered now only if nothing could wait, before it or after it.
+        if self._running is not None or self._steps or not self._core.nothing_to_wait_for():
+            return None
+        timeline, acks = self._timeline, self._acks
+        start, frame, epoch_before = self._now(), timeline.frame, timeline.epoch
+        if acks.waited:
+            acks.take_waits()  # what held earlier frames back is not this step's
+        # The rules: the timeline checks the step and advances (a lapsed holder announced).
+        try:
+            frames = timeline.step(user_id, steps, target_frame, epoch)
+        except Refused as refused:
+            frames, outcome = None, self._refused(refused)
+        finally:
+            if timeline.changed:
+                self._changes.dispatch()
+        if frames is not None:
+            # The frames out: data, /clock and views; the frame timeline; the pace.
+            self._frames.publish(frames, False)
+            clock_ns = self._to_clock(timeline.time_ns)
+            outcome = StepOutcome(
+                True, f'frame {timeline.frame}, time {clock_ns} ns'
+                + (acks.take_report() if acks.waited else ''),
+                timeline.frame, clock_ns, timeline.epoch)
+        # The answer, recorded in the frame timeline.
+        if self._events.ring.length:
+            self._events.step(
+                service, user_id, outcome.clock_ns, start,
+                outcome.frame - frame if outcome.epoch == epoch_before else outcome.frame,
+                outcome.success, outcome.message)
+        return outcome
+
     def step(self, request: StepRequest) -> None:
         """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
+        if request.progress is None:
+            outcome = self.step_now(request.user_id, request.steps, request.target_frame,
+                                    request.epoch, request.service)
+            if outcome is not None:
+                request.reply(outcome)
+                return
+        self.queue(request)
+
+    def queue(self, request: StepRequest) -> None:
+        """
+        Take a step after those before it, waiting for what holds its frames.
+
+        Its outcome goes to ``request.reply``: within this call if nothing waits.
+        """
         if self._events.ring.length:
             request = self._recorded(request)
-        frames = self._frames
-        if (self._running is None and not self._steps and request.progress is None
-                and not self._core.ack_timeout_ns and not frames.holds_frames()
-                and not frames.expected_hold()):
-            # Nothing to wait for, before it or after it: answered within this call.
-            request.reply(self._quick_step(request))
-            return
         self._steps.append(request)
         if self._running is None:
             self._resume()
@@ -133,15 +180,6 @@ class StepRunner:
             reply(outcome)
         request.reply = recorded  # a request of its own, made for this call
         return request
-
-    def _quick_step(self, request: StepRequest) -> StepOutcome:
-        """Take a step whose frames nothing waits for: all of them in one call; answer it."""
-        self._acks.take_waits()  # what held earlier frames back is not this step's
-        try:
-            self._frames.publish(self._take_all(request), False)
-        except Refused as refused:
-            return self._refused(refused)
-        return self._done()
 
     def _take_all(self, request: StepRequest) -> range:
         """Check the step and advance the timeline by all its frames; return them."""
