@@ -98,11 +98,11 @@ class FrameEvents:
     def __init__(self):
         self.calls = []
 
-    def done(self, name, time_ns, since_ns, now_ns, round_=0, success=True):
+    def done(self, epoch, time_ns, since_ns, now_ns, name, round_=0, success=True):
         """Record a participant's done."""
         self.calls.append(('done', name, time_ns, round_))
 
-    def gate(self, topic, time_ns, since_ns, now_ns, success=True):
+    def gate(self, epoch, time_ns, since_ns, now_ns, topic):
         """Record a gated output."""
         self.calls.append(('gate', topic, time_ns))
 

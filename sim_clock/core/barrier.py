@@ -160,7 +160,10 @@ class Barrier:
     @property
     def clear(self) -> bool:
         """Whether the next frame may be published (nobody is awaited)."""
-        return all(p.awaited_ns is None for p in self.participants.values())
+        for participant in self.participants.values():  # a loop: asked at every frame
+            if participant.awaited_ns is not None:
+                return False
+        return True
 
     def frames_until_due(self, time_ns: int, time_step_ns: int, limit: int) -> int:
         """
@@ -268,7 +271,10 @@ class Barrier:
         one of them publishes on, with their names); None when no next_frame participant is
         joined. Taken once: the time published again carries none.
         """
-        if not any(p.next_frame for p in self.participants.values()):
+        for participant in self.participants.values():  # a loop: asked at every frame
+            if participant.next_frame:
+                break
+        else:
             return None
         writers = self._next_frame_writers()
         rounds = self.rounds

@@ -61,12 +61,13 @@ class Hold:
     @property
     def has_holders(self) -> bool:
         """Whether any participant is joined or any gate set."""
-        return bool(self.barrier.participants) or bool(self.gates.gates)
+        return bool(self.barrier.participants or self.gates.gates)
 
     @property
     def settled(self) -> bool:
         """Whether the frames out are finished: no done and no gated output is awaited."""
-        return self.barrier.clear and not self.gates.awaited
+        # The gates asked only if there are any: every frame with participants asks.
+        return self.barrier.clear and not (self.gates.gates and self.gates.awaited)
 
     @property
     def holding(self) -> bool:
@@ -75,8 +76,10 @@ class Hold:
 
     def frames_until_awaited(self, time_ns: int, time_step_ns: int, limit: int) -> int:
         """Return how many frames after ``time_ns`` go out up to the next one that waits."""
-        return self.gates.frames_until_gated(
-            time_ns, time_step_ns, self.barrier.frames_until_due(time_ns, time_step_ns, limit))
+        count = self.barrier.frames_until_due(time_ns, time_step_ns, limit)
+        if not self.gates.gates:
+            return count
+        return self.gates.frames_until_gated(time_ns, time_step_ns, count)
 
     def published(self, before_ns: int, time_ns: int, now_ns: int, gated: bool) -> None:
         """Note the frames out after ``before_ns`` up to ``time_ns``: wait for their holders."""

@@ -97,7 +97,9 @@ class Core:
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now (some set, in this mode)."""
-        return self.hold.has_holders and participants_hold(self.timeline.mode)
+        hold = self.hold  # what Hold.has_holders says, read here: every frame asks
+        return bool(hold.barrier.participants or hold.gates.gates) and participants_hold(
+            self.timeline.mode)
 
     def nothing_to_wait_for(self) -> bool:
         """

@@ -56,9 +56,10 @@ class Timeline:
     """
     The state of a clock server and every rule that changes it.
 
-    What every frame reads (``frame``, ``time_ns``, ``epoch``, ``time_step_ns``,
-    ``free_running``, ``changed``) is a plain attribute, read by the node's parts and written
-    only by the timeline's own methods: a property would be a Python call on each read.
+    What every frame reads (``mode``, ``frame``, ``time_ns``, ``epoch``, ``epoch_start_ns``,
+    ``time_step_ns``, ``free_running``, ``changed``) is a plain attribute, read by the node's
+    parts and written only by the timeline's own methods: a property would be a Python call
+    on each read.
     """
 
     def __init__(
@@ -92,7 +93,7 @@ class Timeline:
         #: The current simulated time in ns.
         self.time_ns = self._origin_ns()
         #: Where the current epoch began (the time after the last reset).
-        self._epoch_start_ns = self.time_ns
+        self.epoch_start_ns = self.time_ns
         #: The number of resets so far.
         self.epoch = 0
         self._changes: List[Change] = []
@@ -105,20 +106,10 @@ class Timeline:
     def status(self) -> ClockState:
         """Return a snapshot of the whole state."""
         return ClockState(
-            mode=self._mode, sync=self._sync, paused=self._paused, frame=self.frame,
+            mode=self.mode, sync=self._sync, paused=self._paused, frame=self.frame,
             time_ns=self.time_ns, epoch=self.epoch, holder=self._hold.holder,
             time_step_ns=self.time_step_ns, real_time_factor=self._rtf,
             holder_timeout_ns=self._hold.timeout_ns)
-
-    @property
-    def mode(self) -> Mode:
-        """Return the mode."""
-        return self._mode
-
-    @property
-    def epoch_start_ns(self) -> int:
-        """Return the time at which the current epoch began: the time after the last reset."""
-        return self._epoch_start_ns
 
     @property
     def real_time_factor(self) -> Fraction:
@@ -137,7 +128,7 @@ class Timeline:
         None when frames are not paced by the wall clock (real-time mode, sync, paused) and
         0 when they come as fast as possible.
         """
-        if self._mode is Mode.REAL_TIME or not self.free_running:
+        if self.mode is Mode.REAL_TIME or not self.free_running:
             return None
         if not self._rtf:  # 0: as fast as possible
             return Fraction(0)
@@ -162,7 +153,7 @@ class Timeline:
         """
         if not self.free_running or limit <= 0:
             return range(0)
-        if self._mode is Mode.REAL_TIME:
+        if self.mode is Mode.REAL_TIME:
             target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
             if target <= self.time_ns:
                 return range(0)
@@ -195,7 +186,7 @@ class Timeline:
             self.release_lapsed_holder()
         check_whole_steps(steps)
         check_whole_steps(target_frame)
-        if self._mode is Mode.REAL_TIME:
+        if self.mode is Mode.REAL_TIME:
             raise Refused(
                 'cannot step in real_time mode (time follows the wall clock); switch to '
                 'simulation with sync on (~/sync_mode_cmd or ~/set_sync) or pause first')
@@ -255,7 +246,7 @@ class Timeline:
             # Every refusal names the holder, as MORAI's response does.
             raise self._hold.refusal(refused.reason) from None
         self._hold.check_command(user_id, start)
-        sync_on = self._mode is Mode.SIMULATION and self._sync
+        sync_on = self.mode is Mode.SIMULATION and self._sync
         if start or sync_on:
             # A stop while sync is already off changes nothing, time_step included.
             self._set_time_step_ns(new_step_ns)
@@ -289,12 +280,12 @@ class Timeline:
         """
         if not sync:
             released = bool(self._hold.holder)
-            changed = self.set_mode_sync(self._mode, False)
+            changed = self.set_mode_sync(self.mode, False)
             if released and not changed:
                 self._release_holder(ChangeKind.HOLDER, 'sync hold released by an operator')
             return changed or released
         if not switch_mode:
-            check_mode_sync(self._mode, sync)
+            check_mode_sync(self.mode, sync)
         return self.set_mode_sync(Mode.SIMULATION, True)
 
     def set_mode_sync(self, mode: Mode, sync: bool) -> bool:
@@ -304,9 +295,9 @@ class Timeline:
         Any change drops the holder; no change keeps it.
         """
         check_mode_sync(mode, sync)
-        if mode is self._mode and sync == self._sync:
+        if mode is self.mode and sync == self._sync:
             return False
-        before = describe(self._mode, self._sync)
+        before = describe(self.mode, self._sync)
         self._hold.release()
         self._switch(mode, sync, f'{before} -> {describe(mode, sync)}')
         return True
@@ -316,7 +307,7 @@ class Timeline:
         if paused == self._paused:
             return False
         self._catch_up_real_time()
-        self._set_run(self._mode, self._sync, paused)
+        self._set_run(self.mode, self._sync, paused)
         self._snapshot()
         self._record(ChangeKind.PAUSE if paused else ChangeKind.RESUME,
                      ('paused' if paused else 'resumed') + f' at {self.time_ns} ns')
@@ -362,7 +353,7 @@ class Timeline:
 
     def release_lapsed_holder(self) -> str:
         """Drop a holder silent for at least the holder timeout; return its id or ''."""
-        if not self._hold.lapsed():
+        if not self._hold.holder or not self._hold.lapsed():
             return ''
         lapsed = self._hold.holder
         self._release_holder(ChangeKind.LAPSE,
@@ -386,7 +377,7 @@ class Timeline:
     def _catch_up_real_time(self) -> None:
         # Real-time mode: fold the time elapsed since the last poll into the state before a
         # new reference point is taken, so a pause or resume never loses or repeats time.
-        if self._mode is Mode.REAL_TIME and not self._paused:
+        if self.mode is Mode.REAL_TIME and not self._paused:
             target = min(self._ref_time_ns + (self._now_ns() - self._ref_steady_ns), MAX_TIME_NS)
             if target > self.time_ns:
                 self.time_ns = target
@@ -411,7 +402,7 @@ class Timeline:
 
     def _set_run(self, mode: Mode, sync: bool, paused: bool) -> None:
         """Set mode, sync and pause, and whether time runs by itself with them."""
-        self._mode, self._sync, self._paused = mode, sync, paused
+        self.mode, self._sync, self._paused = mode, sync, paused
         #: Whether time advances by itself (real-time or free run, not paused). Set only
         #: here, with mode, sync and pause; a plain attribute: every frame reads it.
         self.free_running = runs_by_itself(mode, sync, paused)
@@ -423,7 +414,7 @@ class Timeline:
     def _reset(self, reason: str, time_ns: Optional[int] = None) -> None:
         before = self.time_ns
         self.time_ns = self._origin_ns() if time_ns is None else time_ns
-        self._epoch_start_ns = self.time_ns
+        self.epoch_start_ns = self.time_ns
         self.frame = 0
         self.epoch += 1
         self._snapshot()
@@ -435,5 +426,5 @@ class Timeline:
         self._changes.append(Change(
             kind=kind, cause=cause, epoch=self.epoch,
             time_before_ns=self.time_ns if time_before_ns is None else time_before_ns,
-            time_after_ns=self.time_ns, mode=self._mode, sync=self._sync,
+            time_after_ns=self.time_ns, mode=self.mode, sync=self._sync,
             paused=self._paused, holder=self._hold.holder))

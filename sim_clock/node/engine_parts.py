@@ -87,7 +87,8 @@ class FrameSink(Protocol):
         Return how many of the next ``limit`` frames free run may publish in one run (>= 1).
 
         A sink whose frames reach a boundary (a bag's end) ends the run there, so that what
-        :meth:`end_of_frames` asks for is applied before any frame after it goes out.
+        :meth:`end_of_frames` asks for is applied before any frame after it goes out. Asked
+        only of a sink that :attr:`ends_frames`.
         """
 
     def publishers(self) -> list:
@@ -204,12 +205,11 @@ class FrameRecorder(Protocol):
              success: bool, message: str) -> None:
         """Record a step call that came at ``start_ns``, answered now."""
 
-    def done(self, name: str, time_ns: int, since_ns: int, now_ns: int, round_: int = 0,
-             success: bool = True) -> None:
+    def done(self, epoch: int, time_ns: int, since_ns: int, now_ns: int, name: str,
+             round_: int = 0, success: bool = True) -> int:
         """Record that ``name`` finished /clock time ``time_ns``, awaited since ``since_ns``."""
 
-    def gate(self, topic: str, time_ns: int, since_ns: int, now_ns: int,
-             success: bool = True) -> None:
+    def gate(self, epoch: int, time_ns: int, since_ns: int, now_ns: int, topic: str) -> int:
         """Record the gated output on ``topic`` for /clock time ``time_ns``."""
 
 
@@ -253,6 +253,9 @@ class FramesOut(Protocol):
     interface: they import nothing of it.
     """
 
+    #: What the frames out left to do at their end, not done yet (a change), or None.
+    at_frames_end: Optional[Callable[[], object]]
+
     def publish(self, frames: range, holds: bool) -> None:
         """
         Publish new frames: data, /clock and views; note them for participants; settle.
@@ -274,9 +277,6 @@ class FramesOut(Protocol):
 
     def unready(self, count: int, start: bool = True) -> List[str]:
         """Return the gates of the last of the next ``count`` frames with no writer ready."""
-
-    def end_pending(self) -> bool:
-        """Whether the frames out left something to do at their end, not done yet."""
 
     def finish_frames(self) -> None:
         """Apply what the frames out left to do at their end, once no one works on them."""

@@ -21,6 +21,7 @@ records it in the core's ring (``sim_clock.core.frame_events``). With the ring o
 (``frame_events`` 0) each call returns after one comparison.
 """
 
+import functools
 import time
 from typing import Callable
 from typing import Iterable
@@ -85,6 +86,13 @@ class FrameTimeline:
         #: /clock times ``times`` of epoch ``epoch``, the first numbered ``first_number``.
         #: The ring's own method: every run of frames calls it.
         self.frames = ring.record_frames
+        #: Record that a participant finished a frame: ``done(epoch, time_ns, since_ns,
+        #: now_ns, name, round_=0, success=True)``, the /clock time it finished, awaited since
+        #: ``since_ns``. The ring's own method, the kind given: every done calls it.
+        self.done = functools.partial(ring.record, DONE)
+        #: Record a gated output: ``gate(epoch, time_ns, since_ns, now_ns, topic)``, for the
+        #: /clock time ``time_ns`` it answered.
+        self.gate = functools.partial(ring.record, GATE)
         self._publisher = node.create_publisher(FrameEventMsg, '~/frame_events', EVENTS_QOS)
         node.create_service(GetFrameEvents, '~/get_frame_events', self._on_get,
                             qos_profile=SERVICE_QOS)
@@ -92,19 +100,6 @@ class FrameTimeline:
     def publish(self, on: bool) -> None:
         """Publish each event on ``~/frame_events`` from now on, or stop."""
         self.ring.listener = (lambda event: self._publisher.publish(to_msg(event))) if on else None
-
-    def done(self, name: str, time_ns: int, since_ns: int, now_ns: int, round_: int = 0,
-             success: bool = True) -> None:
-        """Record that ``name`` finished /clock time ``time_ns``, awaited since ``since_ns``."""
-        if self.ring.length:
-            self.ring.record(DONE, self._run.epoch, time_ns, since_ns, now_ns, name, round_,
-                             success)
-
-    def gate(self, topic: str, time_ns: int, since_ns: int, now_ns: int,
-             success: bool = True) -> None:
-        """Record the gated output on ``topic`` for /clock time ``time_ns`` (or its timeout)."""
-        if self.ring.length:
-            self.ring.record(GATE, self._run.epoch, time_ns, since_ns, now_ns, topic, 0, success)
 
     def missed(self, kind: int, names: Iterable[str], time_ns: int, since_ns: int) -> None:
         """Record that the frame at ``time_ns`` stopped waiting for ``names`` (late ones)."""

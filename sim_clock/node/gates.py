@@ -50,6 +50,7 @@ class OutputGates:
     def __init__(self, parts: WaitParts, gates: Gates):
         self._node = parts.node
         self._events = parts.events
+        self._timeline = parts.timeline
         self._now = parts.now_ns
         #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
         self._go_on: Callable[[], None] = nothing
@@ -134,7 +135,7 @@ class OutputGates:
         awaited = None if gate is None else (gate.awaited_ns, gate.awaited_since_ns)
         if self.gates.arrived(topic, now):
             if awaited is not None and awaited[0] is not None:
-                self._events.gate(topic, awaited[0], awaited[1], now)
+                self._events.gate(self._timeline.epoch, awaited[0], awaited[1], now, topic)
             if not self.gates.awaited:
                 self._go_on()
 

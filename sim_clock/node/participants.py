@@ -132,8 +132,8 @@ class Participants:
         return fill(response, self.leave(request.name))
 
     def _on_done(self, msg: Done) -> None:
-        time_ns = join_ns(msg.time)
-        if not self._to_clock(self._timeline.epoch_start_ns) <= time_ns <= self._clock_now():
+        time_ns, to_clock, timeline = join_ns(msg.time), self._to_clock, self._timeline
+        if not to_clock(timeline.epoch_start_ns) <= time_ns <= to_clock(timeline.time_ns):
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
@@ -141,8 +141,8 @@ class Participants:
         counts = dict(zip(msg.topics, msg.counts))
         if barrier.done(name, time_ns, now, join_ns(msg.next), round_, counts, msg.rounds,
                         msg.next_frame):
-            self._events.done(name, time_ns, barrier.participants[name].awaited_since_ns, now,
-                              round_)
+            self._events.done(timeline.epoch, time_ns,
+                              barrier.participants[name].awaited_since_ns, now, name, round_)
             self._released()
 
     def when_released(self, go_on: Callable[[], None]) -> None:

@@ -61,8 +61,8 @@ def test_each_call_records_one_event_with_the_epoch_now(context):
     An acknowledgement wait is recorded at the /clock time of the time now.
     """
     rig = Rig(context)
-    rig.timeline.done('planner', 10, 100, 150, round_=2)
-    rig.timeline.gate('/cmd', 20, 200, 260, success=False)
+    rig.timeline.done(rig.epoch, 10, 100, 150, 'planner', 2)
+    rig.timeline.gate(rig.epoch, 20, 200, 260, '/cmd', 0, False)
     rig.epoch = 4
     rig.timeline.missed(DONE, ['a', 'b'], 30, 300)
     rig.time_ns = 40 - 1000
@@ -110,8 +110,8 @@ def test_a_ring_of_length_zero_records_nothing(context):
     """frame_events 0: every call returns without an event."""
     rig = Rig(context, length=0)
     rig.timeline.frames(rig.epoch, range(10, 40, 10), 1, 0)
-    rig.timeline.done('p', 1, 2, 3)
-    rig.timeline.gate('/t', 1, 2, 3)
+    rig.timeline.done(rig.epoch, 1, 2, 3, 'p')
+    rig.timeline.gate(rig.epoch, 1, 2, 3, '/t')
     rig.timeline.missed(GATE, ['/t'], 1, 2)
     rig.timeline.acknowledged(['/clock'], 2, 3)
     rig.timeline.step('~/step', '', 1, 2, 1, True, '')
@@ -142,15 +142,15 @@ def test_the_events_are_published_while_asked(context):
     assert publisher, 'no ~/frame_events publisher'
     spin_until([rig.node, reader],
                lambda: rig.node.count_subscribers('/sim_clock/frame_events') > 0)
-    rig.timeline.done('planner', 10, 1, 2)
+    rig.timeline.done(rig.epoch, 10, 1, 2, 'planner')
     rig.timeline.frames(rig.epoch, range(20, 40, 10), 1, 3)
     spin_until([rig.node, reader], lambda: len(got) >= 3)
     assert [(m.kind, m.sim_ns, m.sequence) for m in got] == [
         (DONE, 10, 1), (FRAME, 20, 2), (FRAME, 30, 3)]
     rig.timeline.publish(False)
-    rig.timeline.done('planner', 40, 4, 5)
+    rig.timeline.done(rig.epoch, 40, 4, 5, 'planner')
     rig.timeline.publish(True)
-    rig.timeline.done('planner', 50, 6, 7)
+    rig.timeline.done(rig.epoch, 50, 6, 7, 'planner')
     spin_until([rig.node, reader], lambda: len(got) >= 4)
     assert [m.sim_ns for m in got] == [10, 20, 30, 50]
 
@@ -159,7 +159,7 @@ def test_the_service_answers_what_the_ring_holds(context):
     """~/get_frame_events: the events after the one asked from, the dropped, the capacity."""
     rig = Rig(context, length=3)
     for k in range(5):
-        rig.timeline.done(f'p{k}', k, 0, 1)
+        rig.timeline.done(rig.epoch, k, 0, 1, f'p{k}')
     caller = Node('caller', context=context)
     client = caller.create_client(GetFrameEvents, '/sim_clock/get_frame_events')
     spin_until([rig.node, caller], client.service_is_ready)

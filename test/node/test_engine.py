@@ -207,6 +207,7 @@ class Rig:
         # As the ticker does at each change of pace: the cap's grid follows the frame rate.
         self.core.rate_cap.pace(self.timeline.time_step_ns, self.timeline.real_time_factor)
         self.sink, self.pace, self.logger = Sink(boundary), Pace(), Logger()
+        self.sink.ends_frames = boundary < 10 ** 9  # a boundary of its own: as a bag's end
         self.readers, self.gate_readers = FrameReaders(), GateReaders()
         self.expected = Expected()
         self.events = Recorder()

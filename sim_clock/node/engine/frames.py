@@ -72,8 +72,9 @@ class FrameEngine:
         self._ends_frames = parts.sink.ends_frames
         #: Whether frames wait for participants or output gates now: the core's answer.
         self.holds_frames = core.holds_frames
-        #: What the frames out left to do once finished: a change of the timeline, or None.
-        self._at_frames_end: Optional[Callable] = None
+        #: What the frames out left to do once finished (:meth:`finish_frames`): a change of
+        #: the timeline, or None. Read by free run at every tick.
+        self.at_frames_end: Optional[Callable] = None
         self._steps = StepRunner(self, parts)
         self._free_run = FreeRun(self, parts)
         #: Take a step: :meth:`StepRunner.step`.
@@ -122,15 +123,16 @@ class FrameEngine:
         """Follow a change of the timeline: a step waiting may go on."""
         if change.reset:
             # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
-            self._at_frames_end = None
+            self.at_frames_end = None
         self._steps.wake()
 
     # -- what holds frames -----------------------------------------------------------------------
 
     def expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
-        return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
-                and not self._expected.look())
+        roster = self._core.roster
+        return (bool(roster.expected) and not roster.all_ready
+                and participants_hold(self._timeline.mode) and not self._expected.look())
 
     def run_length(self, limit: int) -> int:
         """
@@ -142,7 +144,7 @@ class FrameEngine:
         timeline = self._timeline
         count = self._hold.frames_until_awaited(
             self._axes.to_clock(timeline.time_ns), timeline.time_step_ns, limit)
-        if count > 1 and self.unready(count, start=False):
+        if count > 1 and self._gates.gates and self.unready(count, start=False):
             return count - 1
         return count
 
@@ -158,11 +160,6 @@ class FrameEngine:
         self._gates.hold(topics if start else (), last, now)
         return topics
 
-    @property
-    def end_pending(self) -> bool:
-        """Whether the frames out left something to do at their end, not done yet."""
-        return self._at_frames_end is not None
-
     # -- frames ----------------------------------------------------------------------------------
 
     def limit(self, limit: int) -> int:
@@ -172,7 +169,8 @@ class FrameEngine:
         Never past the sink's boundary (a bag's end); under ``max_clock_rate``, what the rate
         cap can afford now (held back: 0).
         """
-        limit = self.sink.limit(limit)
+        if self._ends_frames:  # only a sink whose frames end somewhere has a boundary
+            limit = self.sink.limit(limit)
         if not (self._cap.active and self._timeline.frame_period_ns() is not None):
             return limit
         return self._cap.limit(limit, self._timeline.frame, self._now())
@@ -191,7 +189,7 @@ class FrameEngine:
         if holds:
             last = to_clock(frames[-1])
             before = to_clock(frames[0] - frames.step)
-            gated = self._gates.gated_in(before, last)
+            gated = bool(self._gates.gates) and self._gates.gated_in(before, last)
             if gated:  # what the gated topics carry from now on answers these frames
                 self._gate_readers.drain()
         if cap.active and self._timeline.frame_period_ns() is not None:
@@ -214,14 +212,14 @@ class FrameEngine:
             self._participants.frame_out(last)  # after its data and /clock
             self._hold.published(before, last, now, gated)
         if self._ends_frames:
-            self._at_frames_end = self.sink.end_of_frames() or self._at_frames_end
-        if self._at_frames_end is not None:
+            self.at_frames_end = self.sink.end_of_frames() or self.at_frames_end
+        if self.at_frames_end is not None:
             self.finish_frames()
 
     def finish_frames(self) -> None:
         """Apply what the frames out left to do at their end, once no participant works on them."""
-        if self._at_frames_end is not None and self._hold.settled:
-            change, self._at_frames_end = self._at_frames_end, None
+        if self.at_frames_end is not None and self._hold.settled:
+            change, self.at_frames_end = self.at_frames_end, None
             self._changes.apply(change)
 
     def republish(self) -> None:

@@ -58,9 +58,11 @@ class FreeRun:
         timeline, frames_out = self._timeline, self._frames
         if timeline.release_lapsed_holder():
             self._changes.dispatch()
-        frames_out.finish_frames()
+        if frames_out.at_frames_end is not None:
+            frames_out.finish_frames()
         free_running, holds = timeline.free_running, False
-        if free_running and frames_out.expected_hold():
+        # Expected nodes asked only if there are any: the tick comes at every frame.
+        if free_running and self._core.roster.expected and frames_out.expected_hold():
             self._waits_for_expected()
             frames = range(0)
         elif free_running and frames_out.holds_frames():
@@ -102,7 +104,7 @@ class FreeRun:
                 f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
                 f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
                 'free run goes on', throttle_duration_sec=5.0)
-        silent = gates.late(self._now())
+        silent = gates.late(self._now()) if gates.gates else []
         if silent:
             frames_out.missed(Late(topics=silent))
             gates.release(silent)
@@ -110,7 +112,7 @@ class FreeRun:
                 f'free run: frame {self._timeline.frame} had no output on {", ".join(silent)} '
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             frames_out.finish_frames()
-        if not self._hold.settled or frames_out.end_pending:
+        if not self._hold.settled or frames_out.at_frames_end is not None:
             late = barrier.late(self._now())
             if late:
                 self._logger.warning(
@@ -118,7 +120,7 @@ class FreeRun:
                     throttle_duration_sec=5.0)
             return range(0)
         count = frames_out.limit(frames_out.run_length(FRAMES_PER_TICK))
-        if count == 1 and frames_out.unready(1):
+        if count == 1 and gates.gates and frames_out.unready(1):
             nobody = gates.no_writer(self._now())
             frames_out.no_writer(nobody)
             gates.release(nobody)
