@@ -163,7 +163,7 @@ class BagPlayer:
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
                             qos_profile=SERVICE_QOS)
-        self._playback = PlaybackServices(node, node, node.engine.step, node.timeline,
+        self._playback = PlaybackServices(node, node.control, node.engine.step, node.timeline,
                                           self.frames, node.axes, self._end)
         self._log_start()
         self._keyboard = self._keys_timer = None
@@ -280,7 +280,7 @@ class BagPlayer:
                 f'seek time {target_ns} ns is outside the bag: /clock runs from '
                 f'{node.clock_ns(0)} to {node.clock_ns(self.frames.end_ns)} ns')
         else:
-            node.apply_change(lambda: timeline.seek(elapsed, f'~/seek to {target_ns} ns'))
+            node.changes.apply(lambda: timeline.seek(elapsed, f'~/seek to {target_ns} ns'))
             success, message = True, f'at {target_ns} ns (epoch {timeline.epoch})'
         return SeekOutcome(success, message, node.clock_ns(timeline.time_ns), timeline.epoch)
 

@@ -38,11 +38,8 @@ from sim_clock.arguments import split_command_line
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
-from sim_clock.core.rules import Refused
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
-from sim_clock.core.units import NS_PER_MS
-from sim_clock.core.units import NS_PER_SEC
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
@@ -51,6 +48,7 @@ from sim_clock.node import simulation_interfaces
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import ClockSourceAlarm
 from sim_clock.node.changes import TimelineChanges
+from sim_clock.node.control import ServerControl
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine_parts import EngineParts
@@ -59,10 +57,6 @@ from sim_clock.node.engine_parts import WaitParts
 from sim_clock.node.flow import FlowControl
 from sim_clock.node.frame_events import FrameTimeline
 from sim_clock.node.gates import OutputGates
-from sim_clock.node.outcomes import Answer
-from sim_clock.node.outcomes import ServerStatus
-from sim_clock.node.outcomes import SyncOutcome
-from sim_clock.node.outcomes import time_msg
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
@@ -160,11 +154,15 @@ class ClockServer(Node):
         # After the engine's own (the time again after a reset): the tick, parameter events.
         self.changes.after_dispatch(self.ticker.after_changes)
         self.changes.after_dispatch(self._parameter_bridge.after_changes)
-        self._control = ControlServices(self, self, self.engine)
+        self.alarm = alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
+        #: The control calls (sync mode, pause, resume, reset, status) the services make.
+        self.control = ServerControl(
+            core, self.changes, axes, self.get_logger(), self.views.describe,
+            lambda: alarm.others, self.expected.describe_missing)
+        self._control = ControlServices(self, self.control, self.engine)
         self.ticker.start(self.engine.tick)
         self.output_gates.refresh()
         self.engine.republish()
-        self.alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         self._diagnostics = ClockDiagnostics(
             self, self._timeline, core.hold, self.steady_clock, self.alarm)
         self._simulation_interfaces = (
@@ -215,75 +213,6 @@ class ClockServer(Node):
         """
         self.acks.stop()
 
-    # -- the public methods that services call -------------------------------------------------
-
-    def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
-        """Take or give up sync mode, MORAI's way."""
-        try:
-            user_id, message = self.apply_change(
-                lambda: self._timeline.sync_mode_cmd(user_id, start, time_step_ms))
-            result = True
-            self.get_logger().info(f'sync_mode_cmd from {user_id!r}: {message}')
-        except Refused as refused:
-            result, user_id, message = False, refused.holder, refused.reason
-            self.get_logger().warning(f'sync_mode_cmd refused: {message}')
-        status = self._timeline.status()
-        return SyncOutcome(result=result, user_id=user_id, message=message, frame=status.frame,
-                           time_step=status.time_step_ns // NS_PER_MS)
-
-    def set_sync(self, on: bool) -> Answer:
-        """Sync on with no holder, or off releasing any holder (the operator's override)."""
-        holder = self._timeline.holder
-        changed = self.apply_change(lambda: self._timeline.set_sync(on, switch_mode=True))
-        state = 'on' if on else 'off'
-        message = f'sync {state}' if changed else f'sync was already {state}'
-        if holder and not on:
-            message += f'; hold of {holder!r} released'
-            self.get_logger().info(f'sync turned off by an operator; {holder!r} released')
-        return Answer(success=True, message=message)
-
-    def pause(self) -> Answer:
-        """Freeze real-time and free-run time."""
-        changed = self.apply_change(lambda: self._timeline.set_paused(True))
-        return Answer(success=True, message=(
-            f'paused at {self.clock_now()} ns' if changed else 'already paused'))
-
-    def resume(self) -> Answer:
-        """Unfreeze time."""
-        changed = self.apply_change(lambda: self._timeline.set_paused(False))
-        return Answer(success=True, message=(
-            f'resumed at {self.clock_now()} ns' if changed else 'not paused'))
-
-    def reset(self) -> Answer:
-        """Time and frame back to the start, epoch + 1; mode, sync and holder stay."""
-        self.apply_change(lambda: self._timeline.reset('~/reset called'))
-        return Answer(success=True, message=f'time reset to {self.clock_now()} ns '
-                                            f'(epoch {self._timeline.epoch})')
-
-    def status(self) -> ServerStatus:
-        """Return the state as ``~/get_status`` answers it."""
-        s = self._timeline.status()
-        barrier = self._core.barrier
-        joined = sorted(barrier.participants.values(), key=lambda p: p.name)
-        done = [time_msg(participant.last_done_ns or 0) for participant in joined]
-        gates = list(self._core.gates.gates.values())
-        return ServerStatus(
-            mode=s.mode.value, sync=s.sync, paused=s.paused, frame=s.frame,
-            clock_ns=self.clock_ns(s.time_ns), epoch=s.epoch, owner=s.holder,
-            real_time_factor=float(s.real_time_factor), time_step_ns=s.time_step_ns,
-            publish_rate=NS_PER_SEC / self._pacing.publish_period_ns,
-            participants=[p.name for p in joined], participants_done=done,
-            participants_slowest=[p.slowest_ns / NS_PER_SEC for p in joined],
-            waiting_for=barrier.waiting_for, other_clock_sources=self.alarm.others,
-            clock_views=self.views.describe(), max_clock_rate=float(self._core.rate_cap.max_rate),
-            clock_stride=self._core.rate_cap.stride,
-            output_gates=[gate.spec.text for gate in gates],
-            output_gates_satisfied=[time_msg(gate.last_satisfied_ns or 0) for gate in gates],
-            output_gates_slowest=[gate.slowest_ns / NS_PER_SEC for gate in gates],
-            output_gates_waiting=self._core.gates.waiting_for,
-            expected_participants=list(self._core.roster.expected),
-            expected_missing=self.expected.describe_missing())
-
     def set_parameters_atomically(self, parameter_list: list):
         """Set parameters as rclpy's Node does; each change, or its refusal, goes to the log."""
         bridge = getattr(self, '_parameter_bridge', None)  # none yet while parameters are declared
@@ -295,28 +224,16 @@ class ClockServer(Node):
         """Set parameters one by one, as rclpy's Node does (each through the log, as above)."""
         return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
 
-    def apply_change(self, change: Callable):
-        """Run ``change()`` on the timeline; then announce and publish what changed."""
-        return self.changes.apply(change)
-
     # -- changes -------------------------------------------------------------------------------
 
     def _apply_settings(self, parsed: dict) -> None:
-        self.apply_change(lambda: settings.apply(parsed, self._core))
+        self.changes.apply(lambda: settings.apply(parsed, self._core))
         if 'publish_frame_events' in parsed:
             self.frame_timeline.publish(parsed['publish_frame_events'])
         if 'output_gates' in parsed:
             self.output_gates.reconfigure()
         if 'expected_participants' in parsed:
             self.expected.look()
-
-    def dispatch(self) -> None:
-        """Announce and publish the changes the timeline recorded since the last call."""
-        self.changes.dispatch()
-
-    def clock_now(self) -> int:
-        """Return the /clock value of the current time."""
-        return self.clock_ns(self._timeline.time_ns)
 
     # -- the spin loop ---------------------------------------------------------------------------
 

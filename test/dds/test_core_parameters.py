@@ -96,8 +96,8 @@ def rig(context):
 def test_a_service_change_is_what_every_read_shows(rig):
     """After a pause and a sync_mode_cmd: node reads, the service and the store all agree."""
     server = rig.server
-    assert server.pause().success
-    assert server.sync_mode_cmd('a', True, 20).result
+    assert server.control.pause().success
+    assert server.control.sync_mode_cmd('a', True, 20).result
     expected = {'mode': 'simulation', 'sync': True, 'paused': True, 'time_step': 0.02}
     for name, value in expected.items():
         assert server.get_parameter(name).value == value, name
@@ -112,12 +112,12 @@ def test_a_service_change_is_what_every_read_shows(rig):
 def test_a_service_change_runs_no_parameter_set_and_one_event_says_it(rig):
     """No set (no callback runs); one /parameter_events message per change, with the values."""
     server = rig.server
-    server.pause()
+    server.control.pause()
     rig.spin_until(lambda: rig.events, 'the pause event')
-    server.sync_mode_cmd('a', True, 20)
+    server.control.sync_mode_cmd('a', True, 20)
     rig.spin_until(lambda: len(rig.events) >= 2, 'the sync_mode_cmd event')
-    server.reset()  # mode, sync, paused and time_step stay: no event
-    server.pause()  # paused already: no change, no event
+    server.control.reset()  # mode, sync, paused and time_step stay: no event
+    server.control.pause()  # paused already: no change, no event
     rig.spin_for(0.3)
     assert rig.set_calls == []
     assert rig.changed() == [('paused', True), ('sync', True), ('time_step', 0.02)]

@@ -29,18 +29,18 @@ def test_every_kind_of_change_leaves_flow_control_armed_as_the_run_says(context)
     try:
         timeline = server.timeline
         changes = [
-            ('start', lambda: server.set_sync(True)),
-            ('sync on', lambda: server.set_sync(True)),
-            ('held', lambda: server.sync_mode_cmd('planner', True, 0)),
-            ('released', lambda: server.sync_mode_cmd('planner', False, 0)),
-            ('paused', server.pause),
-            ('resumed', server.resume),
+            ('start', lambda: server.control.set_sync(True)),
+            ('sync on', lambda: server.control.set_sync(True)),
+            ('held', lambda: server.control.sync_mode_cmd('planner', True, 0)),
+            ('released', lambda: server.control.sync_mode_cmd('planner', False, 0)),
+            ('paused', server.control.pause),
+            ('resumed', server.control.resume),
             ('real time', lambda: server.set_parameters([Parameter('mode', value='real_time')])),
-            ('real time, paused', server.pause),
+            ('real time, paused', server.control.pause),
             ('simulation', lambda: server.set_parameters(
                 [Parameter('mode', value='simulation')])),
             ('sync by parameter', lambda: server.set_parameters([Parameter('sync', value=True)])),
-            ('reset', server.reset),
+            ('reset', server.control.reset),
             ('free run by parameter', lambda: server.set_parameters(
                 [Parameter('sync', value=False), Parameter('paused', value=False)])),
             ('paused by parameter', lambda: server.set_parameters(

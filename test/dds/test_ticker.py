@@ -251,12 +251,12 @@ def test_a_server_keeps_its_timers_through_pauses_and_mode_changes(context):
         timers, tick = list(server.timers), server.ticker._timer
         periods = set()
         for _ in range(CYCLES):
-            server.pause()
+            server.control.pause()
             periods.add(server.ticker.period_ns)
-            server.resume()
+            server.control.resume()
             periods.add(server.ticker.period_ns)
-            server.set_sync(True)  # a reset, each
-            server.set_sync(False)
+            server.control.set_sync(True)  # a reset, each
+            server.control.set_sync(False)
         assert len(periods) == 2, periods  # the period did change, each time
         assert list(server.timers) == timers and server.ticker._timer is tick
     finally:

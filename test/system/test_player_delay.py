@@ -42,7 +42,7 @@ def test_the_delay_holds_time_until_it_is_over(delayed):
 
 def test_a_resume_by_service_ends_the_delay(delayed):
     """~/resume: time runs, and the delay does not pause or resume it again later."""
-    assert delayed.node.resume().success
+    assert delayed.node.control.resume().success
     assert delayed._delay_timer is None
     assert delayed.node.get_parameter('paused').value is False
 
