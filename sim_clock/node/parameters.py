@@ -43,6 +43,7 @@ from typing import Callable
 from typing import Iterator
 from typing import List
 from typing import Mapping
+from typing import Tuple
 
 from rcl_interfaces.msg import FloatingPointRange
 from rcl_interfaces.msg import ParameterDescriptor
@@ -57,6 +58,7 @@ from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
+from sim_clock.node.engine_parts import Changes
 
 
 def _seconds(value) -> str:
@@ -177,15 +179,16 @@ class ParameterBridge:
     Take a parameter set to the core, and make the parameters the core's state.
 
     A parameter set is completed (mode and sync kept consistent), validated (a refusal names
-    what is allowed and changes nothing) and applied through ``apply(parsed)``, which changes
-    the core and dispatches the change; :meth:`announce` puts on /parameter_events what a
-    service changed.
+    what is allowed and changes nothing) and applied to the core through ``changes`` (the
+    change dispatch announces it); then each part that follows a setting (:meth:`when_set`)
+    is given its new value. :meth:`announce` puts on /parameter_events what a service changed.
     """
 
-    def __init__(self, node: Node, core: settings.Core, apply: Callable[[dict], None]):
+    def __init__(self, node: Node, core: settings.Core, changes: Changes):
         self._node = node
         self._core = core
-        self._apply = apply
+        self._changes = changes
+        self._followers: List[Tuple[str, Callable[[object], None]]] = []
         self._store = compat.replace_parameter_store(
             node, lambda stored: CoreParameters(stored, core.timeline))
         node.add_pre_set_parameters_callback(self._complete)
@@ -209,10 +212,19 @@ class ParameterBridge:
             return SetParametersResult(successful=False, reason=refused.reason)
         return SetParametersResult(successful=True)
 
+    def when_set(self, name: str, follow: Callable[[object], None]) -> None:
+        """Call ``follow(value)`` after each set of setting ``name`` is applied to the core."""
+        self._followers.append((name, follow))
+
     def _applied(self, parameters: List[Parameter]) -> None:
-        parsed = settings.parse({p.name: p.value for p in parameters}, self._mode(), self._core)
-        if parsed:
-            self._apply(parsed)
+        core = self._core
+        parsed = settings.parse({p.name: p.value for p in parameters}, self._mode(), core)
+        if not parsed:
+            return
+        self._changes.apply(lambda: settings.apply(parsed, core))
+        for name, follow in self._followers:
+            if name in parsed:
+                follow(parsed[name])
 
     def after_changes(self, changes: list) -> None:
         """

@@ -92,8 +92,6 @@ class ClockServer(Node):
         now_ns = time.monotonic_ns
         self._core = core = settings.initial(values, now_ns=now_ns)
         self._timeline, self._pacing = core.timeline, core.pacing
-        # From here on, mode, sync, paused and time_step read from the timeline.
-        self._parameter_bridge = parameters.ParameterBridge(self, core, self._apply_settings)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
@@ -104,6 +102,10 @@ class ClockServer(Node):
         self.changes = TimelineChanges(
             self._timeline, axes, self.get_logger(), self.frame_timeline.reset,
             lambda: core.take_changes(now_ns(), axes.to_clock))
+        # From here on, mode, sync, paused and time_step read from the timeline; a set of
+        # parameters changes the core through the change dispatch.
+        self._parameter_bridge = bridge = parameters.ParameterBridge(self, core, self.changes)
+        bridge.when_set('publish_frame_events', self.frame_timeline.publish)
         #: The tick timer; with use_sim_time this node's ROS clock follows the frames out.
         self.ticker = Ticker(
             self._timeline, self._pacing, core.rate_cap, axes,
@@ -132,15 +134,17 @@ class ClockServer(Node):
             core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
             self.flow, self.acks)))
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
-        self.expected = ExpectedParticipants(self, core.roster, sink.publishers,
-                                             self.steady_clock)
+        self.expected = expected = ExpectedParticipants(self, core.roster, sink.publishers,
+                                                        self.steady_clock)
+        bridge.when_set('expected_participants', lambda names: expected.look())
         # The readers of the waits on the wire; the engine, made next, tells them each frame
         # out and registers with them what a wait that ends calls.
         waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
                           steady_clock=self.steady_clock, now_ns=now_ns)
         self.participants = Participants(waits, core.barrier)
         #: The subscriptions of the gated topics (output_gates).
-        self.output_gates = OutputGates(waits, core.gates)
+        self.output_gates = gates = OutputGates(waits, core.gates)
+        bridge.when_set('output_gates', lambda specs: gates.reconfigure())
         # One executor runs every callback, on one thread: the timeline needs no lock.
         #: Every frame of every mode goes through it.
         self.engine = FrameEngine(EngineParts(
@@ -223,17 +227,6 @@ class ClockServer(Node):
     def set_parameters(self, parameter_list: list) -> list:
         """Set parameters one by one, as rclpy's Node does (each through the log, as above)."""
         return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
-
-    # -- changes -------------------------------------------------------------------------------
-
-    def _apply_settings(self, parsed: dict) -> None:
-        self.changes.apply(lambda: settings.apply(parsed, self._core))
-        if 'publish_frame_events' in parsed:
-            self.frame_timeline.publish(parsed['publish_frame_events'])
-        if 'output_gates' in parsed:
-            self.output_gates.reconfigure()
-        if 'expected_participants' in parsed:
-            self.expected.look()
 
     # -- the spin loop ---------------------------------------------------------------------------
 
