@@ -37,7 +37,6 @@ from typing import Sequence
 from typing import Tuple
 
 from rclpy.clock import Clock
-from rclpy.node import Node
 from sim_clock.core.axes import Axes
 from sim_clock.core.hold import Late
 from sim_clock.core.settings import Core
@@ -315,13 +314,46 @@ class EngineParts:
     now_ns: Callable[[], int] = time.monotonic_ns
 
 
+class Wire(Protocol):
+    """
+    The rclpy node as the readers of the waits use it: what they make, the graph, the logger.
+
+    Only rclpy Node's own methods: never the server's parts (``test_layout`` checks that no
+    part reads them on its node).
+    """
+
+    def create_publisher(self, msg_type, topic: str, qos_profile, **kwargs):
+        """Make a publisher (rclpy ``Node.create_publisher``)."""
+
+    def create_subscription(self, msg_type, topic: str, callback, qos_profile, **kwargs):
+        """Make a subscription."""
+
+    def create_service(self, srv_type, name: str, callback, **kwargs):
+        """Make a service."""
+
+    def create_timer(self, timer_period_sec: float, callback, **kwargs):
+        """Make a timer."""
+
+    def destroy_subscription(self, subscription) -> bool:
+        """Destroy a subscription made by :meth:`create_subscription`."""
+
+    def get_logger(self):
+        """Return the node's logger."""
+
+    def get_node_names_and_namespaces(self) -> List[Tuple[str, str]]:
+        """Return the nodes of the graph."""
+
+    def get_publishers_info_by_topic(self, topic_name: str) -> list:
+        """Return the graph's writers of ``topic_name``."""
+
+
 @dataclass
 class WaitParts:
     """What the node's readers of the engine's waits (participants, output gates) work with."""
 
     #: The rclpy node: the services, subscriptions, publishers and timers they make, the
     #: graph they look at, the logger.
-    node: Node
+    node: Wire
     timeline: Timeline
     #: Timeline time to /clock time: participants and gates speak /clock time.
     axes: Axes

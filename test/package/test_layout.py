@@ -168,6 +168,49 @@ def _assigned(source: str):
             yield node.attr
 
 
+#: Where the server is made and its parts wired: they may reach into it.
+COMPOSITION_ROOTS = {'sim_clock.node.server', 'sim_clock.bag.player'}
+
+
+def _server_only_attributes() -> set:
+    """Return what ClockServer has that an rclpy Node has not: its parts, its own methods."""
+    from rclpy.node import Node
+    with open(MODULES['sim_clock.node.server']) as source:
+        tree = ast.parse(source.read())
+    server = next(node for node in tree.body
+                  if isinstance(node, ast.ClassDef) and node.name == 'ClockServer')
+    names = {node.name for node in server.body if isinstance(node, ast.FunctionDef)}
+    names |= set(_assigned(ast.unparse(server)))
+    return names - set(dir(Node))
+
+
+def _is_a_node(expr) -> bool:
+    """Whether ``expr`` is how a part names the node it was given: node, self._node, ..."""
+    return ((isinstance(expr, ast.Name) and expr.id == 'node')
+            or (isinstance(expr, ast.Attribute) and expr.attr in ('node', '_node')))
+
+
+def test_no_part_reads_the_servers_own_attributes_on_its_node():
+    """
+    A part given the node uses it as an rclpy node only: never the server's parts or methods.
+
+    The parts each get what they use (doc/design.md): a part that read ``node.engine`` or
+    ``node.control`` would be handed the whole server again.
+    """
+    server_only = _server_only_attributes()
+    assert {'engine', 'control', 'changes', 'timeline', 'flow'} <= server_only
+    found = []
+    for name, path in MODULES.items():
+        if name in COMPOSITION_ROOTS or not name.startswith(('sim_clock.node', 'sim_clock.bag')):
+            continue
+        with open(path) as source:
+            tree = ast.parse(source.read())
+        found += [f'{name}:{node.lineno}: .{node.attr}' for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr in server_only
+                  and _is_a_node(node.value)]
+    assert found == []
+
+
 def test_bag_player_composes_the_server():
     """The bag player is no ClockServer subclass and overrides no private method of it."""
     from sim_clock.bag.frame_sink import BagFrames
