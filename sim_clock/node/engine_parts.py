@@ -363,3 +363,23 @@ class WaitParts:
     steady_clock: Clock
     #: Steady time, ns, as the engine's: when dones, outputs and joins came.
     now_ns: Callable[[], int] = time.monotonic_ns
+
+
+class EngineMember:
+    """
+    A part of the frame engine (the engine, its steps, its free run): the parts they share.
+
+    Bound once from :class:`EngineParts`, here, for each of them.
+    """
+
+    def __init__(self, parts: EngineParts):
+        self._core = core = parts.core
+        self._timeline = core.timeline
+        self._hold = core.hold
+        self._barrier = core.barrier
+        self._gates = core.gates
+        self._changes = parts.changes
+        self._logger = parts.logger
+        self._expected = parts.expected
+        self._events = parts.events
+        self._now = parts.now_ns

@@ -36,10 +36,11 @@ from sim_clock.core.hold import Late
 from sim_clock.core.rules import participants_hold
 from sim_clock.node.engine.free_run import FreeRun
 from sim_clock.node.engine.steps import StepRunner
+from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
 
 
-class FrameEngine:
+class FrameEngine(EngineMember):
     """
     The frames of one clock server, from :class:`EngineParts`: no node, no server.
 
@@ -52,20 +53,13 @@ class FrameEngine:
     """
 
     def __init__(self, parts: EngineParts):
-        self._events = parts.events
+        super().__init__(parts)
+        core = parts.core
         self.sink = parts.sink
-        self._core = core = parts.core
-        self._timeline = core.timeline
-        self._hold = core.hold
-        self._barrier = core.barrier
-        self._gates = core.gates
         self._axes = parts.axes
-        self._changes = parts.changes
         self._pace = parts.pace
         self._participants = parts.participants
         self._gate_readers = parts.gate_readers
-        self._expected = parts.expected
-        self._now = parts.now_ns
         #: The /clock rate cap of free run (the rule: ``core.clock_rate``).
         self._cap = core.rate_cap
         #: Whether the sink's frames may leave something to do at their end (a bag's).

@@ -29,25 +29,18 @@ from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.engine_parts import FramesOut
 
 
-class FreeRun:
+class FreeRun(EngineMember):
     """The frames of free run and real time, one tick at a time (:meth:`tick`)."""
 
     def __init__(self, frames: FramesOut, parts: EngineParts):
+        super().__init__(parts)
         self._frames = frames
-        self._core = core = parts.core
-        self._timeline = core.timeline
-        self._hold = core.hold
-        self._barrier = core.barrier
-        self._gates = core.gates
-        self._changes = parts.changes
         self._pace = parts.pace
-        self._logger = parts.logger
-        self._expected = parts.expected
-        self._now = parts.now_ns
         #: Since when free run has waited for expected participants (steady ns), and whether
         #: that was said.
         self._expected_since = None

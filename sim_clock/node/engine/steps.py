@@ -32,6 +32,7 @@ from typing import Optional
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import Refused
+from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.engine_parts import FramesOut
 from sim_clock.node.engine_parts import StepOutcome
@@ -75,7 +76,7 @@ class StepRequest:
     service: str = '~/step'
 
 
-class StepRunner:
+class StepRunner(EngineMember):
     """
     The steps of one engine: frames in runs up to the next frame that waits; then the answer.
 
@@ -84,20 +85,11 @@ class StepRunner:
     """
 
     def __init__(self, frames: FramesOut, parts: EngineParts):
+        super().__init__(parts)
         self._frames = frames
-        self._events = parts.events
-        self._core = core = parts.core
-        self._timeline = core.timeline
-        self._hold = core.hold
-        self._barrier = core.barrier
-        self._gates = core.gates
         self._acks = parts.acks
-        self._logger = parts.logger
-        self._expected = parts.expected
         self._sink = parts.sink
-        self._changes = parts.changes
         self._to_clock = parts.axes.to_clock
-        self._now = parts.now_ns
         self._steps = deque()
         #: The step running now: (request, coroutine), or None.
         self._running = None
