@@ -30,6 +30,8 @@ from typing import List
 from typing import Optional
 from typing import Tuple
 
+from sim_clock.core.rules import Refused
+
 #: The kinds, as msg/FrameEvent.msg numbers them.
 FRAME, DONE, GATE, ACK, STEP, RESET = range(6)
 #: Each kind's name, by number: the trace and the report name them so.
@@ -194,8 +196,13 @@ class FrameEventRing:
         return events, dropped
 
 
-def check_length(length: int) -> None:
-    """Raise ValueError, saying what is allowed, unless ``length`` is a ring's length."""
+def check_length(length: int) -> int:
+    """
+    Return ``length`` if it is a ring's length; else refuse it, saying what is allowed.
+
+    The one check of the ``frame_events`` setting: its parser, and the ring's invariant.
+    """
     if not isinstance(length, int) or isinstance(length, bool) or not 0 <= length <= MAX_LENGTH:
-        raise ValueError(f'frame_events must be an integer from 0 (off) to {MAX_LENGTH}, '
-                         f'got {length!r}')
+        raise Refused(f'frame_events must be an integer from 0 (off) to {MAX_LENGTH}, '
+                      f'got {length!r}')
+    return length

@@ -59,7 +59,6 @@ from sim_clock.core.rules import participant_timeout_from_seconds
 from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
-from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.state import Change
@@ -165,15 +164,6 @@ class Setting:
     dynamic: bool = False
 
 
-def _frame_events_length(value) -> int:
-    """Validate the frame timeline's length (events kept; 0: off)."""
-    try:
-        check_length(value)
-    except ValueError as error:
-        raise Refused(str(error)) from None
-    return value
-
-
 SETTINGS = (
     Setting(
         'mode', Mode.SIMULATION.value,
@@ -264,7 +254,7 @@ SETTINGS = (
         'each gated output, acknowledgement waits, step calls, resets; doc/timeline.md), '
         'read with ~/get_frame_events and simclock trace, report and top. 0: none recorded. '
         'A change keeps the newest.',
-        _frame_events_length, constraints=f'0 (off) to {MAX_LENGTH} events'),
+        check_length, constraints=f'0 (off) to {MAX_LENGTH} events'),
     Setting(
         'publish_frame_events', False,
         'Also publish each frame event on ~/frame_events as it is recorded (to record them '
