@@ -28,6 +28,7 @@ from typing import List
 from typing import Mapping
 from typing import Optional
 from typing import Protocol
+from typing import Tuple
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.clock_rate import ClockRateCap
@@ -361,17 +362,17 @@ def initial(values: Mapping[str, object], **timeline_options) -> Core:
                 FrameEventRing(parsed['frame_events']), parsed['publish_frame_events'])
 
 
-def shown(timeline: Timeline, time_step_given: float) -> Dict[str, object]:
+def shown(timeline: Timeline, time_step_set: Tuple[float, int]) -> Dict[str, object]:
     """
     Return the values of the settings in :data:`SHOWN` as the timeline's state gives them.
 
-    ``time_step`` is ``time_step_given`` (the seconds last set) while those give the timeline's
-    time step, so a value reads back as it was set; after a service changed the step, the
-    step's ns in seconds.
+    ``time_step_set``: the seconds last set and the ns they gave. The timeline owns the time
+    step; ``time_step`` reads back as it was set while it is still the timeline's, and after
+    a service changed the step, as the step's ns in seconds.
     """
     status = timeline.status()
-    time_step = (time_step_given if time_step_from_seconds(time_step_given) == status.time_step_ns
-                 else status.time_step_ns / NS_PER_SEC)
+    given, given_ns = time_step_set
+    time_step = given if given_ns == status.time_step_ns else status.time_step_ns / NS_PER_SEC
     return {'mode': status.mode.value, 'sync': status.sync, 'paused': status.paused,
             'time_step': time_step}
 

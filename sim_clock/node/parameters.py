@@ -144,10 +144,15 @@ class CoreParameters(MutableMapping):
                          for name, parameter in stored.items()}
         #: The shown values as the last /parameter_events message of each carried it.
         self.announced = {name: stored[name].value for name in settings.SHOWN}
+        self._spell_time_step(stored['time_step'].value)
+
+    def _spell_time_step(self, seconds: float) -> None:
+        """Keep how time_step was last set (its seconds, and the ns they give), to read back."""
+        self._time_step_set = (seconds, time_step_from_seconds(seconds))
 
     def shown(self) -> dict:
         """Return the shown names' values, from the timeline."""
-        return settings.shown(self._timeline, self.announced['time_step'])
+        return settings.shown(self._timeline, self._time_step_set)
 
     def __getitem__(self, name: str) -> Parameter:
         parameter = self._entries[name]
@@ -158,6 +163,8 @@ class CoreParameters(MutableMapping):
     def __setitem__(self, name: str, parameter: Parameter) -> None:
         if name in settings.SHOWN:
             self.announced[name] = parameter.value
+            if name == 'time_step':
+                self._spell_time_step(parameter.value)
             parameter = None
         self._entries[name] = parameter
 

@@ -93,9 +93,9 @@ def test_shown_reads_the_state_a_service_changed():
     """After sync_mode_cmd: mode, sync, paused, and the new time_step in seconds."""
     timeline = settings.initial(settings.DEFAULTS, now_ns=lambda: 0).timeline
     timeline.sync_mode_cmd('a', True, 20)
-    assert settings.shown(timeline, 0.01) == {
+    assert settings.shown(timeline, (0.01, 10 * NS_PER_MS)) == {
         'mode': 'simulation', 'sync': True, 'paused': False, 'time_step': 0.02}
-    assert tuple(settings.shown(timeline, 0.01)) == settings.SHOWN
+    assert tuple(settings.shown(timeline, (0.01, 10 * NS_PER_MS))) == settings.SHOWN
 
 
 def test_shown_keeps_the_time_step_as_set_while_it_gives_the_same_ns():
@@ -103,6 +103,6 @@ def test_shown_keeps_the_time_step_as_set_while_it_gives_the_same_ns():
     values = dict(settings.DEFAULTS, time_step=0.0123456789012)
     timeline = settings.initial(values, now_ns=lambda: 0).timeline
     assert timeline.time_step_ns == 12345679
-    assert settings.shown(timeline, 0.0123456789012)['time_step'] == 0.0123456789012
+    assert settings.shown(timeline, (0.0123456789012, 12345679))['time_step'] == 0.0123456789012
     timeline.set_time_step_ns(5 * NS_PER_MS)
-    assert settings.shown(timeline, 0.0123456789012)['time_step'] == 0.005
+    assert settings.shown(timeline, (0.0123456789012, 12345679))['time_step'] == 0.005
