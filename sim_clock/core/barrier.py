@@ -73,17 +73,13 @@ class Participant(Awaited):
     topics: Set[str] = field(default_factory=set)
     carried_ns: Optional[int] = None
 
-    def due(self, time_ns: int) -> bool:
-        """Whether a frame at ``time_ns`` is due for this participant."""
-        if self.last_due_ns is None:
-            return True
-        if self.next_ns is not None:
-            return time_ns >= self.next_ns
-        return time_ns - self.last_due_ns >= self.period_ns
-
     @property
     def next_due_ns(self) -> Optional[int]:
-        """Return the earliest time of the next frame due for it (None: the next frame)."""
+        """
+        Return the earliest time of the next frame due for it (None: the next frame).
+
+        A frame is due for it once its time reaches this: the one rule of when it is due.
+        """
         if self.last_due_ns is None:
             return None
         return self.next_ns if self.next_ns is not None else self.last_due_ns + self.period_ns
@@ -185,7 +181,8 @@ class Barrier:
         """Note a frame out at ``time_ns``; return the names it waits for (its round 0)."""
         waiting = []
         for participant in self.participants.values():
-            if participant.due(time_ns):
+            due_ns = participant.next_due_ns
+            if due_ns is None or time_ns >= due_ns:
                 participant.last_due_ns = time_ns
                 participant.await_frame(time_ns, now_ns)
                 waiting.append(participant.name)
