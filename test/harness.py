@@ -190,17 +190,34 @@ class TestClient:
     def wait_for_clock(self, condition: Callable[[int], bool] = lambda t: True,
                        what: str = 'a /clock message', timeout: float = TIMEOUT) -> int:
         """Wait for a /clock message (after those already seen) whose time meets condition."""
-        start = len(self.clocks)
-
-        def seen():
-            return any(condition(sim) for _, sim in self.clocks[start:])
-        self.spin_until(seen, what, timeout)
-        return next(sim for _, sim in self.clocks[start:] if condition(sim))
+        return self._wait_for_a_time(condition, len(self.clocks), what, timeout)
 
     def wait_for_time(self, time_ns: int, timeout: float = TIMEOUT) -> None:
         """Wait until /clock carrying ``time_ns`` has been received (at any point)."""
-        self.spin_until(lambda: any(sim == time_ns for _, sim in self.clocks),
-                        f'/clock at {time_ns} ns', timeout)
+        self._wait_for_a_time(lambda sim: sim == time_ns, 0, f'/clock at {time_ns} ns', timeout)
+
+    def _wait_for_a_time(self, condition: Callable[[int], bool], start: int, what: str,
+                         timeout: float) -> int:
+        """
+        Spin until a /clock message from the ``start``-th on meets ``condition``; return its time.
+
+        Each message is looked at once, as it comes. Looking over the whole list after every
+        message costs 7 s of CPU over a step of 10^4 frames; at a load average of 10 a test's
+        reader had taken 5,503 of them 60 s after the server had published them all.
+        """
+        found, looked = [], start
+
+        def seen() -> bool:
+            nonlocal looked
+            clocks = self.clocks
+            for index in range(looked, len(clocks)):
+                if condition(clocks[index][1]):
+                    found.append(clocks[index][1])
+                    return True
+            looked = len(clocks)
+            return False
+        self.spin_until(seen, what, timeout)
+        return found[0]
 
     # -- calling -------------------------------------------------------------------------------
 
