@@ -295,15 +295,20 @@ class Barrier:
 
     def late(self, now_ns: int) -> List[str]:
         """Return the names awaited for at least the timeout, sorted."""
-        timeout_ns = self.timeout.ns
-        return sorted(p.name for p in self.participants.values() if p.late(now_ns, timeout_ns))
+        timeout_ns, late = self.timeout.ns, []
+        for participant in self.participants.values():  # a loop: every wait asks
+            if participant.late(now_ns, timeout_ns):
+                late.append(participant.name)
+        return sorted(late)
 
     def deadline_ns(self) -> Optional[int]:
         """Return the steady time at which the first awaited participant is late, or None."""
-        timeout_ns = self.timeout.ns
-        times = [t for t in (p.deadline_ns(timeout_ns) for p in self.participants.values())
-                 if t is not None]
-        return min(times) if times else None
+        timeout_ns, first = self.timeout.ns, None
+        for participant in self.participants.values():  # a loop: every wait asks
+            deadline = participant.deadline_ns(timeout_ns)
+            if deadline is not None and (first is None or deadline < first):
+                first = deadline
+        return first
 
     def count_again(self, now_ns: int) -> None:
         """Give the participants still awaited a new timeout from ``now_ns`` (a new step)."""

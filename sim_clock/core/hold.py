@@ -89,18 +89,22 @@ class Hold:
 
     def late(self, now_ns: int) -> Late:
         """Return who has been awaited for its timeout at ``now_ns``."""
-        return Late(self.barrier.late(now_ns), self.gates.late(now_ns))
+        gates = self.gates  # asked only if there are any, here and below: every wait asks
+        return Late(self.barrier.late(now_ns), gates.late(now_ns) if gates.gates else [])
 
     def deadline_ns(self) -> Optional[int]:
         """Return the steady time at which the next holder is late, or None."""
-        times = [t for t in (self.barrier.deadline_ns(), self.gates.deadline_ns())
-                 if t is not None]
-        return min(times) if times else None
+        deadline = self.barrier.deadline_ns()
+        gated = self.gates.deadline_ns() if self.gates.gates else None
+        if deadline is None or gated is None:
+            return gated if deadline is None else deadline
+        return min(deadline, gated)
 
     def count_again(self, now_ns: int) -> None:
         """Give every holder still awaited a new timeout from ``now_ns`` (a new step)."""
         self.barrier.count_again(now_ns)
-        self.gates.count_again(now_ns)
+        if self.gates.gates:
+            self.gates.count_again(now_ns)
 
     def reset(self) -> None:
         """Time went back: nothing is awaited, and the next frame is due for everyone."""

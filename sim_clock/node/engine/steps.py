@@ -206,7 +206,7 @@ class StepRunner(EngineMember):
         """One step: frames in runs up to the next frame that waits; then the answer."""
         timeline, barrier, hold, frames = self._timeline, self._barrier, self._hold, self._frames
         self._acks.take_waits()  # what held earlier frames back is not this step's
-        if frames.expected_hold():
+        if self._core.roster.expected and frames.expected_hold():
             try:
                 self._dispatching(timeline.check_step, request.user_id, request.steps,
                                   request.target_frame, request.epoch)
