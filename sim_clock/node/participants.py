@@ -154,7 +154,8 @@ class Participants:
         barrier = self.barrier
         if not barrier.clear:
             return  # the engine looks again at its deadline or at the next release
-        started = barrier.next_round(self._now())
+        # A next round only if this one's participants published anything (rounds.counts).
+        started = barrier.next_round(self._now()) if barrier.rounds.counts else None
         if started is not None:
             self._publish_round(*started)
             return

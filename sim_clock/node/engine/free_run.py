@@ -91,8 +91,8 @@ class FreeRun(EngineMember):
     def _held(self) -> range:
         """Free run with participants or gates: the frames due, up to the next one that waits."""
         barrier, gates, frames_out = self._barrier, self._gates, self._frames
-        names, topics = barrier.take_runaway()
-        if names:
+        if barrier.rounds.runaway[0]:  # a frame stopped at MAX_ROUNDS: said once, taken
+            names, topics = barrier.take_runaway()
             self._logger.error(
                 f'a frame stopped after {MAX_ROUNDS} rounds: participants {", ".join(names)} '
                 f'still published on {", ".join(topics)} (a cycle that never goes quiet); '
