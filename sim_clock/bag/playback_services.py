@@ -56,7 +56,7 @@ class PlaybackServices:
     """
     rosbag2's player services on ``node`` (the player's).
 
-    ``control``: pause, resume and status (the server's); ``steps``: takes a step (the frame
+    ``control``: pause, resume and status (``ServerControl``); ``steps``: takes a step (the frame
     engine's); ``timeline``: where time is and whether it advances by itself; ``frames``: the
     player's frame sink (its cursor says which message plays next, and where the bag ends);
     ``axes``: bag time to timeline time; ``stop``: ends the player.

@@ -16,9 +16,10 @@
 The control services: each callback is one call on a part it was given.
 
 As rclpy's ``ParameterService``, a plain class handed the node for its services; a step goes
-to the frame engine (``steps``), every other request to one method of the server's control
-(:class:`Control`). The answers are filled from the outcomes those return. Expected failures
-are in the response, never raised.
+to the frame engine (``steps``: answered within the call by ``step_now`` when nothing can
+wait, else queued), every other request to one method of the control part (:class:`Control`,
+``node/control.py``'s ``ServerControl``). The answers are filled from the outcomes those
+return. Expected failures are in the response, never raised.
 """
 
 import dataclasses
@@ -94,7 +95,7 @@ def serve(node, table, callback_group=None) -> list:
 
 
 class Control(Protocol):
-    """What the control services ask of the server, besides steps (``ClockServer``'s)."""
+    """What the control services ask, besides steps (``control.ServerControl``'s)."""
 
     def sync_mode_cmd(self, user_id: str, start: bool, time_step_ms: int) -> SyncOutcome:
         """Take or give up sync mode, MORAI's way."""
@@ -119,7 +120,7 @@ class ControlServices:
     """
     ``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services, on ``node``.
 
-    ``control``: the server's control methods; ``steps``: takes steps (the frame engine).
+    ``control``: the control part (``ServerControl``); ``steps``: takes steps (the engine).
     """
 
     def __init__(self, node, control: Control, steps: Steps):

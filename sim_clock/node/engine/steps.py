@@ -15,7 +15,9 @@
 """
 The steps of the frame engine: each ``~/step`` (and the calls like it), from request to answer.
 
-A step is one coroutine (:meth:`StepRunner._run_step`) that the runner resumes itself
+A step that nothing can wait for is answered within its call, in one pass from request to
+answer (:meth:`StepRunner.step_now`). Any other is one coroutine
+(:meth:`StepRunner._run_step`) that the runner resumes itself
 whenever what it waits for may have changed (a participant's done or leave, a change of the
 timeline, a message on a gated topic, a deadline): it needs no executor that awaits
 coroutines, and behaves the same under the package's runtime and under ``rclpy.spin`` in any
