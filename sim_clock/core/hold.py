@@ -59,11 +59,6 @@ class Hold:
         return cls(Barrier(timeout=timeout), Gates(timeout=timeout), timeout)
 
     @property
-    def has_holders(self) -> bool:
-        """Whether any participant is joined or any gate set."""
-        return bool(self.barrier.participants or self.gates.gates)
-
-    @property
     def settled(self) -> bool:
         """Whether the frames out are finished: no done and no gated output is awaited."""
         # The gates asked only if there are any: every frame with participants asks.

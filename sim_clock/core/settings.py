@@ -97,20 +97,20 @@ class Core:
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now (some set, in this mode)."""
-        hold = self.hold  # what Hold.has_holders says, read here: every frame asks
+        hold = self.hold
         return bool(hold.barrier.participants or hold.gates.gates) and participants_hold(
             self.timeline.mode)
 
     def nothing_to_wait_for(self) -> bool:
         """
-        Whether no step could wait now: no participant, gate, expected node or ack_timeout.
+        Whether no step could wait now: nothing holds frames, expects nodes or waits for acks.
 
-        What lets a step be answered within its call (``StepRunner.step_now``). Read from
-        the settings as they are, never kept: nothing to invalidate when they change.
+        No participant or gate holds frames (:meth:`holds_frames`), no expected node, no
+        ``ack_timeout``. What lets a step be answered within its call
+        (``StepRunner.step_now``). Read from the settings as they are, never kept: nothing to
+        invalidate when they change.
         """
-        hold = self.hold
-        return not (self.ack_timeout_ns or hold.barrier.participants or hold.gates.gates
-                    or self.roster.expected)
+        return not (self.ack_timeout_ns or self.roster.expected or self.holds_frames())
 
     def holding(self) -> bool:
         """Whether participants or gates hold the next frame: someone or a writer is awaited."""

@@ -54,7 +54,7 @@ def test_a_gate_naming_its_timeout_keeps_it():
 
 def test_settled_once_both_answered_and_holding_until_then():
     hold = _hold()
-    assert hold.settled and not hold.holding and hold.has_holders
+    assert hold.settled and not hold.holding and hold.barrier.participants and hold.gates.gates
     hold.published(0, 20 * MS, 100, gated=True)
     assert not hold.settled and hold.holding
     assert hold.barrier.done('planner', 20 * MS, 300)

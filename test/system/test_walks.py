@@ -69,7 +69,7 @@ BAG_WALK = [
 #: The most distinct functions of the package each walk calls (its generated message code
 #: left out; lambdas and nested functions each count): the counts of this version, so that a
 #: change that lengthens a path fails here. doc/performance.md gives them beside the targets.
-MOST_FUNCTIONS = {'step': 22, 'free_run': 35, 'bag': 82}
+MOST_FUNCTIONS = {'step': 23, 'free_run': 35, 'bag': 82}
 
 
 class Walked(list):

@@ -124,9 +124,8 @@ class FrameEngine(EngineMember):
 
     def expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
-        roster = self._core.roster
-        return (bool(roster.expected) and not roster.all_ready
-                and participants_hold(self._timeline.mode) and not self._expected.look())
+        return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
+                and not self._expected.look())
 
     def run_length(self, limit: int) -> int:
         """
