@@ -44,6 +44,8 @@ from rclpy.duration import Duration
 SLICE_NS = 2_000_000
 #: Waits for readers shorter than this in all are left out of a step's answer, in ns.
 REPORTED_WAIT_NS = 100_000_000
+#: A look at whether a writer is acknowledged, without waiting.
+NO_WAIT = Duration(nanoseconds=0)
 
 
 class Acknowledgements:
@@ -110,18 +112,37 @@ class Acknowledgements:
         left. ``skip_stalled=False`` waits for the topics remembered as stalled too (flow
         control's windows).
         """
-        wait = Wait(self, publishers, timeout_ns, skip_stalled)
-        for _ in wait:
-            pass  # straight on to the next slice
-        return wait.stalled
+        slices = self._slices(publishers, timeout_ns, skip_stalled)
+        while True:
+            try:
+                next(slices)  # straight on to the next slice
+            except StopIteration as end:
+                return end.value
 
     def _slices(self, publishers, timeout_ns: int,
                 skip_stalled: bool) -> Generator[None, None, List[str]]:
-        """Wait as :class:`Wait` says, yielding between two slices; return the topics left."""
+        """
+        Wait as :class:`Wait` says, yielding between two slices; return the topics left.
+
+        Who is waited for: every publisher but, with ``skip_stalled``, those of a topic that
+        stalled before whose readers are the same and have not caught up. Then the slices.
+        Then the topics not acknowledged are remembered as stalled, and those and the skipped
+        ones returned, sorted. A topic waited for again (``skip_stalled`` False, or its readers
+        changed) is forgotten as stalled, and remembered again if it stalls again.
+        """
         now = start = time.monotonic_ns()
         deadline = now + timeout_ns
-        pending, skipped = self.begin(publishers, skip_stalled)
-        waited, topics = self._waited, [publisher.topic_name for publisher in pending]
+        remembered, pending, skipped, topics = self._stalled, [], [], []
+        for publisher in publishers:
+            topic = publisher.topic_name
+            if (skip_stalled and remembered.get(topic) == publisher.get_subscription_count()
+                    and not publisher.wait_for_all_acked(NO_WAIT)):
+                skipped.append(topic)
+            else:
+                remembered.pop(topic, None)
+                pending.append(publisher)
+                topics.append(topic)
+        waited = self._waited
         while pending and now < deadline:
             if self.stopped:
                 return []
@@ -134,8 +155,12 @@ class Acknowledgements:
             pending, now = still, after
             if pending and now < deadline:
                 yield
-        stalled = self.finish(pending, skipped)
+        stalled = skipped
+        for publisher in pending:
+            remembered[publisher.topic_name] = publisher.get_subscription_count()
+            stalled.append(publisher.topic_name)
         if stalled:
+            stalled.sort()
             self._stalled_now.update(stalled)
             self.waited = True
         if self.on_wait is not None and (topics or stalled):
@@ -154,38 +179,15 @@ class Acknowledgements:
             pending = self.wait_slice(pending, deadline)
         return not pending or self.stopped
 
-    def begin(self, publishers, skip_stalled: bool = True):
-        """
-        Return the publishers to wait for, and the topics skipped as stalled.
-
-        A topic is skipped if it stalled before, its readers are the same and it has not
-        caught up, unless ``skip_stalled`` is False: then every publisher is waited for, and a
-        topic that stalls again is remembered again (:meth:`finish`).
-        """
-        pending, skipped = [], []
-        for publisher in publishers:
-            topic = publisher.topic_name
-            readers = publisher.get_subscription_count()
-            if (skip_stalled and self._stalled.get(topic) == readers
-                    and not publisher.wait_for_all_acked(Duration(nanoseconds=0))):
-                skipped.append(topic)
-            else:
-                self._stalled.pop(topic, None)
-                pending.append(publisher)
-        return pending, skipped
-
     @staticmethod
     def wait_slice(pending, deadline: int) -> list:
         """Wait one slice (at most to ``deadline``); return the publishers still unacknowledged."""
         remaining = max(deadline - time.monotonic_ns(), 0)
-        wait = Duration(nanoseconds=min(remaining, SLICE_NS))
-        return [p for p in pending if not p.wait_for_all_acked(wait)]
-
-    def finish(self, pending, skipped) -> List[str]:
-        """Remember the topics not acknowledged as stalled; return every topic not waited for."""
-        for publisher in pending:
-            self._stalled[publisher.topic_name] = publisher.get_subscription_count()
-        return sorted(skipped + [publisher.topic_name for publisher in pending])
+        wait, still = Duration(nanoseconds=min(remaining, SLICE_NS)), []
+        for publisher in pending:  # a loop: every wait of a bag frame's data takes a slice
+            if not publisher.wait_for_all_acked(wait):
+                still.append(publisher)
+        return still
 
 
 class Wait:
