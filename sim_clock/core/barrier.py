@@ -117,6 +117,9 @@ class Barrier:
     timeout: Timeout = field(default_factory=Timeout)
     participants: Dict[str, Participant] = field(default_factory=dict)
     rounds: Rounds = field(default_factory=Rounds)
+    #: Whether a next_frame participant is joined: only then does a frame out carry what was
+    #: published before it (:meth:`take_carried`). Kept by :meth:`join` and :meth:`leave`.
+    carries: bool = False
 
     def join(self, name: str, period_ns: int, node: str = '', next_frame: bool = False,
              topics: Iterable[str] = ()) -> Participant:
@@ -142,11 +145,14 @@ class Barrier:
         else:
             participant.period_ns, participant.node = period_ns, node
         participant.next_frame, participant.topics = next_frame, set(topics)
+        self.carries = any(p.next_frame for p in self.participants.values())
         return participant
 
     def leave(self, name: str) -> bool:
         """Remove a participant; return whether it was joined. A frame stops waiting for it."""
-        return self.participants.pop(name, None) is not None
+        left = self.participants.pop(name, None) is not None
+        self.carries = any(p.next_frame for p in self.participants.values())
+        return left
 
     @property
     def waiting_for(self) -> List[str]:
@@ -268,10 +274,7 @@ class Barrier:
         one of them publishes on, with their names); None when no next_frame participant is
         joined. Taken once: the time published again carries none.
         """
-        for participant in self.participants.values():  # a loop: asked at every frame
-            if participant.next_frame:
-                break
-        else:
+        if not self.carries:
             return None
         writers = self._next_frame_writers()
         rounds = self.rounds
@@ -293,22 +296,24 @@ class Barrier:
         runaway, self.rounds.runaway = self.rounds.runaway, ((), ())
         return runaway
 
-    def late(self, now_ns: int) -> List[str]:
-        """Return the names awaited for at least the timeout, sorted."""
-        timeout_ns, late = self.timeout.ns, []
-        for participant in self.participants.values():  # a loop: every wait asks
-            if participant.late(now_ns, timeout_ns):
-                late.append(participant.name)
-        return sorted(late)
+    def overdue(self, now_ns: int) -> Tuple[List[str], Optional[int]]:
+        """
+        Return who is late at ``now_ns``, and when the next one awaited will be.
 
-    def deadline_ns(self) -> Optional[int]:
-        """Return the steady time at which the first awaited participant is late, or None."""
-        timeout_ns, first = self.timeout.ns, None
+        (the names awaited for at least the timeout, sorted; the earliest steady time at which
+        one awaited and not late yet is late, or None): one pass for a wait's two questions.
+        """
+        timeout_ns, late, first = self.timeout.ns, [], None
         for participant in self.participants.values():  # a loop: every wait asks
             deadline = participant.deadline_ns(timeout_ns)
-            if deadline is not None and (first is None or deadline < first):
+            if deadline is None:
+                continue
+            if deadline <= now_ns:
+                late.append(participant.name)
+            elif first is None or deadline < first:
                 first = deadline
-        return first
+        late.sort()
+        return late, first
 
     def count_again(self, now_ns: int) -> None:
         """Give the participants still awaited a new timeout from ``now_ns`` (a new step)."""

@@ -20,13 +20,14 @@ participants (:class:`~sim_clock.core.barrier.Barrier`: a done for each frame du
 and the output gates (:class:`~sim_clock.core.gates.Gates`: a message on a topic after a
 gated frame, and a writer matched before it). :class:`Hold` asks both every question the frame
 engine asks: how many frames go before one waits, whether the frames out are finished, who is
-late, when the next deadline falls; with one timeout setting for both (``participant_timeout``).
+late and when the next one will be; with one timeout setting for both (``participant_timeout``).
 """
 
 from dataclasses import dataclass
 from dataclasses import field
 from typing import List
 from typing import Optional
+from typing import Tuple
 
 from sim_clock.core.barrier import Barrier
 from sim_clock.core.gates import Gates
@@ -39,9 +40,6 @@ class Late:
 
     participants: List[str] = field(default_factory=list)
     topics: List[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.participants or self.topics)
 
 
 @dataclass
@@ -82,18 +80,22 @@ class Hold:
         if gated:
             self.gates.published(before_ns, time_ns, now_ns)
 
-    def late(self, now_ns: int) -> Late:
-        """Return who has been awaited for its timeout at ``now_ns``."""
-        gates = self.gates  # asked only if there are any, here and below: every wait asks
-        return Late(self.barrier.late(now_ns), gates.late(now_ns) if gates.gates else [])
+    def overdue(self, now_ns: int) -> Tuple[Optional[Late], Optional[int]]:
+        """
+        Return who is late at ``now_ns`` (None: nobody), and when the next holder will be.
 
-    def deadline_ns(self) -> Optional[int]:
-        """Return the steady time at which the next holder is late, or None."""
-        deadline = self.barrier.deadline_ns()
-        gated = self.gates.deadline_ns() if self.gates.gates else None
-        if deadline is None or gated is None:
-            return gated if deadline is None else deadline
-        return min(deadline, gated)
+        The deadline: the earliest steady time at which a participant awaited and not late yet
+        is, or at which a gate's wait changes (``Gates.deadline_ns``); None if neither comes. A
+        wait asks both at once, of the participants in one pass.
+        """
+        names, deadline = self.barrier.overdue(now_ns)
+        gates, topics = self.gates, []
+        if gates.gates:  # asked only if there are any: every wait asks
+            topics = gates.late(now_ns)
+            gated = gates.deadline_ns()
+            if gated is not None and (deadline is None or gated < deadline):
+                deadline = gated
+        return (Late(names, topics) if names or topics else None), deadline
 
     def count_again(self, now_ns: int) -> None:
         """Give every holder still awaited a new timeout from ``now_ns`` (a new step)."""

@@ -32,6 +32,7 @@ from diagnostic_msgs.msg import KeyValue
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from sim_clock.core.hold import Hold
+from sim_clock.core.hold import Late
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
 from sim_clock.names import DIAGNOSTICS_TOPIC
@@ -88,7 +89,7 @@ class ClockDiagnostics:
             'measured_real_time_factor': f'{measured:.4f}',
         }
         barrier, gates = self._hold.barrier, self._hold.gates
-        late = self._hold.late(time.monotonic_ns())
+        late = self._hold.overdue(time.monotonic_ns())[0] or Late()
         if late.participants:
             level = DiagnosticStatus.WARN
             message = f'waiting for late participants: {", ".join(late.participants)}'

@@ -82,15 +82,14 @@ def test_late_participants_are_named():
     barrier = Barrier(timeout=Timeout(600))
     barrier.join('a', 0)
     barrier.join('b', 0)
-    assert barrier.deadline_ns() is None
+    assert barrier.overdue(now_ns=0) == ([], None)
     barrier.published(10 * MS, now_ns=1000)
     barrier.done('b', 10 * MS, now_ns=1100)
-    assert barrier.deadline_ns() == 1600
-    assert barrier.late(now_ns=1500) == []
-    assert barrier.late(now_ns=1600) == ['a']
+    assert barrier.overdue(now_ns=1500) == ([], 1600)
+    assert barrier.overdue(now_ns=1600) == (['a'], None)  # late: no deadline to come
     barrier.count_again(now_ns=2000)  # a new step: a new timeout for the one still awaited
-    assert barrier.late(now_ns=2500) == [] and barrier.deadline_ns() == 2600
-    assert barrier.late(now_ns=2600) == ['a']
+    assert barrier.overdue(now_ns=2500) == ([], 2600)
+    assert barrier.overdue(now_ns=2600) == (['a'], None)
 
 
 def test_reset_makes_the_next_frame_due_for_everyone():

@@ -106,7 +106,7 @@ class FreeRun(EngineMember):
                 'within the gate timeout; time goes on', throttle_duration_sec=5.0)
             frames_out.finish_frames()
         if not self._hold.settled or frames_out.at_frames_end is not None:
-            late = barrier.late(self._now())
+            late = barrier.overdue(self._now())[0]
             if late:
                 self._logger.warning(
                     f'free run waits for late participants: {", ".join(late)}',

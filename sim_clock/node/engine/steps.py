@@ -16,10 +16,10 @@
 The steps of the frame engine: each ``~/step`` (and the calls like it), from request to answer.
 
 A step that nothing can wait for is answered within its call, in one pass from request to
-answer (:meth:`StepRunner.step_now`). Any other is one coroutine
-(:meth:`StepRunner._run_step`) that the runner resumes itself
-whenever what it waits for may have changed (a participant's done or leave, a change of the
-timeline, a message on a gated topic, a deadline): it needs no executor that awaits
+answer (:meth:`StepRunner.step_now`). Any other is one generator
+(:meth:`StepRunner._run_step`) that yields the steady time it waits until, and that the runner
+resumes itself then or whenever what it waits for may have changed (a participant's done or
+leave, a change of the timeline, a message on a gated topic): it needs no executor that awaits
 coroutines, and behaves the same under the package's runtime and under ``rclpy.spin`` in any
 executor. Its answer goes out through the reply it was given, later than the service callback
 if it waits (``compat.DeferredReplies``). Steps run one at a time, in the order they came.
@@ -27,8 +27,9 @@ if it waits (``compat.DeferredReplies``). Steps run one at a time, in the order 
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 from typing import Callable
-from typing import List
+from typing import Generator
 from typing import Optional
 
 from sim_clock.core.barrier import MAX_ROUNDS
@@ -44,19 +45,11 @@ from sim_clock.node.engine_parts import StepOutcome
 TURN_NS = 1_000
 #: How often a step waiting for expected participants looks at their matches again, in ns.
 EXPECTED_LOOK_NS = 50_000_000
-
-
-class Until:
-    """What a step awaits: a wake (:meth:`StepRunner.wake`), or steady time ``deadline_ns``."""
-
-    __slots__ = ('deadline_ns',)
-
-    def __init__(self, deadline_ns: Optional[int]):
-        #: None: no deadline; one already passed: the next turn of the executor.
-        self.deadline_ns = deadline_ns
-
-    def __await__(self):
-        yield self
+#: What a step yields to be resumed at the next turn of the executor (a deadline passed).
+NEXT_TURN = 0
+#: A step's wait, and the waits it is made of: a generator that yields the steady time to be
+#: resumed at (None: only when woken, :meth:`StepRunner.wake`) and returns what it came to.
+Waiting = Generator[Optional[int], None, Any]
 
 
 @dataclass
@@ -157,23 +150,19 @@ class StepRunner(EngineMember):
         Its outcome goes to ``request.reply``: within this call if nothing waits.
         """
         if self._events.ring.length:
-            request = self._recorded(request)
+            # Recorded in the frame timeline as it is answered: a reply of its own, for this call.
+            start, frame, epoch = self._now(), self._timeline.frame, self._timeline.epoch
+            reply = request.reply
+
+            def recorded(outcome: StepOutcome) -> None:
+                frames = outcome.frame - frame if outcome.epoch == epoch else outcome.frame
+                self._events.step(request.service, request.user_id, outcome.clock_ns, start,
+                                  frames, outcome.success, outcome.message)
+                reply(outcome)
+            request.reply = recorded
         self._steps.append(request)
         if self._running is None:
             self._resume()
-
-    def _recorded(self, request: StepRequest) -> StepRequest:
-        """Return ``request`` with a reply that also records the call in the frame timeline."""
-        start, frame, epoch = self._now(), self._timeline.frame, self._timeline.epoch
-        reply = request.reply
-
-        def recorded(outcome: StepOutcome) -> None:
-            frames = outcome.frame - frame if outcome.epoch == epoch else outcome.frame
-            self._events.step(request.service, request.user_id, outcome.clock_ns, start,
-                              frames, outcome.success, outcome.message)
-            reply(outcome)
-        request.reply = recorded  # a request of its own, made for this call
-        return request
 
     def _take_all(self, request: StepRequest) -> range:
         """Check the step and advance the timeline by all its frames; return them."""
@@ -204,7 +193,7 @@ class StepRunner(EngineMember):
                            + self._acks.take_report())
         return outcome
 
-    async def _run_step(self, request: StepRequest) -> StepOutcome:
+    def _run_step(self, request: StepRequest) -> Waiting:
         """One step: frames in runs up to the next frame that waits; then the answer."""
         timeline, barrier, hold, frames = self._timeline, self._barrier, self._hold, self._frames
         self._acks.take_waits()  # what held earlier frames back is not this step's
@@ -214,7 +203,7 @@ class StepRunner(EngineMember):
                                   request.target_frame, request.epoch)
             except Refused as refused:
                 return self._refused(refused)
-            missing = await self._expected_ready()
+            missing = yield from self._expected_ready()
             if missing:
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for expected participants that are '
@@ -234,17 +223,18 @@ class StepRunner(EngineMember):
                     request.epoch)
         except Refused as refused:
             return self._refused(refused)
-        hold.count_again(self._now())
+        if not hold.settled:  # a new step: who is still awaited gets a new timeout
+            hold.count_again(self._now())
         while True:
-            late = (await self._finished()) if not hold.settled else self._clear()
-            if late:
+            late = yield from self._finished()
+            if late is not None:
                 frames.missed(late)
                 return self._outcome(
                     False, f'frame {timeline.frame} waits for {_describe(late)}; '
                     f'{steps - remaining} of {steps} frames done',
                     late=late.participants + late.topics)
-            names, topics = barrier.take_runaway()
-            if names:
+            if barrier.rounds.runaway[0]:  # a frame stopped at MAX_ROUNDS: taken, said
+                names, topics = barrier.take_runaway()
                 return self._outcome(
                     False, f'frame {timeline.frame} stopped after {MAX_ROUNDS} rounds: '
                     f'participants {", ".join(names)} still published on {", ".join(topics)} '
@@ -253,7 +243,7 @@ class StepRunner(EngineMember):
             done = steps - remaining
             if request.progress is not None:
                 if done and remaining:
-                    await Until(0)  # a turn of the executor: a cancel, for one, may come
+                    yield NEXT_TURN  # a cancel, for one, may come
                 if not request.progress(done) and remaining:
                     return self._outcome(
                         False, f'stopped by the caller after {done} of {steps} frames')
@@ -267,7 +257,7 @@ class StepRunner(EngineMember):
             else:
                 count = remaining
             if count == 1 and holds:
-                nobody = await self._writers()
+                nobody = yield from self._writers()
                 if nobody:
                     return self._outcome(
                         False, f'frame {timeline.frame + 1} is held: no node publishes '
@@ -283,33 +273,30 @@ class StepRunner(EngineMember):
             remaining -= count
         outcome = self._done()
         if self._core.ack_timeout_ns:
-            outcome.unacknowledged = await self._acknowledged(self._core.ack_timeout_ns)
+            outcome.unacknowledged = yield from self._acknowledged(self._core.ack_timeout_ns)
             if outcome.unacknowledged:
                 outcome.message += ('; not acknowledged by all reliable readers in time: '
                                     + ', '.join(outcome.unacknowledged))
         return outcome
 
-    def _clear(self) -> Late:
-        """:meth:`_finished` when nothing is awaited: settle, nobody late."""
-        self._frames.finish_frames()
-        return Late()
-
-    async def _finished(self) -> Late:
+    def _finished(self) -> Waiting:
         """
         Wait until no participant works on a frame out and no gated output is missing.
 
-        Return nobody, or the late participants and the gated topics past their timeout.
+        Return None then (what the frames left to do at their end applied), or the late
+        participants and the gated topics past their timeout (:class:`Late`).
         """
         hold = self._hold
         while not hold.settled:
-            late = hold.late(self._now())
-            if late:
+            late, deadline = hold.overdue(self._now())
+            if late is not None:
                 return late
-            await Until(hold.deadline_ns())
-        self._frames.finish_frames()
-        return Late()
+            yield deadline
+        if self._frames.at_frames_end is not None:
+            self._frames.finish_frames()
+        return None
 
-    async def _expected_ready(self) -> List[str]:
+    def _expected_ready(self) -> Waiting:
         """Wait until every expected node is ready; return what each lacks past the timeout."""
         expected = self._expected
         deadline = self._now() + self._hold.timeout.ns
@@ -318,10 +305,10 @@ class StepRunner(EngineMember):
             if now >= deadline:
                 return expected.describe_missing()
             # Woken by a report; matches come without one, so looked at again meanwhile.
-            await Until(min(deadline, now + EXPECTED_LOOK_NS))
+            yield min(deadline, now + EXPECTED_LOOK_NS)
         return []
 
-    async def _writers(self) -> List[str]:
+    def _writers(self) -> Waiting:
         """
         Hold the next frame until each gate of it has a writer matched both ways.
 
@@ -333,15 +320,15 @@ class StepRunner(EngineMember):
             if nobody:
                 self._frames.no_writer(nobody)
                 return nobody
-            await Until(gates.deadline_ns())
+            yield gates.deadline_ns()
         return []
 
-    async def _acknowledged(self, timeout_ns: int) -> List[str]:
+    def _acknowledged(self, timeout_ns: int) -> Waiting:
         """Wait for the sink's writers' acknowledgements, ``timeout_ns`` at most; name the rest."""
         # The node's one wait loop; it records the wait in the frame timeline (``on_wait``).
         wait = self._acks.wait(self._sink.publishers(), timeout_ns)
         for _ in wait:
-            await Until(0)  # a turn of the executor: status, pause, done messages meanwhile
+            yield NEXT_TURN  # status, pause, done messages meanwhile
         return wait.stalled
 
     def _outcome(self, success: bool, message: str, late=()) -> StepOutcome:
@@ -373,7 +360,7 @@ class StepRunner(EngineMember):
                 request, coroutine = self._running
                 self._woken = False
                 try:
-                    awaited = coroutine.send(None)
+                    deadline_ns = coroutine.send(None)
                 except StopIteration as stop:
                     self._running = None
                     request.reply(stop.value)
@@ -382,17 +369,14 @@ class StepRunner(EngineMember):
                     self._running = None
                     raise
                 if not self._woken:
-                    self._arm(awaited.deadline_ns)
+                    # Resumed at its deadline unless woken before (None: only when woken).
+                    if deadline_ns is not None:
+                        self._timer.timer_period_ns = max(deadline_ns - self._now(), TURN_NS)
+                        self._timer.reset()
+                        self._armed = True
                     return
         finally:
             self._resuming = False
-
-    def _arm(self, deadline_ns: Optional[int]) -> None:
-        """Resume at ``deadline_ns`` (steady time) unless woken before; None: only when woken."""
-        if deadline_ns is not None:
-            self._timer.timer_period_ns = max(deadline_ns - self._now(), TURN_NS)
-            self._timer.reset()
-            self._armed = True
 
     def _on_timer(self) -> None:
         self._timer.cancel()
