@@ -52,6 +52,7 @@ from sim_clock.bag.progress import Progress
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import READ_ERRORS
+from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
@@ -75,6 +76,8 @@ DEFAULT_TOPIC_QOS = QoSProfile(
 #: ``node/fastdds2_profile.xml``); one that has not within this is stalled and skipped. The
 #: stall wait of flow control: 1 s counted a live reader as stalled on a loaded machine.
 DATA_ACK_TIMEOUT_NS = WAIT_TIMEOUT_NS
+#: The /clock times of a run that publishes its frames' data only.
+NO_CLOCK = array('q')
 
 
 def qos_for(offered: tuple) -> QoSProfile:
@@ -151,15 +154,13 @@ class BagFrames:
 
         def emit(batch, start, stop):
             publish(pointers, batch[1], batch[2], batch[3], start, stop)
-
-        def emit_unacknowledged(batch, start, stop):
-            self._data_out()
-            emit(batch, start, stop)
-        #: Whether data went out since the last wait for its acknowledgements.
-        self._unacknowledged = True
+        #: The messages handed out when their acknowledgements were last waited for (-1:
+        #: never): a lockstep /clock waits only if data went out since.
+        self._acknowledged_out = -1
         # The bag's topics, then /clock: the budgets as sim_clock._replay.play spends them.
         # The server's /clock has no other budget: this sink stands in for its ClockSink.
         self._flow = flow = parts.flow.writers([*self._publishers, self._clock])
+        self._clock_writer = len(self._publishers)  # /clock's index in the budgets
         budgets = flow.budgets
         if clock_in_c():
             self._run = paced(flow, native_run(
@@ -167,8 +168,6 @@ class BagFrames:
         else:
             self._run = paced(flow, python_run(emit, self._publish_clock, budgets))
         self._acks = parts.acks
-        self._lockstep_run = paced(flow, python_run(
-            emit_unacknowledged, self._publish_acknowledged, budgets))
         self.cursor = Cursor(self._read_from, axes.bag_start_ns)
         #: Where the replay is: a line on the user's terminal (stderr), else in the log.
         output = choose_output(show_progress, probe_terminal(sys.stderr))
@@ -187,42 +186,38 @@ class BagFrames:
         ``clock_times`` (free run under the /clock rate cap): only those frames publish their
         /clock; every frame publishes its messages at their stamps all the same.
         """
-        with self._pinned:
-            self._publish_frames(frames, clock_times)
-
-    def _publish_frames(self, frames: range, clock_times: Optional[Sequence[int]]) -> None:
-        cursor, played = self.cursor, 0
-        self._flow.start()
-        # The last frame's /clock, due for participants, goes out in lockstep whatever the cap.
-        parts = ([(frames[:-1], self._run), (frames[-1:], self._lockstep_run)]
-                 if frames and self._core.holds_frames() else [(frames, self._run)])
+        cursor, flow, played = self.cursor, self._flow, 0
+        if DROPPED in flow.budgets:  # a writer left out of the last run publishes again
+            flow.start()
         clock_out = None if clock_times is None else array('q', clock_times)
-        try:
-            for part, run in parts:
-                if run is self._run and part:
-                    self._data_out()
-                cursor.play(part, self._axes.bag_start_ns, run,
-                            clock_out if run is self._run else None)
-                played += len(part)
-        except READ_ERRORS as error:
-            self._read_failed(error)
-            played += cursor.frames_played
-            cursor.seek(self._bag.end_ns + 1)
-            # The frames not published yet, without data: time goes on.
-            for time_ns in frames[played:]:
-                if clock_times is None or time_ns in clock_times:
-                    self._publish_clock(time_ns)
+        # The last frame due for participants goes in lockstep, whatever the cap: its data,
+        # then the wait for its acknowledgements, then its /clock.
+        lockstep = frames and self._core.holds_frames()
+        parts = ([(frames[:-1], clock_out), (frames[-1:], NO_CLOCK)] if lockstep
+                 else [(frames, clock_out)])
+        with self._pinned:
+            try:
+                for part, clock in parts:
+                    cursor.play(part, self._axes.bag_start_ns, self._run, clock)
+                    played += len(part)
+            except READ_ERRORS as error:
+                self._read_failed(error)
+                played += cursor.frames_played
+                cursor.seek(self._bag.end_ns + 1)
+                # The frames not published yet, without data: time goes on.
+                for time_ns in frames[played:]:
+                    if clock_times is None or time_ns in clock_times:
+                        self._publish_clock(time_ns)
+            else:
+                if lockstep:
+                    flow.publish(self._clock_writer, self._publish_acknowledged, frames[-1:])
         self._progressed()
-
-    def _data_out(self) -> None:
-        """Note that data went out: the next lockstep /clock waits for its acknowledgements."""
-        self._unacknowledged = True
 
     def _publish_acknowledged(self, time_ns: int) -> None:
         """Publish a frame's /clock once its messages are acknowledged (or their readers stall)."""
-        stalled = []
-        if self._unacknowledged:  # else the last wait covered all: no look at every writer
-            self._unacknowledged = False
+        stalled, handed_out = [], self.cursor.handed_out
+        if handed_out != self._acknowledged_out:  # else no data since the last wait: no look
+            self._acknowledged_out = handed_out
             stalled = self._acks.wait_now(self._publishers, DATA_ACK_TIMEOUT_NS)
         if stalled:
             self._logger.warning(
@@ -258,7 +253,7 @@ class BagFrames:
         if timeline.free_running:
             playback = Playback.PLAYING
         else:
-            playback = Playback.STEPPED if timeline.status().sync else Playback.PAUSED
+            playback = Playback.STEPPED if timeline.sync else Playback.PAUSED
         self.progress.update(timeline.time_ns, self.cursor.handed_out, playback)
 
     def _read_from(self, start_ns: int):

@@ -56,10 +56,10 @@ class Timeline:
     """
     The state of a clock server and every rule that changes it.
 
-    What every frame reads (``mode``, ``frame``, ``time_ns``, ``epoch``, ``epoch_start_ns``,
-    ``time_step_ns``, ``free_running``, ``changed``) is a plain attribute, read by the node's
-    parts and written only by the timeline's own methods: a property would be a Python call
-    on each read.
+    What every frame reads (``mode``, ``sync``, ``frame``, ``time_ns``, ``epoch``,
+    ``epoch_start_ns``, ``time_step_ns``, ``free_running``, ``changed``) is a plain attribute,
+    read by the node's parts and written only by the timeline's own methods: a property would
+    be a Python call on each read.
     """
 
     def __init__(
@@ -106,7 +106,7 @@ class Timeline:
     def status(self) -> ClockState:
         """Return a snapshot of the whole state."""
         return ClockState(
-            mode=self.mode, sync=self._sync, paused=self._paused, frame=self.frame,
+            mode=self.mode, sync=self.sync, paused=self._paused, frame=self.frame,
             time_ns=self.time_ns, epoch=self.epoch, holder=self._hold.holder,
             time_step_ns=self.time_step_ns, real_time_factor=self._rtf,
             holder_timeout_ns=self._hold.timeout_ns)
@@ -190,7 +190,7 @@ class Timeline:
             raise Refused(
                 'cannot step in real_time mode (time follows the wall clock); switch to '
                 'simulation with sync on (~/sync_mode_cmd or ~/set_sync) or pause first')
-        if not (self._sync or self._paused):
+        if not (self.sync or self._paused):
             raise Refused(
                 'cannot step while time free-runs; turn sync mode on (~/sync_mode_cmd or '
                 '~/set_sync) or pause first')
@@ -220,9 +220,9 @@ class Timeline:
         steps = self.check_step(user_id, steps, target_frame, epoch)
         if self._hold.holder:
             self._hold.heard_from()
-        frames = self._advance(steps)
-        self._snapshot()
-        return frames
+        # No new reference point (_snapshot): only free run reads it, and every way into free
+        # run (resume, a switch of mode or sync with its reset) takes one.
+        return self._advance(steps)
 
     # -- control -------------------------------------------------------------------------------
 
@@ -246,7 +246,7 @@ class Timeline:
             # Every refusal names the holder, as MORAI's response does.
             raise self._hold.refusal(refused.reason) from None
         self._hold.check_command(user_id, start)
-        sync_on = self.mode is Mode.SIMULATION and self._sync
+        sync_on = self.mode is Mode.SIMULATION and self.sync
         if start or sync_on:
             # A stop while sync is already off changes nothing, time_step included.
             self._set_time_step_ns(new_step_ns)
@@ -295,9 +295,9 @@ class Timeline:
         Any change drops the holder; no change keeps it.
         """
         check_mode_sync(mode, sync)
-        if mode is self.mode and sync == self._sync:
+        if mode is self.mode and sync == self.sync:
             return False
-        before = describe(self.mode, self._sync)
+        before = describe(self.mode, self.sync)
         self._hold.release()
         self._switch(mode, sync, f'{before} -> {describe(mode, sync)}')
         return True
@@ -307,7 +307,7 @@ class Timeline:
         if paused == self._paused:
             return False
         self._catch_up_real_time()
-        self._set_run(self.mode, self._sync, paused)
+        self._set_run(self.mode, self.sync, paused)
         self._snapshot()
         self._record(ChangeKind.PAUSE if paused else ChangeKind.RESUME,
                      ('paused' if paused else 'resumed') + f' at {self.time_ns} ns')
@@ -402,7 +402,7 @@ class Timeline:
 
     def _set_run(self, mode: Mode, sync: bool, paused: bool) -> None:
         """Set mode, sync and pause, and whether time runs by itself with them."""
-        self.mode, self._sync, self._paused = mode, sync, paused
+        self.mode, self.sync, self._paused = mode, sync, paused
         #: Whether time advances by itself (real-time or free run, not paused). Set only
         #: here, with mode, sync and pause; a plain attribute: every frame reads it.
         self.free_running = runs_by_itself(mode, sync, paused)
@@ -426,5 +426,5 @@ class Timeline:
         self._changes.append(Change(
             kind=kind, cause=cause, epoch=self.epoch,
             time_before_ns=self.time_ns if time_before_ns is None else time_before_ns,
-            time_after_ns=self.time_ns, mode=self.mode, sync=self._sync,
+            time_after_ns=self.time_ns, mode=self.mode, sync=self.sync,
             paused=self._paused, holder=self._hold.holder))
