@@ -20,6 +20,7 @@ when rclpy changes under one of them (doc/design.md, "rclpy beyond its public AP
 """
 
 import inspect
+from typing import Any
 from typing import Callable
 from typing import Iterable
 from typing import MutableMapping
@@ -280,7 +281,7 @@ class DeferredReplies:
 
     A callback that cannot answer yet calls :meth:`defer` on its response and returns it; the
     executor's ``Service.send_response(response, header)`` then keeps the header instead of
-    sending, and the function :meth:`defer` returned sends it once the response is filled. A
+    sending, and the reply :meth:`defer` returned fills the response and sends it. A
     response released before the callback returns goes out as usual. ``Service.send_response``
     is public; replacing it on the one instance is what lets a plain ``(request, response)``
     callback, which never sees the request's header, answer later (rclpy's executors, its
@@ -294,12 +295,17 @@ class DeferredReplies:
         self._pending = {}
         service.send_response = self._send_response
 
-    def defer(self, response) -> Callable[[], None]:
-        """Keep ``response`` back; return the function that sends it (call it once)."""
+    def defer(self, response, fill: Callable[[Any], None]) -> Callable[[Any], None]:
+        """
+        Keep ``response`` back; return the reply that sends it (call it once).
+
+        The reply, given the answer, fills the response by ``fill(answer)``, then sends it.
+        """
         key = id(response)
         self._pending[key] = self._DEFERRED
 
-        def release() -> None:
+        def release(answer) -> None:
+            fill(answer)
             header = self._pending.pop(key, self._DEFERRED)
             if header is not self._DEFERRED:
                 self._send(response, header)

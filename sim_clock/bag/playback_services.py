@@ -35,7 +35,6 @@ from sim_clock.core.rules import frames_until
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.outcomes import Answer
-from sim_clock.node.services import answer_later
 from sim_clock.node.services import Control
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
@@ -135,7 +134,7 @@ class PlaybackServices:
     def _on_play_next(self, request, response):
         def answer(outcome) -> None:
             response.success, response.message = outcome.success, outcome.message
-        self.play_next(answer_later(self._play_next_replies, response, answer))
+        self.play_next(self._play_next_replies.defer(response, answer))
         return response
 
     def _on_burst(self, request, response):
@@ -159,8 +158,10 @@ class PlaybackServices:
                 response.success, response.message = True, f'played {played} messages'
             else:
                 response.success, response.message = outcome.success, outcome.message
-        self._steps(StepRequest(user_id=ANONYMOUS_USER, steps=frames, reply=answer_later(
-            self._burst_replies, response, answer), progress=go_on, service='~/burst'))
+        self._steps(StepRequest(
+            user_id=ANONYMOUS_USER, steps=frames,
+            reply=self._burst_replies.defer(response, answer), progress=go_on,
+            service='~/burst'))
         return response
 
     def _on_stop(self, request, response):

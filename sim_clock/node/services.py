@@ -25,7 +25,6 @@ return. Expected failures are in the response, never raised.
 import dataclasses
 import enum
 import functools
-from typing import Callable
 from typing import Optional
 from typing import Protocol
 from typing import Tuple
@@ -149,8 +148,8 @@ class ControlServices:
             return fill(response, outcome)
         self._steps.queue(StepRequest(
             user_id=request.user_id, steps=request.steps, target_frame=request.target_frame,
-            epoch=epoch, reply=answer_later(self._step_replies, response,
-                                            functools.partial(fill, response))))
+            epoch=epoch,
+            reply=self._step_replies.defer(response, functools.partial(fill, response))))
         return response
 
     def _on_step_once(self, request, response):
@@ -160,8 +159,9 @@ class ControlServices:
         if outcome is not None:
             answer(outcome)
             return response
-        self._steps.queue(StepRequest(user_id=ANONYMOUS_USER, steps=1, reply=answer_later(
-            self._step_once_replies, response, answer), service='~/step_once'))
+        self._steps.queue(StepRequest(
+            user_id=ANONYMOUS_USER, steps=1, reply=self._step_once_replies.defer(response, answer),
+            service='~/step_once'))
         return response
 
     def _on_sync_mode_cmd(self, request, response):
@@ -182,13 +182,3 @@ class ControlServices:
 
     def _on_set_sync(self, request, response):
         return fill(response, self._control.set_sync(request.data))
-
-
-def answer_later(replies: DeferredReplies, response, answer: Callable) -> Callable:
-    """Hold ``response`` back; return the reply that fills it by ``answer`` and sends it."""
-    release = replies.defer(response)
-
-    def reply(outcome) -> None:
-        answer(outcome)
-        release()
-    return reply

@@ -65,7 +65,6 @@ from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine_parts import Changes
-from sim_clock.node.services import answer_later
 from sim_clock.node.services import serve
 
 try:
@@ -160,7 +159,7 @@ class SimulationInterfaces:
             response.result = _result(outcome.success, '' if outcome.success else outcome.message)
         self._steps(StepRequest(
             user_id=ANONYMOUS_USER, steps=request.steps,
-            reply=answer_later(self._step_replies, response, answer),
+            reply=self._step_replies.defer(response, answer),
             service='~/step_simulation'))
         return response
 

@@ -186,13 +186,13 @@ def test_a_deferred_reply_is_sent_later_and_an_early_one_at_once(context, execut
     released = []
 
     def on_request(request, response):
-        release = replies.defer(response)
+        def answer(message):
+            response.message = message
+        release = replies.defer(response, answer)
         if len(released) == 0:
-            response.message = 'later'
             released.append(release)  # answered by the timer below
         else:
-            response.message = 'at once'
-            release()
+            release('at once')
         return response
     service = node.create_service(Trigger, 'deferred', on_request)
     replies = DeferredReplies(service)
@@ -201,7 +201,7 @@ def test_a_deferred_reply_is_sent_later_and_an_early_one_at_once(context, execut
     def answer_later():
         if released and not fired:
             fired.append(time.monotonic())
-            released[0]()
+            released[0]('later')
     node.create_timer(0.2, answer_later)
     client = node.create_client(Trigger, 'deferred')
     executor = executor_class(context=context)
