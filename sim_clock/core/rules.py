@@ -73,9 +73,9 @@ def runs_by_itself(mode: Mode, sync: bool, paused: bool) -> bool:
     return not paused and not (mode is Mode.SIMULATION and sync)
 
 
-def participants_hold(mode: Mode) -> bool:
-    """Whether frames wait for participants in ``mode``: real-time mode ignores them."""
-    return mode is Mode.SIMULATION
+#: The modes in which frames wait for participants and output gates (``mode in HOLDING_MODES``,
+#: asked at every frame with participants): real-time mode ignores them.
+HOLDING_MODES = frozenset({Mode.SIMULATION})
 
 
 def finite_decimal(value: float, name: str) -> decimal.Decimal:

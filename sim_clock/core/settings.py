@@ -45,6 +45,7 @@ from sim_clock.core.roster import parse_expected
 from sim_clock.core.roster import Roster
 from sim_clock.core.rules import ack_timeout_from_seconds
 from sim_clock.core.rules import check_mode_sync
+from sim_clock.core.rules import HOLDING_MODES
 from sim_clock.core.rules import MAX_CLOCK_RATE
 from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import MAX_PUBLISH_RATE
@@ -57,7 +58,6 @@ from sim_clock.core.rules import owner_timeout_from_seconds
 from sim_clock.core.rules import parse_bool
 from sim_clock.core.rules import parse_mode
 from sim_clock.core.rules import participant_timeout_from_seconds
-from sim_clock.core.rules import participants_hold
 from sim_clock.core.rules import publish_period_from_rate
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import start_time_from_value
@@ -98,8 +98,8 @@ class Core:
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now (some set, in this mode)."""
         hold = self.hold
-        return bool(hold.barrier.participants or hold.gates.gates) and participants_hold(
-            self.timeline.mode)
+        return (bool(hold.barrier.participants or hold.gates.gates)
+                and self.timeline.mode in HOLDING_MODES)
 
     def nothing_to_wait_for(self) -> bool:
         """
@@ -134,7 +134,7 @@ class Core:
                     self.position.move_to(change.time_after_ns, change.epoch)
                 self.hold.reset()
                 self.rate_cap.restart()
-                if participants_hold(self.timeline.mode):
+                if self.timeline.mode in HOLDING_MODES:
                     self.hold.barrier.published(to_clock(change.time_after_ns), now_ns)
         return changes
 

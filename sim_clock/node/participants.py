@@ -181,7 +181,8 @@ class Participants:
                 if carried is not None:
                     self._carry(now, carried[0])
             return
-        carried = self.barrier.take_carried()
+        # Asked only with a next_frame participant joined: every frame out with participants.
+        carried = self.barrier.take_carried() if self.barrier.carries else None
         if carried is None:
             self._carried = None
             return

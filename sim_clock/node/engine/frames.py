@@ -33,7 +33,7 @@ from typing import Optional
 from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.hold import Late
-from sim_clock.core.rules import participants_hold
+from sim_clock.core.rules import HOLDING_MODES
 from sim_clock.node.engine.free_run import FreeRun
 from sim_clock.node.engine.steps import StepRunner
 from sim_clock.node.engine_parts import EngineMember
@@ -124,7 +124,7 @@ class FrameEngine(EngineMember):
 
     def expected_hold(self) -> bool:
         """Whether frames wait for expected participants that are not ready yet."""
-        return (not self._core.roster.all_ready and participants_hold(self._timeline.mode)
+        return (not self._core.roster.all_ready and self._timeline.mode in HOLDING_MODES
                 and not self._expected.look())
 
     def run_length(self, limit: int) -> int:
