@@ -25,14 +25,44 @@ from harness import ROOT
 import pytest
 
 
+#: A line of Fast DDS's own log, which it writes on stdout (its default consumer): e.g.
+#: "[RTPS_TRANSPORT_SHM Error] Failed init_port ...: open_and_lock_file failed", logged when
+#: the shared-memory port a starting participant tries is held by another process; it then
+#: takes the next port and goes on (eProsima/Fast-DDS#2003). A timestamp, maybe coloured,
+#: comes before it.
+FAST_DDS_LOG = re.compile(r'[\d:. -]*\[[A-Z_]+ (Error|Warning|Info)\]')
+COLOURS = re.compile(r'\x1b\[[\d;]*m')
+
+
+def _fast_dds_log(line: str) -> bool:
+    """Whether ``line`` is one of Fast DDS's log (:data:`FAST_DDS_LOG`), coloured or not."""
+    return FAST_DDS_LOG.match(COLOURS.sub('', line)) is not None
+
+
 def _benchmark_lines(script: str, tmp_path, domain_id: int, *arguments) -> list:
-    """Run ``benchmarks/<script>`` on the test's domain; return its lines (it must end 0)."""
+    """
+    Run ``benchmarks/<script>`` on the test's domain; return its lines (it must end 0).
+
+    Its own lines: those of Fast DDS's log, which its processes write on the same stdout at
+    any moment, are left out.
+    """
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'benchmarks', script), *arguments],
         capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
         env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
     assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.splitlines()
+    return [line for line in result.stdout.splitlines() if not _fast_dds_log(line)]
+
+
+def test_a_line_of_the_fast_dds_log_is_told_from_a_benchmark_line():
+    """As Fast DDS writes it, coloured or not; a figure's line is kept."""
+    logged = ('\x1b[37;1m2026-11-29 18:22:29.781 \x1b[31;1m[\x1b[37;1mRTPS_TRANSPORT_SHM'
+              '\x1b[31;1m Error] \x1b[37mFailed init_port fastrtps_port7003: open_and_lock_file '
+              'failed')
+    assert _fast_dds_log(logged)
+    assert _fast_dds_log('2026-11-29 18:22:29.781 [RTPS_TRANSPORT_SHM Error] Failed init_port')
+    assert not _fast_dds_log('ack_timeout 0 s: step p50 812 us, p99 1204 us')
+    assert not _fast_dds_log('[gated] 50 frames')
 
 
 @pytest.mark.slow
