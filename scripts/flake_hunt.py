@@ -29,6 +29,7 @@ runs' wall times. The exit status is 1 if any test failed in any run.
 import argparse
 import collections
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -78,14 +79,29 @@ def results(junit_path):
     return outcomes
 
 
+#: One core's load: a busy loop that ends when its parent does (killed, it could not end it).
+BUSY_LOOP = ('import os\n'
+             'parent = os.getppid()\n'
+             'while os.getppid() == parent:\n'
+             '    for _ in range(1_000_000):\n'
+             '        pass\n')
+
+
+def _stopped(signum, frame) -> None:
+    """End the hunt on a signal as on Ctrl-C, through its cleanup."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv=None) -> int:
     """Run the tests N times and print the table; return 1 if any test failed."""
     args, pytest_args = parse_args(sys.argv[1:] if argv is None else argv)
     command = [os.path.join(ROOT, 'scripts', 'run_tests.sh'), '--distro', args.distro]
     if args.tier:
         command += ['--tier', args.tier]
-    load = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
-            for _ in range(args.load)]
+    # Stopped by a signal (SIGTERM, SIGHUP) as by Ctrl-C: the load is ended below either way.
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _stopped)
+    load = [subprocess.Popen([sys.executable, '-c', BUSY_LOOP]) for _ in range(args.load)]
     runs, failed, messages, walls, codes = collections.Counter(), collections.Counter(), \
         collections.defaultdict(set), [], []
     workdir = tempfile.mkdtemp(prefix='sim_clock-flake-hunt-')
