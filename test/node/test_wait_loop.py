@@ -13,10 +13,11 @@
 # limitations under the License.
 
 """
-The one wait loop for acknowledgements (``acks.Wait``), without DDS.
+The one wait loop for acknowledgements (``Acknowledgements._slices``), without DDS.
 
-A step's wait (``FrameEngine._acknowledged``) takes a turn of the executor between two slices;
-``Acknowledgements.wait_now`` (flow control, a bag frame's data) goes straight on. Both run
+A step's wait (``StepRunner._acknowledged``, through ``acks.Wait``) takes a turn of the
+executor between two slices; ``Acknowledgements.wait_now`` (flow control, a bag frame's data)
+goes straight on. Both run
 this loop: the same deadline, the same memory of stalled readers, the same record.
 """
 
