@@ -19,7 +19,7 @@ The steady clock is injected (``now_ns``), as rosbag2's ``TimeControllerClock`` 
 ``now_fn``; pacing follows its reference-point model (doc/design.md, "The time core").
 Every refusal raises :class:`Refused` before any state has changed, and every change is
 reported as a :class:`Change` record (:meth:`Timeline.take_changes`). Who holds sync mode, and
-who may step, start or stop it, is :class:`~sim_clock.core.sync_hold.SyncHold`'s to say.
+who may step, start or stop it, is :class:`~sim_clock.core.sync_lease.SyncLease`'s to say.
 """
 
 from fractions import Fraction
@@ -43,7 +43,7 @@ from sim_clock.core.state import Change
 from sim_clock.core.state import ChangeKind
 from sim_clock.core.state import ClockState
 from sim_clock.core.state import describe
-from sim_clock.core.sync_hold import SyncHold
+from sim_clock.core.sync_lease import SyncLease
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_MS
 
@@ -85,7 +85,7 @@ class Timeline:
         #: The length of one frame in ns.
         self.time_step_ns = time_step_ns
         self._rtf = Fraction(real_time_factor)
-        self._hold = SyncHold(now_ns, holder_timeout_ns)
+        self._lease = SyncLease(now_ns, holder_timeout_ns)
         self._start_ns = start_ns
         self._wall_ns = wall_ns
         #: The frames since the last reset.
@@ -107,9 +107,9 @@ class Timeline:
         """Return a snapshot of the whole state."""
         return ClockState(
             mode=self.mode, sync=self.sync, paused=self._paused, frame=self.frame,
-            time_ns=self.time_ns, epoch=self.epoch, holder=self._hold.holder,
+            time_ns=self.time_ns, epoch=self.epoch, holder=self._lease.holder,
             time_step_ns=self.time_step_ns, real_time_factor=self._rtf,
-            holder_timeout_ns=self._hold.timeout_ns)
+            holder_timeout_ns=self._lease.timeout_ns)
 
     @property
     def real_time_factor(self) -> Fraction:
@@ -119,7 +119,7 @@ class Timeline:
     @property
     def holder(self) -> str:
         """Return the user_id that holds sync mode, or ''."""
-        return self._hold.holder
+        return self._lease.holder
 
     def frame_period_ns(self) -> Optional[Fraction]:
         """
@@ -173,7 +173,7 @@ class Timeline:
     def check_step(self, user_id: str, steps: int, target_frame: int = 0,
                    epoch: Optional[int] = None) -> int:
         """
-        Refuse what :meth:`step` would refuse, changing nothing (a lapsed hold lapses, though).
+        Refuse what :meth:`step` would refuse, changing nothing (a lapsed lease lapses, though).
 
         Allowed in simulation mode with sync on (only for the holder, if one holds it) or while
         paused. Return the frames the step advances: ``steps``, or with ``target_frame`` > 0
@@ -181,8 +181,8 @@ class Timeline:
         ``epoch`` given, refuse unless no reset came since the caller saw that epoch.
         """
         check_user_id(user_id)
-        hold = self._hold
-        if hold.holder:  # with no holder, no hold lapses and any user_id may step
+        lease = self._lease
+        if lease.holder:  # with no holder, no lease lapses and any user_id may step
             self.release_lapsed_holder()
         check_whole_steps(steps)
         check_whole_steps(target_frame)
@@ -194,8 +194,8 @@ class Timeline:
             raise Refused(
                 'cannot step while time free-runs; turn sync mode on (~/sync_mode_cmd or '
                 '~/set_sync) or pause first')
-        if hold.holder:
-            hold.check_step(user_id)
+        if lease.holder:
+            lease.check_step(user_id)
         if epoch is not None and epoch != self.epoch:
             raise Refused(
                 f'time was reset since the caller saw it: epoch is {self.epoch}, the request '
@@ -218,8 +218,8 @@ class Timeline:
         nothing (an empty range).
         """
         steps = self.check_step(user_id, steps, target_frame, epoch)
-        if self._hold.holder:
-            self._hold.heard_from()
+        if self._lease.holder:
+            self._lease.heard_from()
         # No new reference point (_snapshot): only free run reads it, and every way into free
         # run (resume, a switch of mode or sync with its reset) takes one.
         return self._advance(steps)
@@ -232,7 +232,7 @@ class Timeline:
 
         Start: an empty ``user_id`` gets one assigned. From real-time mode or free run, this
         switches to simulation with sync on (one reset); if sync is already on without a
-        holder, the caller takes the hold without a reset. Stop: only the holder (or anyone,
+        holder, the caller takes the lease without a reset. Stop: only the holder (or anyone,
         when nobody holds it) turns sync off, back to free run (one reset). ``time_step_ms`` (0
         keeps the current step) applies in both cases. Another user's request is refused with
         :attr:`Refused.holder` set.
@@ -244,8 +244,8 @@ class Timeline:
                            else self.time_step_ns)
         except Refused as refused:
             # Every refusal names the holder, as MORAI's response does.
-            raise self._hold.refusal(refused.reason) from None
-        self._hold.check_command(user_id, start)
+            raise self._lease.refusal(refused.reason) from None
+        self._lease.check_command(user_id, start)
         sync_on = self.mode is Mode.SIMULATION and self.sync
         if start or sync_on:
             # A stop while sync is already off changes nothing, time_step included.
@@ -253,21 +253,21 @@ class Timeline:
         if start:
             user_id = user_id or self._new_user_id()
             if sync_on:
-                if self._hold.holder == user_id:
+                if self._lease.holder == user_id:
                     message = 'sync mode held'
                 else:
                     message = 'sync mode taken (no reset: it was already on)'
-                    self._hold.take(user_id)
+                    self._lease.take(user_id)
                     self._record(ChangeKind.HOLDER, f'sync mode taken by {user_id}')
             else:
-                self._hold.take(user_id)
+                self._lease.take(user_id)
                 self._switch(Mode.SIMULATION, True, 'sync mode turned on by ' + user_id)
                 message = f'sync mode on; time reset to 0 (epoch {self.epoch})'
-            self._hold.heard_from()
+            self._lease.heard_from()
             return user_id, message
         if not sync_on:
             return user_id, 'sync mode was already off; nothing changed'
-        self._hold.release()
+        self._lease.release()
         self._switch(Mode.SIMULATION, False, 'sync mode turned off by ' + (user_id or 'a user'))
         return user_id, f'sync mode off, free run; time reset to 0 (epoch {self.epoch})'
 
@@ -279,7 +279,7 @@ class Timeline:
         is refused unless ``switch_mode`` is set (then it switches to simulation, one reset).
         """
         if not sync:
-            released = bool(self._hold.holder)
+            released = bool(self._lease.holder)
             changed = self.set_mode_sync(self.mode, False)
             if released and not changed:
                 self._release_holder(ChangeKind.HOLDER, 'sync hold released by an operator')
@@ -298,7 +298,7 @@ class Timeline:
         if mode is self.mode and sync == self.sync:
             return False
         before = describe(self.mode, self.sync)
-        self._hold.release()
+        self._lease.release()
         self._switch(mode, sync, f'{before} -> {describe(mode, sync)}')
         return True
 
@@ -329,8 +329,8 @@ class Timeline:
         return True
 
     def set_holder_timeout_ns(self, timeout_ns: int) -> None:
-        """Let a hold lapse after ``timeout_ns`` without a call from the holder (0: never)."""
-        self._hold.set_timeout_ns(timeout_ns)
+        """Let the lease lapse after ``timeout_ns`` without a call from the holder (0: never)."""
+        self._lease.set_timeout_ns(timeout_ns)
 
     def reset(self, reason: str = 'reset requested') -> None:
         """Set time to the start and frame to zero, bump the epoch; mode, sync, holder stay."""
@@ -353,9 +353,9 @@ class Timeline:
 
     def release_lapsed_holder(self) -> str:
         """Drop a holder silent for at least the holder timeout; return its id or ''."""
-        if not self._hold.holder or not self._hold.lapsed():
+        if not self._lease.holder or not self._lease.lapsed():
             return ''
-        lapsed = self._hold.holder
+        lapsed = self._lease.holder
         self._release_holder(ChangeKind.LAPSE,
                              f'sync hold of {lapsed!r} lapsed after owner_timeout without a '
                              'call; sync stays on with no holder')
@@ -393,7 +393,7 @@ class Timeline:
         return True
 
     def _release_holder(self, kind: ChangeKind, cause: str) -> None:
-        if self._hold.release():
+        if self._lease.release():
             self._record(kind, cause)
 
     def _switch(self, mode: Mode, sync: bool, reason: str) -> None:
@@ -427,4 +427,4 @@ class Timeline:
             kind=kind, cause=cause, epoch=self.epoch,
             time_before_ns=self.time_ns if time_before_ns is None else time_before_ns,
             time_after_ns=self.time_ns, mode=self.mode, sync=self.sync,
-            paused=self._paused, holder=self._hold.holder))
+            paused=self._paused, holder=self._lease.holder))

@@ -13,15 +13,16 @@
 # limitations under the License.
 
 """
-The hold on sync mode: who holds it, who may step, start or stop it, and when a hold lapses.
+The lease of sync mode: who holds it, who may step, start or stop it, and when it lapses.
 
 MORAI's time manager gives sync mode to one user_id through ``SyncModeCmd``: the caller that
 turns it on holds it, only the holder steps it or turns it off, and every refusal names the
-holder. Beyond MORAI: a hold lapses once the holder has been silent for ``owner_timeout`` (0:
-never), and an operator (``~/set_sync``, a mode change) releases it. :class:`SyncHold` keeps
-the holder and its last call and decides who may; :class:`~sim_clock.core.timeline.Timeline`
-applies what a change of holder does to time (resets, change records). Integer nanoseconds,
-on an injected steady clock.
+holder. Beyond MORAI: the lease lapses once the holder has been silent for ``owner_timeout``
+(0: never), and an operator (``~/set_sync``, a mode change) releases it. (A frame held back
+for participants and gates is a hold, ``sim_clock.core.hold``: another idea.)
+:class:`SyncLease` keeps the holder and its last call and decides who may;
+:class:`~sim_clock.core.timeline.Timeline` applies what a change of holder does to time
+(resets, change records). Integer nanoseconds, on an injected steady clock.
 """
 
 from typing import Callable
@@ -30,8 +31,8 @@ from sim_clock.core.rules import check_owner_timeout_ns
 from sim_clock.core.rules import Refused
 
 
-class SyncHold:
-    """The user_id that holds sync mode ('' when nobody does), and when its hold lapses."""
+class SyncLease:
+    """The user_id that holds sync mode ('' when nobody does), and when its lease lapses."""
 
     def __init__(self, now_ns: Callable[[], int], timeout_ns: int = 0):
         self._now_ns = now_ns
@@ -43,16 +44,16 @@ class SyncHold:
 
     @property
     def timeout_ns(self) -> int:
-        """Return how long the holder may stay silent before its hold lapses (0: forever)."""
+        """Return how long the holder may stay silent before its lease lapses (0: forever)."""
         return self._timeout_ns
 
     def set_timeout_ns(self, timeout_ns: int) -> None:
-        """Let a hold lapse after ``timeout_ns`` without a call (0: never), counted from now."""
+        """Let the lease lapse after ``timeout_ns`` without a call (0: never), counted from now."""
         self._timeout_ns = check_owner_timeout_ns(timeout_ns)
         self._seen_ns = self._now_ns()
 
     def take(self, user_id: str) -> None:
-        """Give the hold to ``user_id``; its timeout counts from :meth:`heard_from`."""
+        """Give the lease to ``user_id``; its timeout counts from :meth:`heard_from`."""
         self.holder = user_id
 
     def release(self) -> str:
@@ -61,7 +62,7 @@ class SyncHold:
         return released
 
     def heard_from(self) -> None:
-        """Note a call from the holder: its hold lasts another timeout from now."""
+        """Note a call from the holder: its lease lasts another timeout from now."""
         if self.holder:
             self._seen_ns = self._now_ns()
 
