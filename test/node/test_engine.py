@@ -416,6 +416,34 @@ def test_a_step_held_past_the_participant_timeout_stops_naming_it():
     assert any(call[0] == 'missed' and call[2] == ['slow'] for call in rig.events.calls)
 
 
+def test_a_new_step_gives_a_participant_still_awaited_a_new_timeout():
+    """Late at one step, it is counted again from the next step's start, not from its frame."""
+    rig = Rig(sync=True, time_step=0.01, participant_timeout=0.5)
+    rig.core.barrier.join('slow', 0)
+    rig.step(1)
+    rig.clock.now += SECOND // 2
+    rig.timers[0].fire()
+    assert rig.answer().late == ['slow']
+    rig.clock.now += SECOND  # still no done from it
+    rig.step(1)
+    assert rig.answers == []  # waiting again, not late at once
+    assert rig.timers[0].timer_period_ns == SECOND // 2
+
+
+def test_a_new_step_gives_a_gate_held_for_a_writer_a_new_timeout():
+    """A gated frame held past its timeout with no writer is held again, from the new step on."""
+    rig = Rig(sync=True, time_step=0.01, output_gates='/cmd@0.02', participant_timeout=0.5)
+    rig.step(3)
+    assert rig.answers == [] and rig.sink.all_frames() == [10 * MS]  # 20 ms held: no writer
+    rig.clock.now += SECOND // 2
+    rig.timers[0].fire()
+    assert rig.answer().late == ['/cmd']
+    rig.clock.now += SECOND
+    rig.step(1)
+    assert rig.answers == [] and rig.sink.all_frames() == [10 * MS]
+    assert rig.timers[0].timer_period_ns == SECOND // 2
+
+
 def test_a_gated_frame_waits_for_its_output():
     rig = Rig(sync=True, time_step=0.01, output_gates='/cmd@0.02')
     gates = rig.core.gates

@@ -223,7 +223,9 @@ class StepRunner(EngineMember):
                     request.epoch)
         except Refused as refused:
             return self._refused(refused)
-        if not hold.settled:  # a new step: who is still awaited gets a new timeout
+        # A new step: who is still awaited, and a gate holding a frame for a writer, get a new
+        # timeout (with no gates, only a participant can be awaited).
+        if self._gates.gates or not hold.settled:
             hold.count_again(self._now())
         while True:
             late = yield from self._finished()
