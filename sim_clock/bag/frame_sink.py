@@ -209,7 +209,8 @@ class BagFrames:
                     if clock_times is None or time_ns in clock_times:
                         self._publish_clock(time_ns)
             else:
-                if lockstep:
+                # Unless /clock was left out of these frames (a refused sample: bag.flow.paced).
+                if lockstep and flow.budgets[self._clock_writer] != DROPPED:
                     flow.publish(self._clock_writer, self._publish_acknowledged, frames[-1:])
         self._progressed()
 
