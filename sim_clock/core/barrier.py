@@ -145,14 +145,18 @@ class Barrier:
         else:
             participant.period_ns, participant.node = period_ns, node
         participant.next_frame, participant.topics = next_frame, set(topics)
-        self.carries = any(p.next_frame for p in self.participants.values())
+        self._note_carriers()
         return participant
 
     def leave(self, name: str) -> bool:
         """Remove a participant; return whether it was joined. A frame stops waiting for it."""
         left = self.participants.pop(name, None) is not None
-        self.carries = any(p.next_frame for p in self.participants.values())
+        self._note_carriers()
         return left
+
+    def _note_carriers(self) -> None:
+        """Set :attr:`carries` from the participants joined now (at a join or a leave)."""
+        self.carries = any(p.next_frame for p in self.participants.values())
 
     @property
     def waiting_for(self) -> List[str]:
