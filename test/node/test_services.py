@@ -29,6 +29,7 @@ from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.node.participants import JoinOutcome
 from sim_clock.node.participants import LeaveOutcome
 from sim_clock.node.services import fill
+from sim_clock.node.services import fill_step
 from sim_clock.srv import GetProgress
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
@@ -90,3 +91,14 @@ def test_a_field_with_no_place_in_the_response_is_an_error():
     with pytest.raises(AttributeError, match='Trigger_Response has no field frame for'):
         fill(Trigger.Response(), StepOutcome(success=True, message='', frame=1, clock_ns=0,
                                              epoch=0))
+
+
+@pytest.mark.parametrize('lists', [False, True], ids=['quick', 'with-lists'])
+def test_the_step_fill_sets_what_the_generic_fill_sets(lists):
+    """The hot path's own fill of ~/step's response leaves it as :func:`fill` does."""
+    fields = dataclasses.fields(StepOutcome)
+    outcome = StepOutcome(**{field.name: _distinct(field, index)
+                             for index, field in enumerate(fields)})
+    if not lists:
+        outcome = dataclasses.replace(outcome, late=[], unacknowledged=[])
+    assert fill_step(Step.Response(), outcome) == fill(Step.Response(), outcome)

@@ -45,7 +45,7 @@ STEP_WALK = [
     'ControlServices._on_step', 'StepRunner.step_now', 'Core.nothing_to_wait_for',
     'Timeline.step', 'Timeline.check_step', 'Timeline._advance', 'FrameEngine.publish',
     'ClockSink.publish_frames', 'Writers.publish', 'FrameEventRing.record_frames',
-    'Ticker.published', 'FrameTimeline.step', 'FrameEventRing.record', 'fill',
+    'Ticker.published', 'FrameTimeline.step', 'FrameEventRing.record', 'fill_step',
 ]
 #: A free-run frame with one participant, from its done to the next frame out.
 FREE_RUN_WALK = [
