@@ -28,6 +28,7 @@ import struct
 from typing import Callable
 from typing import Optional
 from typing import Sequence
+from typing import Union
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import QoSPolicyKind
@@ -35,6 +36,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock import _replay
+from sim_clock.compat import PinnedHandle
 from sim_clock.compat import PinnedHandles
 from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
@@ -153,13 +155,16 @@ def clock_publisher(publisher, offset_ns: int = 0) -> Callable[[int], None]:
     return publish_clock_msg
 
 
-def pinned(publishers) -> PinnedHandles:
+def pinned(publishers) -> Union[PinnedHandle, PinnedHandles]:
     """
     Pin ``publishers`` while frames are published through their addresses (:class:`PinnedHandles`).
 
     One already destroyed raises :class:`PublisherDestroyed`. Made once per sink and entered
-    for each batch of frames.
+    for each batch of frames (a single publisher's in fewer steps: :class:`PinnedHandle`).
     """
+    publishers = tuple(publishers)
+    if len(publishers) == 1:
+        return PinnedHandle(publishers[0], _destroyed)
     return PinnedHandles(publishers, _destroyed)
 
 

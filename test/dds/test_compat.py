@@ -35,6 +35,7 @@ from sim_clock.compat import detach_time_source
 from sim_clock.compat import drop_pending
 from sim_clock.compat import executor_tasks
 from sim_clock.compat import LeanWait
+from sim_clock.compat import PinnedHandle
 from sim_clock.compat import PinnedHandles
 from sim_clock.compat import publish_parameter_event
 from sim_clock.compat import publisher_address
@@ -164,17 +165,39 @@ def test_the_message_info_type_of_a_subscription_is_read(context):
     node.destroy_node()
 
 
-def test_a_held_publisher_outlives_its_destruction_until_released(context):
-    """A publisher whose address C uses lives until PinnedHandles lets go; one destroyed raises."""
+@pytest.mark.parametrize('pin', [lambda publishers: PinnedHandles(publishers),
+                                 lambda publishers: PinnedHandle(publishers[0])],
+                         ids=['PinnedHandles', 'PinnedHandle'])
+def test_a_held_publisher_outlives_its_destruction_until_released(context, pin):
+    """A publisher whose address C uses lives until it is let go; one destroyed raises."""
     node = rclpy.create_node('held', context=context)
     publisher = node.create_publisher(ClockMsg, '/held_clock', 1)
     assert publisher_address(publisher) != 0
     raw_publish(publisher)(b'\x00\x01\x00\x00' + bytes(8))  # a Clock of 0, as C lays it out
-    with PinnedHandles([publisher]):
+    with pin([publisher]):
         node.destroy_publisher(publisher)
         publisher.handle.pointer  # still valid: destruction waits for the release
     with pytest.raises(InvalidHandle):
-        with PinnedHandles([publisher]):
+        with pin([publisher]):
+            pass
+    with pytest.raises(RuntimeError, match='gone'):
+        with PinnedHandles([publisher], lambda: RuntimeError('gone')):
+            pass
+    node.destroy_node()
+
+
+def test_pinned_handles_let_go_of_those_entered_when_one_is_destroyed(context):
+    """Of two publishers, the live one is released when the other one is found destroyed."""
+    node = rclpy.create_node('held_two', context=context)
+    live = node.create_publisher(ClockMsg, '/held_live', 1)
+    gone = node.create_publisher(ClockMsg, '/held_gone', 1)
+    node.destroy_publisher(gone)
+    with pytest.raises(InvalidHandle):
+        with PinnedHandles([live, gone]):
+            pass
+    node.destroy_publisher(live)  # released: destroyed at once
+    with pytest.raises(InvalidHandle):
+        with PinnedHandles([live]):
             pass
     node.destroy_node()
 
