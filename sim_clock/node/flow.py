@@ -251,7 +251,7 @@ class Writers:
             if budget < 0:
                 window = times
             else:
-                window = times[:budget]
+                window = times if len(times) <= budget else times[:budget]
                 budgets[which] = budget - len(window)
             try:
                 for sent, time_ns in enumerate(window):
@@ -268,6 +268,8 @@ class Writers:
                     self.gave_up(which, error, f'{len(times)} frames not published on it')
                     return
                 continue
+            if window is times:
+                return
             times, position = times[len(window):], position + len(window)
 
     def retry(self, error: RuntimeError, which: int, at, refused) -> bool:
