@@ -23,7 +23,7 @@ numbered from 1 in the order recorded; a reader asks for those after the last it
 (``msg/FrameEvent.msg``, ``srv/GetFrameEvents.srv``, doc/timeline.md).
 """
 
-from collections import deque
+import bisect
 from dataclasses import dataclass
 from typing import Callable
 from typing import List
@@ -104,10 +104,12 @@ class FrameEventRing:
     def __init__(self, length: int = DEFAULT_LENGTH,
                  listener: Optional[Callable[[FrameEvent], None]] = None):
         check_length(length)
-        self._items = deque()
-        #: How many events the items hold.
+        self._items: list = []
+        #: How many events the items hold: up to :attr:`_most`, of which the newest
+        #: ``length`` are kept (the older ones go in one trim, not one per event).
         self._count = 0
         self.length = length
+        self._most = _most(length)
         #: The sequence of the last event recorded (0: none yet).
         self.last_sequence = 0
         self.listener = listener
@@ -116,6 +118,7 @@ class FrameEventRing:
         """Keep at most ``length`` events from now on (the newest kept); 0 turns it off."""
         check_length(length)
         self.length = length
+        self._most = _most(length)
         self._trim()
 
     def record(self, kind: int, epoch: int, sim_ns: int, start_ns: int,
@@ -129,7 +132,7 @@ class FrameEventRing:
                 start_ns if end_ns is None else end_ns, name, count, success, detail)
         self._items.append(item)
         self._count += 1
-        if self._count > self.length:
+        if self._count > self._most:
             self._trim()
         if self.listener is not None:
             self.listener(FrameEvent(*item))
@@ -151,24 +154,28 @@ class FrameEventRing:
                 self.listener(FrameEvent(*item))
         self._items.append(run)
         self._count += count
-        if self._count > self.length:
+        if self._count > self._most:
             self._trim()
 
     def _trim(self) -> None:
-        """Drop the oldest events beyond the length (all of them when off)."""
-        items = self._items
-        excess = self._count - self.length
-        while excess > 0:
-            head = items[0]
-            size = len(head[2]) if type(head) is _FrameRun else 1
-            if size <= excess:
-                items.popleft()
-                self._count -= size
-                excess -= size
-            else:
-                items[0] = head.dropped(excess)
-                self._count -= excess
-                excess = 0
+        """
+        Drop the oldest events beyond the length (all of them when off).
+
+        The items are in sequence order and number their events without a gap: the first item
+        kept is found by bisection on the items' first sequences, and one straddling the cut
+        keeps its newer frames.
+        """
+        if self._count <= self.length:
+            return
+        items, cut = self._items, self.last_sequence - self.length  # dropped: up to ``cut``
+        gone = bisect.bisect_right(items, cut, key=_first_sequence)
+        if gone:
+            head = items[gone - 1]
+            if type(head) is _FrameRun and head[0] + len(head[2]) - 1 > cut:
+                items[gone - 1] = head.dropped(cut - head[0] + 1)
+                gone -= 1
+            del items[:gone]
+        self._count = self.length
 
     def after(self, sequence: int, limit: int = 0) -> Tuple[List[FrameEvent], int]:
         """
@@ -177,8 +184,9 @@ class FrameEventRing:
         ``events`` oldest first, at most ``limit`` of them (0: all); ``dropped``: how many
         events above ``sequence`` had left the ring already.
         """
-        first = self.last_sequence - self._count + 1
+        first = self.last_sequence - min(self._count, self.length) + 1
         dropped = max(0, first - 1 - sequence)
+        sequence = max(sequence, first - 1)  # the items beyond the length are not kept
         events: List[FrameEvent] = []
         for item in self._items:
             if limit and len(events) >= limit:
@@ -194,6 +202,16 @@ class FrameEventRing:
             elif item[0] > sequence:
                 events.append(FrameEvent(*item))
         return events, dropped
+
+
+def _first_sequence(item: tuple) -> int:
+    """Return the sequence of an item's first event (a run of frames or a single event)."""
+    return item[0]
+
+
+def _most(length: int) -> int:
+    """Return how many events a ring of ``length`` holds before it trims to ``length``."""
+    return length + min(length // 8, 1024)
 
 
 def check_length(length: int) -> int:

@@ -50,6 +50,29 @@ def test_the_ring_keeps_the_last_events_and_counts_those_it_lost(length, count, 
     assert dropped == max(0, first_kept - 1 - after)
 
 
+@given(length=st.integers(0, 80), runs=st.lists(st.integers(0, 40), max_size=30),
+       after=st.integers(0, 600), limit=st.integers(0, 60))
+def test_runs_of_frames_and_single_events_keep_the_last_length(length, runs, after, limit):
+    """Runs of frames and single events mixed: what is read is the last ``length`` of them."""
+    ring, recorded = FrameEventRing(length), []
+    for index, size in enumerate(runs):
+        if index % 3 == 2:
+            recorded.append((DONE, index * MS))
+            ring.record(DONE, 0, index * MS, index * MS)
+        else:
+            times = range(index * MS, (index * MS) + size, 1)
+            recorded.extend((FRAME, time_ns) for time_ns in times)
+            ring.record_frames(0, times, 1, index * MS)
+    kept = list(enumerate(recorded, start=1))[-length:] if length else []
+    expected = [(sequence, kind, sim_ns) for sequence, (kind, sim_ns) in kept
+                if sequence > after]
+    events, dropped = ring.after(after, limit)
+    assert [(e.sequence, e.kind, e.sim_ns) for e in events] == (
+        expected[:limit] if limit else expected)
+    first_kept = kept[0][0] if kept else ring.last_sequence + 1
+    assert dropped == max(0, first_kept - 1 - after)
+
+
 def test_a_ring_resized_keeps_the_newest_and_numbers_on():
     """Shrinking keeps the newest events; sequences never restart; 0 turns recording off."""
     seen = []
