@@ -196,10 +196,10 @@ class Barrier:
                 participant.last_due_ns = time_ns
                 participant.await_frame(time_ns, now_ns)
                 waiting.append(participant.name)
+        waiting.sort()
         # What next_frame participants published before is said with the next frame out.
-        self.rounds = Rounds(time_ns=time_ns, names=tuple(sorted(waiting)),
-                             carried=self.rounds.carried)
-        return sorted(waiting)
+        self.rounds = Rounds(time_ns=time_ns, names=tuple(waiting), carried=self.rounds.carried)
+        return waiting
 
     def done(self, name: str, time_ns: int, now_ns: int, next_ns: int = 0, round_: int = 0,
              counts: Optional[Dict[str, int]] = None, in_rounds: bool = False,

@@ -137,8 +137,9 @@ class Participants:
             # Stale: sent for a time of an earlier epoch, before the participant saw the reset
             # (it answers each republished time). Taken, it would set when it is due next.
             return
-        barrier, now, name, round_ = self.barrier, self._now(), msg.name, msg.round
-        counts = dict(zip(msg.topics, msg.counts))
+        barrier, now, name, round_, topics = (
+            self.barrier, self._now(), msg.name, msg.round, msg.topics)
+        counts = dict(zip(topics, msg.counts)) if topics else None
         if barrier.done(name, time_ns, now, join_ns(msg.next), round_, counts, msg.rounds,
                         msg.next_frame):
             self._events.done(timeline.epoch, time_ns,
