@@ -66,6 +66,8 @@ class Ticker:
         #: Whether time free-runs as fast as possible (real_time_factor 0).
         self.full_speed = False
         self._driven = False
+        #: While frames are held at full speed: the steady time of the next tick of the loop.
+        self._held_tick_ns = 0
 
     def start(self, tick: Callable[[], None]) -> None:
         """Call ``tick`` from now on: from the timer, and at full speed from the spin loop."""
@@ -107,10 +109,18 @@ class Ticker:
         if not self._driven:
             self.drive_full_speed()
         if self.full_speed:
-            # Frames held for participants or gates go on from the callback that ends the wait
-            # (a done, an output): block until it comes, a tick at most (for late ones), instead
-            # of polling a core away from the participants.
-            executor.spin_once(timeout_sec=WAIT_TICK_S if holding() else 0)
+            if holding():
+                # Frames held for participants or gates go on from the callback that ends the
+                # wait (a done, an output): block until it comes, a tick at most, instead of
+                # polling a core away from the participants. The tick looks for late holders
+                # and republishes; it runs once a tick has passed, not after every done.
+                executor.spin_once(timeout_sec=WAIT_TICK_S)
+                now = self._now()
+                if now < self._held_tick_ns:
+                    return
+                self._held_tick_ns = now + FULL_SPEED_TICK_NS
+            else:
+                executor.spin_once(timeout_sec=0)
             self._tick()
         else:
             executor.spin_once(timeout_sec=SIGNAL_LATENCY_S)

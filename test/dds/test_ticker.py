@@ -231,6 +231,33 @@ def test_spin_once_ticks_at_full_speed_only(context):
         executor.shutdown()
 
 
+def test_held_frames_tick_once_a_tick_not_after_every_event(context):
+    """
+    At full speed, while frames are held, the loop ticks once per FULL_SPEED_TICK_NS.
+
+    A done that ends the wait sends the next frame from its own callback: the tick only looks
+    for late holders and republishes. Not held, every round ticks (the next batch).
+    """
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        rig = Rig(real_time_factor=Fraction(0))
+        rig.ticker.start(rig.tick)
+        for _ in range(3):
+            rig.ticker.spin_once(executor, lambda: True)
+        assert rig.ticks == 1
+        rig.now += FULL_SPEED_TICK_NS - 1
+        rig.ticker.spin_once(executor, lambda: True)
+        assert rig.ticks == 1
+        rig.now += 1
+        rig.ticker.spin_once(executor, lambda: True)
+        assert rig.ticks == 2
+        for _ in range(3):
+            rig.ticker.spin_once(executor, lambda: False)
+        assert rig.ticks == 5
+    finally:
+        executor.shutdown()
+
+
 #: Cycles of pause, resume, sync on and sync off: 10^4 in a soak (scripts/soak.sh).
 CYCLES = soak(1_000, 10_000)
 
