@@ -177,7 +177,7 @@ def check_owner_timeout_ns(timeout_ns: int, given=None) -> int:
     """Validate the sync-hold timeout in nanoseconds and return it."""
     if timeout_ns < 0:
         raise Refused(
-            'owner_timeout must be >= 0 s (0: a hold never lapses), got '
+            'owner_timeout must be >= 0 s (0: a lease never lapses), got '
             f'{timeout_ns if given is None else repr(given)}')
     return timeout_ns
 

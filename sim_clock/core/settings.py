@@ -198,8 +198,8 @@ SETTINGS = (
         parse_bool('paused')),
     Setting(
         'owner_timeout', 0.0,
-        'Seconds without a call from the sync holder after which its hold lapses (sync stays '
-        'on, anyone may step or take it). 0: a hold never lapses.',
+        'Seconds without a call from the sync holder after which its lease lapses (sync stays '
+        'on, anyone may step or take it). 0: a lease never lapses.',
         owner_timeout_from_seconds, constraints='s, 0 = never',
         low=0.0, high=float(MAX_TIME_STEP_NS // NS_PER_SEC)),
     Setting(

@@ -48,7 +48,7 @@ class ChangeKind(enum.Enum):
     REAL_TIME_FACTOR = 'real_time_factor'
     #: The sync holder changed without a reset: taken, released by an operator.
     HOLDER = 'holder'
-    #: The sync holder was silent for owner_timeout and lost its hold.
+    #: The sync holder was silent for owner_timeout and lost its lease.
     LAPSE = 'lapse'
 
 

@@ -282,7 +282,7 @@ class Timeline:
             released = bool(self._lease.holder)
             changed = self.set_mode_sync(self.mode, False)
             if released and not changed:
-                self._release_holder(ChangeKind.HOLDER, 'sync hold released by an operator')
+                self._release_holder(ChangeKind.HOLDER, 'sync lease released by an operator')
             return changed or released
         if not switch_mode:
             check_mode_sync(self.mode, sync)
@@ -357,7 +357,7 @@ class Timeline:
             return ''
         lapsed = self._lease.holder
         self._release_holder(ChangeKind.LAPSE,
-                             f'sync hold of {lapsed!r} lapsed after owner_timeout without a '
+                             f'sync lease of {lapsed!r} lapsed after owner_timeout without a '
                              'call; sync stays on with no holder')
         return lapsed
 

@@ -86,7 +86,7 @@ class ServerControl:
         state = 'on' if on else 'off'
         message = f'sync {state}' if changed else f'sync was already {state}'
         if holder and not on:
-            message += f'; hold of {holder!r} released'
+            message += f'; lease of {holder!r} released'
             self._logger.info(f'sync turned off by an operator; {holder!r} released')
         return Answer(success=True, message=message)
 

@@ -83,8 +83,8 @@ EFFECTS = {
         'still'),
     'paused': lambda value: 'time stands still' if value else 'time runs again',
     'owner_timeout': lambda value: (
-        'a sync hold never lapses' if value == 0
-        else f"a silent sync holder's hold lapses after {_seconds(value)}"),
+        'a sync lease never lapses' if value == 0
+        else f"a silent sync holder's lease lapses after {_seconds(value)}"),
     'participant_timeout': lambda value: (
         f'a frame waits up to {_seconds(value)} for a participant'),
     'ack_timeout': lambda value: (

@@ -327,7 +327,7 @@ def test_the_quick_path_and_the_queue_answer_every_step_alike():
         (True, 3), (True, 5), (True, 5), (False, 5), (False, 5), (True, 7), (True, 8)], outcomes
     assert 'expected 1' in outcomes[3].message and 'held by' in outcomes[4].message
     assert frames == [k * 10 * MS for k in range(1, 9)]
-    # bob's last call came after alice's owner_timeout: her hold lapsed, and it was said.
+    # bob's last call came after alice's owner_timeout: her lease lapsed, and it was said.
     assert holder == '' and any('lapsed' in line for _, line in lines), lines
 
 

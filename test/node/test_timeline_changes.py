@@ -76,7 +76,7 @@ def test_each_reset_is_recorded_in_clock_time_before_the_listeners_hear_it():
 
 
 def test_each_change_is_logged_at_its_level_with_its_clock_time():
-    """A reset and a pause at INFO with /clock times; a lapsed hold WARN; the rest DEBUG."""
+    """A reset and a pause at INFO with /clock times; a lapsed lease WARN; the rest DEBUG."""
     rig = Rig(holder_timeout_ns=SECOND_NS)
     rig.timeline.step('', 2)
     rig.timeline.set_paused(True)

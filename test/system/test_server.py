@@ -455,7 +455,7 @@ def test_holder_killed_operator_override(start_server, client, domain_id, tmp_pa
 
 
 def test_holder_silent_past_owner_timeout_lapses(start_server, client):
-    """With owner_timeout set, a silent holder's hold lapses and another user can step."""
+    """With owner_timeout set, a silent holder's lease lapses and another user can step."""
     owner_timeout_s = 1.0
     start_server({'owner_timeout': owner_timeout_s, 'publish_rate': 50.0})
     # Before the lapse another user is refused. The server sees the hold taken after the take
