@@ -339,10 +339,10 @@ def _offence(process: Process, files: List[str]) -> str:
 
 def step_latency(bench: Bench, settings: Settings) -> Dict[str, tuple]:
     """
-    Our server and the bare one, each with the client on either executor: best of each, and
-    each executor's p50 against the bare server on that executor.
+    Our server and the bare one, each with the client on either executor; best of each.
 
-    The bare server runs on the same executor as its client, so the floor is the fastest
+    Each executor's p50 is a figure too, against the bare server on that executor. The bare
+    server runs on the same executor as its client, so the floor is the fastest
     executor rclpy offers on both sides. Server and client each on a core of their own
     (``SERVER_CPU``, ``CLIENT_CPU``).
     """
