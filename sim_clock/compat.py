@@ -299,11 +299,7 @@ class PinnedHandles:
     def __exit__(self, *exc_info) -> None:
         handles, entered = self._handles, self._entered
         self._entered = 0
-        if entered == len(handles):
-            handles = reversed(handles)
-        else:
-            handles = reversed(handles[:entered])
-        for handle in handles:
+        for handle in reversed(handles[:entered]):
             handle.__exit__(None, None, None)
 
 
