@@ -165,9 +165,10 @@ def test_the_message_info_type_of_a_subscription_is_read(context):
     node.destroy_node()
 
 
-@pytest.mark.parametrize('pin', [lambda publishers: PinnedHandles(publishers),
-                                 lambda publishers: PinnedHandle(publishers[0])],
-                         ids=['PinnedHandles', 'PinnedHandle'])
+@pytest.mark.parametrize('pin', [
+    lambda publishers, destroyed=None: PinnedHandles(publishers, destroyed),
+    lambda publishers, destroyed=None: PinnedHandle(publishers[0], destroyed)],
+    ids=['PinnedHandles', 'PinnedHandle'])
 def test_a_held_publisher_outlives_its_destruction_until_released(context, pin):
     """A publisher whose address C uses lives until it is let go; one destroyed raises."""
     node = rclpy.create_node('held', context=context)
@@ -181,7 +182,7 @@ def test_a_held_publisher_outlives_its_destruction_until_released(context, pin):
         with pin([publisher]):
             pass
     with pytest.raises(RuntimeError, match='gone'):
-        with PinnedHandles([publisher], lambda: RuntimeError('gone')):
+        with pin([publisher], lambda: RuntimeError('gone')):
             pass
     node.destroy_node()
 
