@@ -82,7 +82,11 @@ def signals_noted():
         yield received
         return
     options = signals.get_current_signal_handlers_options()
-    signals.uninstall_signal_handlers()
+    if options != signals.SignalHandlerOptions.NO:
+        # Only handlers rclpy installed are taken out: with none, Kilted's rclpy would put
+        # back an "original" it never saved, SIG_DFL, between two sigaction calls, and a
+        # signal then would kill the process.
+        signals.uninstall_signal_handlers()
     previous = {number: signal.signal(number, lambda signum, frame: received.append(signum))
                 for number in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -32,6 +32,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos_overriding_options import InvalidQosOverridesError
 from rclpy.signals import SignalHandlerOptions
+from rclpy.utilities import try_shutdown
 from sim_clock.core.rules import Refused
 from sim_clock.fastdds_profiles import answer_late_clients
 from sim_clock.fastdds_profiles import fast_dds_major
@@ -198,7 +199,12 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
             if finish is not None:
                 finish(executor)
             node.destroy_node()
-        rclpy.try_shutdown()
+        # The context alone: rclpy installed no handler here, so it has none to take out.
+        # Kilted's rclpy.try_shutdown takes them out all the same, putting back an "original"
+        # it never saved, SIG_DFL, between two sigaction calls: a second Ctrl-C there killed
+        # the process (exit code -2). rclpy.utilities' try_shutdown, the same on Jazzy and
+        # Kilted, shuts the default context down and nothing else.
+        try_shutdown()
         # After a signal, SIGINT and SIGTERM stay ignored: under `ros2 launch` a terminal's
         # Ctrl-C reaches the process group and launch forwards another (and SIGTERM after
         # 5 s), which would otherwise find Python's default handlers on the way out and end

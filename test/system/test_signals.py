@@ -19,12 +19,16 @@ The terminal sends SIGINT to every process of its foreground group, and launch f
 another to each process it started: two SIGINTs a few ms apart, the second often arriving
 while the process is on its way out. Every executable must end with exit code 0 each time,
 without a traceback or a FATAL line (the executor's report of a callback that failed).
+
+A signal may come at any moment of the way out, also while rclpy shuts its context down: there
+the process must never be found without its handler (a flood of SIGINTs finds every gap).
 """
 
 import os
 import select
 import signal
 import subprocess
+import sys
 import time
 
 from bags import write_test_bag
@@ -46,6 +50,46 @@ EXECUTABLES = {
     # The control panel, serving once it prints its URL (a first contact under load: 60 s).
     'simclock': (lambda folder: ['panel', '--port', '0', '--timeout', '60'],
                  'sim_clock panel of'),
+}
+
+
+#: name -> a program that prints "ready", runs the cycles its argument says, then "survived";
+#: the cycles it runs under a flood of SIGINTs (0.1 to 0.5 s of it). Where the code left
+#: SIG_DFL in place for a moment (Kilted's rclpy, asked to take out handlers it never
+#: installed), the flood killed the process within 0.01 to 0.23 s.
+FLOODED = {
+    # The executables' loop from start to end; a node that is done at once (or none: a signal
+    # before it is made ends the cycle), then the context shut down.
+    'spin_until_stopped': (300, """
+import signal, sys
+from rclpy.node import Node
+from sim_clock.node.runtime import spin_until_stopped
+from sim_clock.process_exit import exit_without_teardown
+class Done(Node):
+    done = True
+signal.signal(signal.SIGINT, lambda signum, frame: None)
+print('ready', flush=True)
+for _ in range(int(sys.argv[1])):
+    spin_until_stopped(lambda: Done('flooded'), [], logger_name='flooded')
+print('survived', flush=True)
+exit_without_teardown(0)
+"""),
+    # The participant's signals taken from rclpy, where rclpy was started without handlers.
+    'signals_noted': (3000, """
+import signal, sys
+import rclpy
+from rclpy.signals import SignalHandlerOptions
+from sim_clock.client.spinning import signals_noted
+from sim_clock.process_exit import exit_without_teardown
+signal.signal(signal.SIGINT, lambda signum, frame: None)
+rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+print('ready', flush=True)
+for _ in range(int(sys.argv[1])):
+    with signals_noted():
+        pass
+print('survived', flush=True)
+exit_without_teardown(0)
+"""),
 }
 
 
@@ -124,3 +168,32 @@ def test_process_group_sigint_twice_ends_with_exit_code_0(
         assert 'Traceback' not in text and 'FATAL' not in text, text
         codes.append(process.returncode)
     assert codes == [0] * RUNS
+
+
+@pytest.mark.parametrize('name', sorted(FLOODED))
+def test_a_flood_of_sigints_never_finds_the_default_handler(name, domain_id, tmp_path):
+    """SIGINT sent without pause while the code runs its cycles never ends the process."""
+    cycles, program = FLOODED[name]
+    process = subprocess.Popen(
+        [sys.executable, '-c', program, str(cycles)],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=tmp_path,  # the installed package
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = []
+    try:
+        _wait_for_line(process, 'ready', output)
+        deadline = time.monotonic() + TIMEOUT
+        sent = 0
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                os.kill(process.pid, signal.SIGINT)
+            except ProcessLookupError:
+                break  # it has ended
+            sent += 1
+        rest, _ = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = (b''.join(output) + rest).decode(errors='replace')
+    assert process.returncode == 0, f'exit code {process.returncode} after {sent} SIGINTs:\n{text}'
+    assert 'survived' in text and 'Traceback' not in text, text
