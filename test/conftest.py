@@ -31,10 +31,16 @@ a process, fails, naming what it did (:class:`TierGuard`).
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
 import pytest
+
+#: The run's own folder: its TMPDIR, ROS_HOME and ROS_LOG_DIR.
+RUN_DIR = pytest.StashKey[str]()
+#: Whether the run passed (or selected no test): its folder is then removed at the end.
+PASSED = pytest.StashKey[bool]()
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The tier of each folder of test/; a test file elsewhere is refused at collection.
@@ -149,6 +155,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_configure(config):
     """Isolate the run before anything imports rclpy; install the tier guard."""
     run_dir = tempfile.mkdtemp(prefix='sim_clock-test-')
+    config.stash[RUN_DIR] = run_dir
     os.environ['TMPDIR'] = run_dir
     tempfile.tempdir = run_dir
     os.environ['ROS_HOME'] = os.path.join(run_dir, 'ros_home')
@@ -167,6 +174,29 @@ def pytest_configure(config):
     from sim_clock.client.domains import DOMAINS
     os.environ['ROS_DOMAIN_ID'] = str(DOMAINS.take())
     GUARD.install()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Note how the run ended, for :func:`pytest_unconfigure`."""
+    session.config.stash[PASSED] = exitstatus in (pytest.ExitCode.OK,
+                                                  pytest.ExitCode.NO_TESTS_COLLECTED)
+
+
+def pytest_unconfigure(config):
+    """
+    Remove the run's folder (ROS_HOME, logs, tmp_path: hundreds of MB) once every test passed.
+
+    A run that failed keeps it, and says where last, for the files its failures left. A
+    worker of pytest-xdist made its folder inside the one of the run, which the main process
+    removes.
+    """
+    if hasattr(config, 'workerinput') or RUN_DIR not in config.stash:
+        return
+    run_dir = config.stash[RUN_DIR]
+    if config.stash.get(PASSED, False):
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        config.get_terminal_writer().line(f'the files of this run are kept in {run_dir}')
 
 
 @pytest.fixture(autouse=True)
