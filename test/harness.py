@@ -327,6 +327,27 @@ def stamp_ns(stamp) -> int:
     return stamp.sec * NS + stamp.nanosec
 
 
+def flood_with_sigints(process: subprocess.Popen, pause: float = 0.0,
+                       timeout: float = TIMEOUT) -> int:
+    """
+    Send SIGINT to ``process`` until it ends, ``timeout`` s at most, ``pause`` s apart.
+
+    Return how many were sent. A process that leaves its handler for a moment on its way
+    out (SIG_DFL, or one that raises KeyboardInterrupt) is found there.
+    """
+    deadline = time.monotonic() + timeout
+    sent = 0
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except ProcessLookupError:
+            break  # it has ended
+        sent += 1
+        if pause:
+            time.sleep(pause)
+    return sent
+
+
 class ChildDidNotEnd(AssertionError):
     """A child that was to end by itself had not after the timeout; it was killed."""
 

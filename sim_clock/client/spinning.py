@@ -22,6 +22,8 @@ from rclpy import signals
 from rclpy.clock import ClockType
 from rclpy.event_handler import EventHandler
 from rclpy.executors import TimeoutException
+from sim_clock.stop_signals import ignore_stop_signals
+from sim_clock.stop_signals import STOP_SIGNALS
 
 
 def sim_timers(executor):
@@ -74,8 +76,10 @@ def signals_noted():
     """
     Note SIGINT and SIGTERM in the list yielded, in place of rclpy's handlers, then restore.
 
-    Only in the main thread, the one Python runs signal handlers in; elsewhere rclpy's
-    handlers stay and the list stays empty.
+    Once one came, the process is on its way out: SIGINT and SIGTERM are then ignored to the
+    end, as in the executables (``sim_clock.stop_signals``), in place of the handlers of
+    before, and rclpy's come back over that. Only in the main thread, the one Python runs
+    signal handlers in; elsewhere rclpy's handlers stay and the list stays empty.
     """
     received = []
     if threading.current_thread() is not threading.main_thread():
@@ -88,10 +92,14 @@ def signals_noted():
         # signal then would kill the process.
         signals.uninstall_signal_handlers()
     previous = {number: signal.signal(number, lambda signum, frame: received.append(signum))
-                for number in (signal.SIGINT, signal.SIGTERM)}
+                for number in STOP_SIGNALS}
     try:
         yield received
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        if received:
+            ignore_stop_signals()
+        else:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+        # rclpy's handlers, where it had some, chain to what is in place now.
         signals.install_signal_handlers(options)

@@ -21,7 +21,6 @@ history and figures are. rclpy's private API is in ``sim_clock.compat``.
 
 import os
 import signal
-import sys
 from typing import Callable
 from typing import Optional
 
@@ -39,6 +38,8 @@ from sim_clock.fastdds_profiles import fast_dds_major
 from sim_clock.fastdds_profiles import GIVEN_PROFILES
 from sim_clock.fastdds_profiles import LOOPBACK_PROFILE_FILES
 from sim_clock.fastdds_profiles import PROFILES_VARIABLES
+from sim_clock.stop_signals import ignore_stop_signals
+from sim_clock.stop_signals import STOP_SIGNALS
 
 try:
     from rclpy.experimental import EventsExecutor
@@ -115,26 +116,6 @@ def make_executor():
 
 #: The longest the spin loop waits for an event, in s: a signal is seen between two waits.
 SIGNAL_LATENCY_S = 0.1
-#: The signals that stop the spin loop: Ctrl-C, and what ``ros2 launch`` and kill send.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def ignoring_late_stop_signals(hook: Callable) -> Callable:
-    """
-    Return ``sys.unraisablehook`` ``hook`` that says nothing of a stop signal that came late.
-
-    A SIGINT that arrives while its Python handler is being replaced by SIG_IGN (launch's
-    second SIGINT, a few ms after the terminal's) is found pending with no Python handler
-    left, and CPython writes it out as an unraisable "Signal 2 ignored due to race condition"
-    with a traceback. Ignoring it was the intent: only that report is dropped.
-    """
-    late = {f'Signal {int(number)} ignored due to race condition' for number in STOP_SIGNALS}
-
-    def quiet(unraisable) -> None:
-        if not (isinstance(unraisable.exc_value, OSError)
-                and str(unraisable.exc_value) in late):
-            hook(unraisable)
-    return quiet
 
 
 def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name: str,
@@ -205,11 +186,11 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
         # the process (exit code -2). rclpy.utilities' try_shutdown, the same on Jazzy and
         # Kilted, shuts the default context down and nothing else.
         try_shutdown()
-        # After a signal, SIGINT and SIGTERM stay ignored: under `ros2 launch` a terminal's
-        # Ctrl-C reaches the process group and launch forwards another (and SIGTERM after
-        # 5 s), which would otherwise find Python's default handlers on the way out and end
-        # the process with -2 or -15 (doc/design.md, "Ctrl-C").
-        sys.unraisablehook = ignoring_late_stop_signals(sys.unraisablehook)
-        for number, handler in previous.items():
-            signal.signal(number, signal.SIG_IGN if stopped else handler)
+        # After a signal, SIGINT and SIGTERM stay ignored: launch's own SIGINT after the
+        # terminal's would find the handlers of before on the way out.
+        if stopped:
+            ignore_stop_signals()
+        else:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     return 0

@@ -15,7 +15,6 @@
 """The runtime's Fast DDS settings: the profile rule, the Fast DDS found here."""
 
 import importlib.metadata
-import signal
 
 import pytest
 from sim_clock.fastdds_profiles import answer_late_clients
@@ -23,7 +22,6 @@ from sim_clock.fastdds_profiles import fast_dds_major
 from sim_clock.fastdds_profiles import GIVEN_PROFILES
 from sim_clock.fastdds_profiles import LOOPBACK_PROFILE_FILES
 from sim_clock.fastdds_profiles import PROFILE_FILES
-from sim_clock.node.runtime import ignoring_late_stop_signals
 from sim_clock.node.runtime import loopback_udp_only
 
 
@@ -103,24 +101,3 @@ def test_the_recorder_leaves_a_users_choice_and_other_ranges_alone(environ):
     assert environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] == range_before
     assert LOOPBACK_PROFILE_FILES[2] not in environ.values()
     assert LOOPBACK_PROFILE_FILES[3] not in environ.values()
-
-
-def test_a_stop_signal_that_came_late_is_not_reported_and_nothing_else_is_hidden():
-    """The unraisable report of a late SIGINT or SIGTERM is dropped; any other goes on."""
-    reported = []
-    hook = ignoring_late_stop_signals(reported.append)
-
-    class Unraisable:
-
-        def __init__(self, error):
-            self.exc_value = error
-
-    for number in (signal.SIGINT, signal.SIGTERM):
-        hook(Unraisable(OSError(f'Signal {int(number)} ignored due to race condition')))
-    assert reported == []
-    others = [Unraisable(OSError('Signal 10 ignored due to race condition')),
-              Unraisable(ValueError('Signal 2 ignored due to race condition')),
-              Unraisable(OSError('disk full'))]
-    for other in others:
-        hook(other)
-    assert reported == others

@@ -63,7 +63,7 @@ def test_every_module_belongs_to_a_part_or_is_named():
                      'sim_clock.fastdds_profiles',
                      'sim_clock.launch_arguments', 'sim_clock.message_types', 'sim_clock.names',
                      'sim_clock.process_exit', 'sim_clock.progress_report', 'sim_clock.ready',
-                     'sim_clock.testing'}
+                     'sim_clock.stop_signals', 'sim_clock.testing'}
 
 
 @pytest.mark.parametrize('part', sorted(RULES))

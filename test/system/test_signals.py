@@ -33,6 +33,7 @@ import time
 
 from bags import write_test_bag
 from harness import executable
+from harness import flood_with_sigints
 from harness import soak
 from harness import TIMEOUT
 import pytest
@@ -181,14 +182,7 @@ def test_a_flood_of_sigints_never_finds_the_default_handler(name, domain_id, tmp
     output = []
     try:
         _wait_for_line(process, 'ready', output)
-        deadline = time.monotonic() + TIMEOUT
-        sent = 0
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                os.kill(process.pid, signal.SIGINT)
-            except ProcessLookupError:
-                break  # it has ended
-            sent += 1
+        sent = flood_with_sigints(process)
         rest, _ = process.communicate(timeout=TIMEOUT)
     finally:
         if process.poll() is None:
