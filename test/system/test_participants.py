@@ -371,9 +371,9 @@ rclpy.try_shutdown()
 @pytest.mark.parametrize('signals', [
     ('SIGINT', 'SIGINT'),  # a terminal's Ctrl-C under ros2 launch, and launch's own
     ('SIGTERM',),
-    # SIGINT, then one a ms until it ends: one lands wherever it is on its way out (the
-    # leave, the script's last lines, the interpreter's exit). Without pause, each one
-    # interrupting rclpy's and Fast DDS's waits made the exit take 25 s.
+    # SIGINT, then one every 5 ms until it ends: one lands wherever it is on its way out
+    # (the leave, the script's last lines, the interpreter's exit). Each one interrupts a
+    # wait of rclpy's or Fast DDS's: without pause, the exit took 25 s.
     ('SIGINT', 'flood'),
 ])
 def test_a_launched_participant_is_one_node_and_leaves_on_a_signal(
@@ -398,7 +398,7 @@ def test_a_launched_participant_is_one_node_and_leaves_on_a_signal(
         assert client.step('', 1).success
         for number, name in enumerate(signals):
             if name == 'flood':
-                flood_with_sigints(child.process, pause=0.001)
+                flood_with_sigints(child.process, pause=0.005)
                 continue
             if number:
                 time.sleep(0.002)  # launch's SIGINT a few ms after the terminal's
