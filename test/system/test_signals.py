@@ -28,10 +28,10 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 
 from bags import write_test_bag
+from harness import ChildProcess
 from harness import executable
 from harness import flood_with_sigints
 from harness import soak
@@ -178,19 +178,12 @@ def test_process_group_sigint_twice_ends_with_exit_code_0(
 def test_a_flood_of_sigints_never_finds_the_default_handler(name, domain_id, tmp_path):
     """SIGINT sent without pause while the code runs its cycles never ends the process."""
     cycles, program = FLOODED[name]
-    process = subprocess.Popen(
-        [sys.executable, '-c', program, str(cycles)],
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=tmp_path,  # the installed package
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    output = []
+    child = ChildProcess(domain_id, program, str(tmp_path), args=(cycles,))
     try:
-        _wait_for_line(process, 'ready', output)
-        sent = flood_with_sigints(process)
-        rest, _ = process.communicate(timeout=TIMEOUT)
+        child.expect('ready')
+        sent = flood_with_sigints(child.process)
+        code = child.finish()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    text = (b''.join(output) + rest).decode(errors='replace')
-    assert process.returncode == 0, f'exit code {process.returncode} after {sent} SIGINTs:\n{text}'
-    assert 'survived' in text and 'Traceback' not in text, text
+        child.stop()
+    assert code == 0, f'exit code {code} after {sent} SIGINTs:\n{child.output()}'
+    assert 'survived' in child.output() and 'Traceback' not in child.output(), child.output()
