@@ -20,8 +20,9 @@ another SIGINT a few ms later (and SIGTERM after 5 s). Whatever handler the proc
 would take that second one somewhere on the way out: Python's default raises
 ``KeyboardInterrupt`` in the middle of the last lines, and at the interpreter's exit Python
 puts SIG_DFL back in place of its handlers, so that a signal then kills the process (exit
-code -2). The executables' loop and the participant helper call :func:`ignore_stop_signals`
-once they took a signal (doc/design.md, "Ctrl-C").
+code -2). The executables' loop and the participant helper end their own handling with
+:func:`hand_back_stop_signals`, which ignores both once they took one (doc/design.md,
+"Ctrl-C").
 """
 
 import signal
@@ -57,3 +58,17 @@ def ignore_stop_signals() -> None:
         sys.unraisablehook = ignoring_late_stop_signals(sys.unraisablehook)
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
+
+
+def hand_back_stop_signals(previous: dict, took_one: bool) -> None:
+    """
+    End a handling of SIGINT and SIGTERM of one's own: ignore both if it took one.
+
+    ``previous``: signal number -> the handler ``signal.signal`` replaced, put back where no
+    signal came.
+    """
+    if took_one:
+        ignore_stop_signals()
+        return
+    for number, handler in previous.items():
+        signal.signal(number, handler)

@@ -22,7 +22,7 @@ from rclpy import signals
 from rclpy.clock import ClockType
 from rclpy.event_handler import EventHandler
 from rclpy.executors import TimeoutException
-from sim_clock.stop_signals import ignore_stop_signals
+from sim_clock.stop_signals import hand_back_stop_signals
 from sim_clock.stop_signals import STOP_SIGNALS
 
 
@@ -96,10 +96,6 @@ def signals_noted():
     try:
         yield received
     finally:
-        if received:
-            ignore_stop_signals()
-        else:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        hand_back_stop_signals(previous, bool(received))
         # rclpy's handlers, where it had some, chain to what is in place now.
         signals.install_signal_handlers(options)

@@ -38,7 +38,7 @@ from sim_clock.fastdds_profiles import fast_dds_major
 from sim_clock.fastdds_profiles import GIVEN_PROFILES
 from sim_clock.fastdds_profiles import LOOPBACK_PROFILE_FILES
 from sim_clock.fastdds_profiles import PROFILES_VARIABLES
-from sim_clock.stop_signals import ignore_stop_signals
+from sim_clock.stop_signals import hand_back_stop_signals
 from sim_clock.stop_signals import STOP_SIGNALS
 
 try:
@@ -188,9 +188,5 @@ def spin_until_stopped(make_node: Callable[[], Node], args=None, *, logger_name:
         try_shutdown()
         # After a signal, SIGINT and SIGTERM stay ignored: launch's own SIGINT after the
         # terminal's would find the handlers of before on the way out.
-        if stopped:
-            ignore_stop_signals()
-        else:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        hand_back_stop_signals(previous, bool(stopped))
     return 0

@@ -17,6 +17,7 @@
 import signal
 import sys
 
+from sim_clock.stop_signals import hand_back_stop_signals
 from sim_clock.stop_signals import ignore_stop_signals
 from sim_clock.stop_signals import ignoring_late_stop_signals
 from sim_clock.stop_signals import STOP_SIGNALS
@@ -60,6 +61,27 @@ def test_once_ignored_both_signals_are_and_the_hook_is_wrapped_once():
         other = Unraisable(OSError('disk full'))
         sys.unraisablehook(other)
         assert reported == [other]
+    finally:
+        sys.unraisablehook = hook
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
+def test_handed_back_the_handlers_of_before_return_unless_a_signal_came():
+    """No signal taken: the handlers of before; one taken: both ignored."""
+    handlers = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    hook = sys.unraisablehook
+
+    def own(signum, frame):
+        pass
+    try:
+        for took_one, expected in ((False, handlers), (True, dict.fromkeys(handlers,
+                                                                           signal.SIG_IGN))):
+            previous = {number: signal.signal(number, own) for number in STOP_SIGNALS}
+            hand_back_stop_signals(previous, took_one)
+            assert {number: signal.getsignal(number) for number in STOP_SIGNALS} == expected
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
     finally:
         sys.unraisablehook = hook
         for number, handler in handlers.items():
