@@ -45,6 +45,7 @@ from rclpy.parameter import Parameter
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
+from sim_clock.client.domains import check_free
 from sim_clock.client.domains import DOMAINS
 from sim_clock.client.spinning import run_ready_callbacks
 
@@ -67,14 +68,20 @@ class LockstepHarness:
 
     :param parameters: clock server parameters (``time_step`` in seconds, ...); ``mode`` and
         ``sync`` default to simulation with sync on.
-    :param domain_id: the DDS domain; None takes the next of this process (``DOMAINS``).
+    :param domain_id: the DDS domain; None takes the next one that no DDS participant of this
+        host is on (``DOMAINS``). One given is checked first: if a participant of this host is
+        on it, :class:`~sim_clock.client.domains.DomainInUse` and nothing is started.
     :param log_dir: where the server's output goes; None: a temporary folder.
     :param timeout: seconds any wait may take before it fails, naming what it waited for.
     """
 
     def __init__(self, domain_id: Optional[int] = None, log_dir: Optional[str] = None,
                  timeout: float = 10.0, **parameters):
-        self.domain_id = DOMAINS.take() if domain_id is None else domain_id
+        if domain_id is None:
+            domain_id = DOMAINS.take()
+        else:
+            check_free(domain_id)
+        self.domain_id = domain_id
         self.timeout = timeout
         parameters = {'mode': 'simulation', 'sync': True, **parameters}
         executable = os.path.join(

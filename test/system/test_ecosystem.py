@@ -522,34 +522,3 @@ def test_client_cost_benchmark_runs(tmp_path, domain_id):
     assert [f['name'] for f in figures] == [
         'SimClockClient.step', 'baseline spin_until_future_complete']
     assert all(f['first_us'] > 0 and f['last_us'] > 0 for f in figures)
-
-
-def test_domain_ids_claimed_by_another_run_are_skipped():
-    """
-    Two allocators (two test runs on one host) never hand out the same DDS domain.
-
-    On ports of their own, which no concurrent run claims (runs share CLAIM_PORT_BASE): a run
-    beside this one took an id between this test's look and its take, once.
-    """
-    from sim_clock.client.domains import claim
-    from sim_clock.client.domains import DomainIds
-    from sim_clock.client.domains import HELD
-
-    def free(port_base):
-        claimers = [claim(domain, port_base) for domain in range(1, 101)]
-        for claimer in claimers:
-            if claimer is not None:
-                claimer.close()
-        return None not in claimers
-    port_base = next(base for base in range(30_000, 32_000, 100) if free(base))
-    base = 40
-    other_run = claim(base + 2, port_base)  # held by another process: skipped by both
-    first, second = DomainIds(first=base, port_base=port_base), DomainIds(
-        first=base, port_base=port_base)
-    taken = [first.take(), second.take(), first.take(), second.take()]
-    assert taken == [base, base + 1, base + 3, base + 4], taken
-    other_run.close()
-    # An allocator lets its oldest claims go: it keeps HELD of them.
-    for _ in range(HELD):
-        first.take()
-    assert DomainIds(first=base, port_base=port_base).take() == base
