@@ -24,7 +24,6 @@ with this process's node subscribed to /clock (reliable, keep last 1000), and th
 
 import argparse
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -36,6 +35,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sim_clock.client.domains import domain_for_run
+from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.client.testing import parameter_arguments
 from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import Step
@@ -80,9 +81,9 @@ def measure(ack_timeout: float, calls: int, domain: int) -> list:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--calls', type=int, default=200)
+    parser.add_argument('--domain', type=int, help=DOMAIN_HELP)
     args = parser.parse_args()
-    # Its own domain unless one is given (the test suite gives each test one).
-    domain = int(os.environ.get('ROS_DOMAIN_ID') or random.randrange(150, 230))
+    domain = domain_for_run(args.domain)
     figures = {}
     for ack_timeout in (0.0, 5.0):
         latencies = sorted(measure(ack_timeout, args.calls, domain))

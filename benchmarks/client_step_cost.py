@@ -36,7 +36,8 @@ from ament_index_python.packages import get_package_prefix
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sim_clock.client import SimClockClient
-from sim_clock.client.domains import DOMAINS
+from sim_clock.client.domains import domain_for_run
+from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.srv import Step
 
 
@@ -102,12 +103,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         '--baseline-calls', type=int, default=1000,
         help='calls for the baseline, whose cost grows (default: %(default)s)')
+    parser.add_argument('--domain', type=int, help=DOMAIN_HELP)
     args = parser.parse_args(argv)
     window = max(1, min(1000, args.calls // 10))
-    # A domain claimed on this host (as the test suite claims its own): a random one could be
-    # another run's, whose clock server would answer these steps too.
-    given = os.environ.get('SIM_CLOCK_BENCH_DOMAIN')
-    domain_id = int(given) if given else DOMAINS.take()
+    # A domain of its own: on another graph's, that graph's clock server would answer too.
+    domain_id = domain_for_run(args.domain)
     server = start_server(domain_id)
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain_id)

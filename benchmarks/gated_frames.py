@@ -28,7 +28,6 @@ in frames/s (medians of ``--repeat``) and the ratio to the faster bare loop (tar
 
 import argparse
 import os
-import random
 import subprocess
 import sys
 import time
@@ -44,6 +43,8 @@ except ImportError:  # not in this rclpy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sim_clock.client.domains import domain_for_run
+from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.client.testing import parameter_arguments
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import SERVICE_QOS
@@ -170,11 +171,11 @@ def main() -> int:
     parser.add_argument('--steps', type=int, default=4, help='steps measured')
     parser.add_argument('--repeat', type=int, default=3,
                         help='measurements of each, alternated; the medians are compared')
+    parser.add_argument('--domain', type=int, help=DOMAIN_HELP)
     args = parser.parse_args()
-    # The domain given (the test suite gives each test one), for every measurement in turn
-    # (each ends its processes with SIGINT, so they leave the graph); else a random one each.
-    given = os.environ.get('ROS_DOMAIN_ID')
-    base = int(given or random.randrange(150, 200))
+    # The domain given, for every measurement in turn (each ends its processes with SIGINT,
+    # so they leave the graph); else a fresh one each.
+    given = None if args.domain is None else domain_for_run(args.domain)
     cases = {'sim_clock, one gated topic': measure_sim_clock,
              'bare rclpy loop, single-threaded executor': measure_bare}
     if EventsExecutor is not None:
@@ -183,7 +184,7 @@ def main() -> int:
     figures = {name: [] for name in cases}
     for repetition in range(args.repeat):
         for offset, (name, measure) in enumerate(cases.items()):
-            domain = base if given else base + (3 * repetition + offset) % 30
+            domain = given if given is not None else domain_for_run()
             env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
             figures[name].append(measure(args.frames, args.steps, env, domain))
     medians = {}

@@ -49,6 +49,8 @@ from ament_index_python.packages import get_package_prefix
 from determinism import stop_process
 import rclpy
 from sim_clock.client import SimClockClient
+from sim_clock.client.domains import domain_for_run
+from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.client.testing import parameter_arguments
 
 
@@ -153,8 +155,10 @@ def main(argv=None) -> int:
     parser.add_argument('--calls', type=int, default=2000, help='steps per p50 (2000)')
     parser.add_argument('--repeat', type=int, default=5, help='pairs of runs (5)')
     parser.add_argument('--samples', type=int, default=200, help='changes timed (200)')
+    parser.add_argument('--domain', type=int, help=DOMAIN_HELP)
     args = parser.parse_args(argv)
-    env = dict(os.environ)
+    domain = domain_for_run(args.domain)
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     lib = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock')
     server = subprocess.Popen(
         [os.path.join(lib, 'clock_server'), '--ros-args',
@@ -164,7 +168,7 @@ def main(argv=None) -> int:
         [os.path.join(lib, 'simclock'), 'panel', '--port', '0', '--timeout', '30'], env=env,
         stdout=subprocess.PIPE, text=True)
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, domain_id=domain)
     clock = SimClockClient(context=context, timeout=30.0)
     pages = []
     try:

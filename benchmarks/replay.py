@@ -278,10 +278,11 @@ def child_bare_acknowledged(path: str) -> None:
 
 
 def _run_child(kind: str, path: str, step_ms: int) -> tuple:
+    from sim_clock.client.domains import domain_for_run
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='OFF')
     if kind in ('acknowledged', 'bare-acknowledged'):
         env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-                   ROS_DOMAIN_ID=str(100 + os.getpid() % 100))
+                   ROS_DOMAIN_ID=str(domain_for_run()))
     out = subprocess.run(
         [sys.executable, __file__, f'--child-{kind}', path, '--time-step-ms', str(step_ms)],
         env=env, check=True, capture_output=True, text=True).stdout

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from harness import ChildProcess  # noqa: E402
 from harness import ServerProcess  # noqa: E402
 from harness import TestClient  # noqa: E402
+from sim_clock.client.domains import domain_for_run  # noqa: E402
 from sim_clock.srv import Step  # noqa: E402
 
 MS = 1_000_000
@@ -120,15 +121,16 @@ def main() -> int:
     """Run the soak and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--duration', type=float, default=600.0, help='seconds (600)')
-    parser.add_argument('--domains', type=int, nargs=2, default=(201, 202),
-                        help='DDS domains of the free-run and the stepped server')
+    parser.add_argument('--domains', type=int, nargs=2, default=(None, None),
+                        help='DDS domains of the free-run and the stepped server (default: two '
+                        'that no ROS graph of this host is on); refused if a graph is on one')
     args = parser.parse_args()
     # SIGTERM ends the soak as Ctrl-C does: the servers and watchers are stopped on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
     log_dir = tempfile.mkdtemp(prefix='sim_clock-soak-')
-    free_domain, sync_domain = args.domains
+    free_domain, sync_domain = (domain_for_run(given) for given in args.domains)
     free = ServerProcess(free_domain, log_dir, {
         'mode': 'simulation', 'sync': False, 'time_step': 0.001, 'real_time_factor': 1.0})
     stepped = ServerProcess(sync_domain, log_dir, {'sync': True, 'time_step': 0.001})

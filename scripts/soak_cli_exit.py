@@ -53,7 +53,7 @@ import sys
 import tempfile
 import time
 
-from sim_clock.client.domains import DOMAINS
+from sim_clock.client.domains import domain_for_run
 
 #: The installed executables of the set-up whose Python runs this script.
 EXECUTABLES = os.path.join(sys.prefix, 'lib', 'sim_clock')
@@ -127,7 +127,7 @@ def show_difference(run: int, first: tuple, this: tuple) -> None:
 def main(argv=None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
     folder = tempfile.mkdtemp(prefix='soak_cli_exit-')
-    domain = DOMAINS.take()
+    domain = domain_for_run()
     env = environment(folder, domain)
     simclock = os.path.join(EXECUTABLES, 'simclock')
     command = [simclock, *args.command]

@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import queue
-import random
 import re
 import signal
 import statistics
@@ -46,7 +45,8 @@ from typing import Optional
 
 from ament_index_python.packages import get_package_prefix
 from roles import shared_memory_files
-from sim_clock.client.domains import claim
+from sim_clock.client.domains import domain_for_run
+from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.node.runtime import answer_late_clients
 from sim_clock.node.runtime import SAFE_TRANSPORTS
 from sim_clock.node.runtime import TRANSPORTS_VARIABLE
@@ -708,8 +708,7 @@ def parse_arguments(argv) -> argparse.Namespace:
                         help='a short run that checks every figure is produced')
     parser.add_argument('--repetitions', type=int, help='runs of every case (default 3)')
     parser.add_argument('--domain', type=int,
-                        help='ROS_DOMAIN_ID to run on (default: a random one in 150..229 that no '
-                        'other process on this host has claimed, claimed for the run)')
+                        help=DOMAIN_HELP)
     parser.add_argument('--only', nargs='+', choices=[case.__name__ for case in CASES],
                         help='run only these cases')
     parser.add_argument('--json', metavar='FILE', help='also write the JSON objects to FILE')
@@ -722,22 +721,6 @@ def parse_arguments(argv) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def free_domain():
-    """
-    Return a domain id in 150..229 that no other process here uses, and the claim that holds it.
-
-    Claimed as the test suite claims its domains (``sim_clock.client.domains``): the UDP cases
-    discover beyond localhost, where a suite beside this run on the same id would cross-talk.
-    """
-    domains = list(range(150, 230))
-    random.shuffle(domains)
-    for domain in domains:
-        claimer = claim(domain)
-        if claimer is not None:
-            return domain, claimer
-    raise SystemExit('benchmark: every domain id from 150 to 229 is claimed on this host')
-
-
 def main(argv=None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
     if args.from_json:
@@ -747,9 +730,7 @@ def main(argv=None) -> int:
     settings = SMOKE if args.smoke else FULL
     if args.repetitions:
         settings = Settings(**dict(settings.__dict__, repetitions=args.repetitions))
-    domain_id, claimed = args.domain, None
-    if domain_id is None:
-        domain_id, claimed = free_domain()
+    domain_id = domain_for_run(args.domain)
     log_path = args.log or os.path.join(
         os.environ.get('TMPDIR', '/tmp'), f'sim_clock_benchmark_{os.getpid()}.log')
     cases = [case for case in CASES if not args.only or case.__name__ in args.only]
@@ -772,8 +753,6 @@ def main(argv=None) -> int:
         return 2
     finally:
         bench.close()
-        if claimed is not None:
-            claimed.close()
     report(summarize(runs), args)
     return 0
 

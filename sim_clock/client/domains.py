@@ -254,5 +254,24 @@ class DomainIds:
             '@pytest.mark.sim_clock(domain_id=N))')
 
 
-#: The one allocator of this process: the pytest fixture and the test suite draw from it.
+#: The help of a benchmark's or soak's --domain option.
+DOMAIN_HELP = ('DDS domain to run on (default: one that no ROS graph of this host is on and no '
+               'other run claimed); refused if a DDS participant of this host is on it')
+
+#: The one allocator of this process: the pytest fixture, the test suite, the benchmarks and
+#: the soaks draw from it.
 DOMAINS = DomainIds()
+
+
+def domain_for_run(given: Optional[int] = None) -> int:
+    """
+    Return the domain of a benchmark or soak: ``given`` once checked, else the next of DOMAINS.
+
+    A given id is refused with :class:`DomainInUse` if a DDS participant of this host is on it
+    (:func:`check_free`). ``ROS_DOMAIN_ID`` is never read here: a shell that exported it for
+    the simulation it runs would put the run's servers beside that simulation's.
+    """
+    if given is None:
+        return DOMAINS.take()
+    check_free(given)
+    return given

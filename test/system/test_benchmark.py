@@ -47,9 +47,8 @@ def _benchmark_lines(script: str, tmp_path, domain_id: int, *arguments) -> list:
     any moment, are left out.
     """
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'benchmarks', script), *arguments],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
+        [sys.executable, os.path.join(ROOT, 'benchmarks', script), '--domain', str(domain_id),
+         *arguments], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     return [line for line in result.stdout.splitlines() if not _fast_dds_log(line)]
 

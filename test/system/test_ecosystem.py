@@ -514,9 +514,8 @@ def test_client_cost_benchmark_runs(tmp_path, domain_id):
     """The per-call cost benchmark runs and prints its figures (a smoke run, no timing)."""
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'benchmarks', 'client_step_cost.py'),
-         '--calls', '200', '--baseline-calls', '200'],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, SIM_CLOCK_BENCH_DOMAIN=str(domain_id)))
+         '--calls', '200', '--baseline-calls', '200', '--domain', str(domain_id)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     figures = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
     assert [f['name'] for f in figures] == [
