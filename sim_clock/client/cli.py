@@ -179,7 +179,8 @@ def run(args) -> int:
             from sim_clock.client.panel import run_panel
             return run_panel(context, client.server, host=args.host, port=args.port,
                              read_only=args.read_only, interval_s=args.interval,
-                             window_ns=args.window, timeout=args.timeout, out=sys.stdout)
+                             window_ns=args.window, timeout=args.timeout, out=sys.stdout,
+                             allow_hosts=args.allow_host)
         print(_carry_out(client, args))
         sys.stdout.flush()
         return 0

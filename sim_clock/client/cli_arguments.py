@@ -215,6 +215,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     panel.add_argument('--host', default='127.0.0.1',
                        help='the address served (default: %(default)s, this host only); any '
                             'other: control needs the token the printed URL carries')
+    panel.add_argument('--allow-host', action='append', default=[], metavar='NAME',
+                       help='a name the page may be opened by besides the IP addresses, '
+                            "localhost and, served beyond loopback, this host's names (a "
+                            "reverse proxy's, a DNS alias); requests for any other are refused "
+                            '(repeat for more)')
     panel.add_argument('--port', type=port_argument, default=8765,
                        help='the port (default: %(default)s; 0: any free one)')
     panel.add_argument('--read-only', action='store_true',

@@ -34,10 +34,13 @@ import os
 import queue
 import secrets
 import signal
+import socket
 import threading
 import time
 from typing import Callable
+from typing import List
 from typing import Optional
+from typing import Sequence
 from typing import Set
 
 from aiohttp import web
@@ -54,6 +57,8 @@ from sim_clock.client.panel_model import Access
 from sim_clock.client.panel_model import BadCommand
 from sim_clock.client.panel_model import bag_span
 from sim_clock.client.panel_model import Command
+from sim_clock.client.panel_model import Hosts
+from sim_clock.client.panel_model import LOOPBACK_HOSTS
 from sim_clock.client.panel_model import PaceHistory
 from sim_clock.client.panel_model import parse_command
 from sim_clock.client.panel_model import state
@@ -256,15 +261,25 @@ def _put_latest(outbox: asyncio.Queue, text: str) -> None:
     outbox.put_nowait(text)
 
 
-def make_app(pages: Pages, access: Access, control: Control, watch, server: str):
+def make_app(pages: Pages, access: Access, control: Control, watch, server: str,
+             hosts: Hosts):
     """Return the aiohttp application: the page, and the WebSocket of its updates and commands."""
     async def page(request):
+        # No other site may show the page in a frame of its own and lead clicks onto it.
         return web.Response(text=PAGE, content_type='text/html',
-                            headers={'Cache-Control': 'no-store'})
+                            headers={'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY',
+                                     'Content-Security-Policy': "frame-ancestors 'none'"})
+
+    @web.middleware
+    async def for_this_panel(request, handler):
+        # A page of another site, rebound to this address, names its own host (Hosts).
+        if not hosts.allows_host(request.headers.get('Host')):
+            return web.Response(status=403, text=hosts.why_not(request.headers.get('Host')))
+        return await handler(request)
 
     async def socket(request):
         origin = request.headers.get('Origin')
-        if origin is not None and origin.split('://', 1)[-1] != request.host:
+        if not hosts.allows_origin(origin, request.headers.get('Host')):
             # Another site's page in the user's browser may not drive the clock.
             return web.Response(status=403, text=f'origin {origin} is not this panel')
         ws = web.WebSocketResponse(heartbeat=10.0)
@@ -296,7 +311,7 @@ def make_app(pages: Pages, access: Access, control: Control, watch, server: str)
             await ws.close(code=WSCloseCode.GOING_AWAY, message=b'the panel stopped')
 
     sockets: Set[web.WebSocketResponse] = set()
-    app = web.Application()
+    app = web.Application(middlewares=[for_this_panel])
     app.router.add_get('/', page)
     app.router.add_get('/ws', socket)
     app.on_shutdown.append(close_pages)
@@ -332,21 +347,43 @@ def _take(data: str, may: bool, access: Access, control: Control, outbox: asynci
     control.submit(command, answer)
 
 
-def panel_url(host: str, port: int, token: Optional[str]) -> str:
-    """Return the URL to open: the host as given (an IPv6 one bracketed), and the token."""
+def panel_url(host: str, port: int, token: Optional[str], own_name: str = '') -> str:
+    """
+    Return the URL to open: the host served (an IPv6 one bracketed), and the token.
+
+    Served on every address (``0.0.0.0``, ``::``), which no browser can open, the URL names
+    the host by ``own_name`` (its name on the network).
+    """
+    if host in ('0.0.0.0', '::', '') and own_name:
+        host = own_name
     shown = f'[{host}]' if ':' in host else host
     return f'http://{shown}:{port}/' + (f'?token={token}' if token else '')
 
 
+def own_names() -> List[str]:
+    """Return this host's names on the network: its host name and its fully qualified one."""
+    return sorted({name for name in (socket.gethostname(), socket.getfqdn()) if name})
+
+
+def network_name() -> str:
+    """Return the name other machines know this host by: its full name, else its host name."""
+    full = socket.getfqdn()
+    return full if '.' in full and not full.startswith('localhost') else socket.gethostname()
+
+
 def run_panel(context, server: str, *, host: str, port: int, read_only: bool,
-              interval_s: float, window_ns: int, timeout: float, out) -> int:
+              interval_s: float, window_ns: int, timeout: float, out,
+              allow_hosts: Sequence[str] = ()) -> int:
     """
     Serve the panel until Ctrl-C; print its URL first. Return the exit code.
 
     Served on ``host`` (loopback unless asked): on any other host, control needs the token the
-    URL carries, and a page without it is read-only.
+    URL carries, and a page without it is read-only. Requests are served only for the names
+    of :class:`~sim_clock.client.panel_model.Hosts`, with ``allow_hosts`` added.
     """
-    loopback = host in ('127.0.0.1', 'localhost', '::1')
+    loopback = host in LOOPBACK_HOSTS
+    names = own_names()
+    hosts = Hosts(host, names, allow_hosts)
     token = None if read_only or loopback else secrets.token_urlsafe(16)
     access = Access(read_only=read_only, token=token)
     pages_open = threading.Event()
@@ -354,7 +391,7 @@ def run_panel(context, server: str, *, host: str, port: int, read_only: bool,
     pages = Pages(loop, pages_open)
     watch = Watch(context, server, interval_s, window_ns, pages.publish, pages_open, timeout)
     control = Control(context, server, timeout)
-    runner = web.AppRunner(make_app(pages, access, control, watch, server),
+    runner = web.AppRunner(make_app(pages, access, control, watch, server, hosts),
                            handle_signals=False, access_log=None)
     try:
         loop.run_until_complete(runner.setup())
@@ -365,7 +402,8 @@ def run_panel(context, server: str, *, host: str, port: int, read_only: bool,
         control.start()
         mode = 'read-only' if read_only else (
             'control with the token in the URL' if token else 'control from this host')
-        print(f'sim_clock panel of {server} ({mode}): {panel_url(host, bound, token)}',
+        print(f'sim_clock panel of {server} ({mode}): '
+              f'{panel_url(host, bound, token, network_name())}',
               file=out, flush=True)
         loop.run_forever()
     except KeyboardInterrupt:

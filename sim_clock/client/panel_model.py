@@ -26,11 +26,13 @@ browser's numbers lose digits past 2^53.
 from collections import deque
 from dataclasses import dataclass
 import hmac
+import ipaddress
 from typing import Deque
 from typing import List
 from typing import Optional
 from typing import Sequence
 from typing import Tuple
+from urllib.parse import urlsplit
 
 from sim_clock.client.top import holding_line
 from sim_clock.client.top import pace_line
@@ -133,6 +135,73 @@ class Access:
         if self.read_only:
             return 'this panel is read-only (simclock panel --read-only)'
         return 'read-only: the URL has no valid token (the one simclock panel printed)'
+
+
+#: The names of this host that every panel answers to.
+LOOPBACK_NAMES = ('localhost',)
+#: The addresses a panel "on this host only" may be served on.
+LOOPBACK_HOSTS = ('127.0.0.1', 'localhost', '::1')
+
+
+def _host_name(netloc: Optional[str]) -> Optional[str]:
+    """Return the host of ``name[:port]`` or ``[v6]:port``, lowercased, or None if malformed."""
+    if not netloc:
+        return None
+    try:
+        name = urlsplit('//' + netloc).hostname
+    except ValueError:
+        return None
+    return name.rstrip('.') if name else None
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class Hosts:
+    """
+    The names a panel answers to, so that a page of another site cannot drive it.
+
+    DNS rebinding: a page of ``evil.example`` whose name is made to resolve to 127.0.0.1 reaches
+    the panel from the user's browser, with ``Host`` and ``Origin`` of ``evil.example``. So a
+    request is served only if its ``Host`` names this panel: an IP address (a rebound page
+    always has a name), the loopback names, and, served beyond loopback (``served``), that
+    address and the host's own names (``own_names``); plus the names the user allows
+    (``simclock panel --allow-host``, e.g. a reverse proxy's). A WebSocket that a browser opens
+    carries an ``Origin``, which must be ``http://`` and the request's own ``Host``: a page of
+    another port, another scheme or another name may not connect.
+    """
+
+    def __init__(self, served: str, own_names: Sequence[str] = (),
+                 allowed: Sequence[str] = ()):
+        names = set(LOOPBACK_NAMES)
+        if served not in LOOPBACK_HOSTS:
+            names.update([served, *own_names])
+        names.update(allowed)
+        self.names = frozenset(filter(None, (_host_name(name) for name in names)))
+
+    def allows_host(self, host: Optional[str]) -> bool:
+        """Whether a request whose ``Host`` header is ``host`` is for this panel."""
+        name = _host_name(host)
+        return name is not None and (name in self.names or _is_address(name))
+
+    def allows_origin(self, origin: Optional[str], host: Optional[str]) -> bool:
+        """Whether a WebSocket with ``origin`` (None: not from a browser) may connect."""
+        if origin is None:
+            return True
+        parts = origin.split('://', 1)
+        return (len(parts) == 2 and parts[0].lower() == 'http' and host is not None
+                and parts[1].lower() == host.lower() and self.allows_host(parts[1]))
+
+    def why_not(self, host: Optional[str]) -> str:
+        """Say why a request for ``host`` is refused, and how to allow a name."""
+        return (f'{host or "a request without a Host"} is not a name of this panel (it answers '
+                f'to its IP addresses and {", ".join(sorted(self.names))}); '
+                'simclock panel --allow-host NAME adds a name')
 
 
 class PaceHistory:

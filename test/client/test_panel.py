@@ -35,6 +35,7 @@ from sim_clock.client.panel_model import Access
 from sim_clock.client.panel_model import BadCommand
 from sim_clock.client.panel_model import bag_span
 from sim_clock.client.panel_model import Command
+from sim_clock.client.panel_model import Hosts
 from sim_clock.client.panel_model import mode_text
 from sim_clock.client.panel_model import PaceHistory
 from sim_clock.client.panel_model import parse_command
@@ -154,9 +155,53 @@ def test_the_bag_span_in_clock_time(clock_ns, start):
 
 
 def test_the_url_printed():
-    """The host as served, an IPv6 one bracketed; the token in the query."""
+    """The host as served, an IPv6 one bracketed; every address: the host's name; the token."""
     assert panel_url('127.0.0.1', 8765, None) == 'http://127.0.0.1:8765/'
-    assert panel_url('::', 80, 'abc') == 'http://[::]:80/?token=abc'
+    assert panel_url('fe80::1', 80, 'abc') == 'http://[fe80::1]:80/?token=abc'
+    assert panel_url('0.0.0.0', 8766, 'abc', 'lab-pc.example') == (
+        'http://lab-pc.example:8766/?token=abc')
+    assert panel_url('::', 8766, None, 'lab-pc') == 'http://lab-pc:8766/'
+
+
+@pytest.mark.parametrize('served, host, allowed', [
+    ('127.0.0.1', '127.0.0.1:8765', True),
+    ('127.0.0.1', 'localhost:8765', True),
+    ('127.0.0.1', 'LOCALHOST.:8765', True),
+    ('127.0.0.1', '[::1]:8765', True),
+    ('127.0.0.1', 'evil.example:8765', False),  # a rebound name
+    ('127.0.0.1', 'lab-pc:8765', False),  # the host's name: only when served beyond loopback
+    ('127.0.0.1', None, False),
+    ('127.0.0.1', '', False),
+    ('127.0.0.1', '[bad:8765', False),
+    ('0.0.0.0', 'lab-pc:8766', True),
+    ('0.0.0.0', 'lab-pc.example:8766', True),
+    ('0.0.0.0', '192.168.1.20:8766', True),
+    ('0.0.0.0', 'evil.example:8766', False),
+    ('0.0.0.0', 'proxy.example', True),  # allowed by name
+])
+def test_a_request_is_served_only_for_a_name_of_the_panel(served, host, allowed):
+    hosts = Hosts(served, own_names=['lab-pc', 'lab-pc.example'], allowed=['proxy.example'])
+    assert hosts.allows_host(host) is allowed
+
+
+@pytest.mark.parametrize('origin, host, allowed', [
+    (None, '127.0.0.1:8765', True),  # not a browser
+    ('http://127.0.0.1:8765', '127.0.0.1:8765', True),
+    ('http://localhost:8765', 'localhost:8765', True),
+    ('http://evil.example:8765', 'evil.example:8765', False),  # DNS rebinding
+    ('https://127.0.0.1:8765', '127.0.0.1:8765', False),
+    ('http://127.0.0.1:9000', '127.0.0.1:8765', False),  # a page on another port
+    ('http://evil.example', '127.0.0.1:8765', False),
+    ('null', '127.0.0.1:8765', False),
+])
+def test_a_websocket_origin_must_be_the_panel_itself_over_http(origin, host, allowed):
+    assert Hosts('127.0.0.1').allows_origin(origin, host) is allowed
+
+
+def test_a_refused_host_is_told_the_names_served_and_how_to_add_one():
+    why = Hosts('127.0.0.1').why_not('evil.example:8765')
+    assert why == ('evil.example:8765 is not a name of this panel (it answers to its IP '
+                   'addresses and localhost); simclock panel --allow-host NAME adds a name')
 
 
 class FakeControl:
@@ -183,7 +228,7 @@ def _serve(access: Access, exchange):
         loop = asyncio.get_running_loop()
         pages_open = threading.Event()
         pages, control = Pages(loop, pages_open), FakeControl()
-        app = make_app(pages, access, control, FakeWatch(), '/sim_clock')
+        app = make_app(pages, access, control, FakeWatch(), '/sim_clock', Hosts('127.0.0.1'))
         async with test_utils.TestClient(test_utils.TestServer(app)) as client:
             await exchange(client, pages, control, pages_open)
     asyncio.run(run())
@@ -210,6 +255,9 @@ def test_a_page_is_told_what_it_may_do_and_sent_the_last_state():
     async def exchange(client, pages, control, pages_open):
         page = await client.get('/')
         assert page.status == 200 and '<title>sim_clock panel</title>' in await page.text()
+        # Never inside another site's frame (clickjacking).
+        assert page.headers['X-Frame-Options'] == 'DENY'
+        assert page.headers['Content-Security-Policy'] == "frame-ancestors 'none'"
         ws = await client.ws_connect('/ws')
         hello = await _receive(ws, 'hello')
         assert pages_open.is_set()  # the watch polls while a page is open
@@ -251,4 +299,20 @@ def test_another_sites_page_may_not_connect():
         answer = await client.get('/ws', headers={'Origin': 'http://evil.example'})
         assert answer.status == 403
         assert not pages_open.is_set()
+    _serve(Access(), exchange)
+
+
+def test_a_page_of_a_rebound_name_gets_neither_the_page_nor_the_socket():
+    """DNS rebinding: Host and Origin both of the other site's name; nothing is served."""
+    async def exchange(client, pages, control, pages_open):
+        rebound = {'Host': f'evil.example:{client.server.port}',
+                   'Origin': f'http://evil.example:{client.server.port}'}
+        page = await client.get('/', headers={'Host': rebound['Host']})
+        assert page.status == 403 and '--allow-host' in await page.text()
+        socket = await client.get('/ws', headers=rebound)
+        assert socket.status == 403
+        assert not pages_open.is_set() and control.commands == []
+        ws = await client.ws_connect(
+            '/ws', headers={'Origin': f'http://127.0.0.1:{client.server.port}'})
+        assert (await _receive(ws, 'hello'))['control']
     _serve(Access(), exchange)

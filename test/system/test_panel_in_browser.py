@@ -24,6 +24,7 @@ client. ``scripts/setup.sh --test`` installs Chromium; where it could not, these
 import asyncio
 import json
 import os
+import re
 import signal
 
 import aiohttp
@@ -35,6 +36,7 @@ from harness import ChildProcess
 from harness import executable
 from harness import stamp_ns
 import pytest
+from sim_clock.client.panel import network_name
 
 
 MS = 1_000_000
@@ -51,15 +53,17 @@ runpy.run_path(path, run_name='__main__')
 class Panel:
     """A ``simclock panel`` process and a browser showing its page."""
 
-    def __init__(self, domain_id: int, tmp_path, *args, token: str = None):
+    def __init__(self, domain_id: int, tmp_path, *args, token: str = None,
+                 opened_as: str = '127.0.0.1'):
         # A first contact under load takes seconds (the suite's rule): 60 s, not the default 5.
         self.child = ChildProcess(domain_id, SIMCLOCK, str(tmp_path), args=[
             executable('simclock'), 'panel', '--port', '0', '--timeout', '60', *args])
         self.browser = None
         line = self.child.expect('sim_clock panel of', timeout=60)
-        #: The URL printed; the page opens it on loopback (served on every address).
+        #: The URL printed; the page opens it on loopback, by the name ``opened_as``.
         self.printed = line.split(': ', 1)[1]
-        self.url = self.printed.replace('//0.0.0.0:', '//127.0.0.1:')
+        self.port = int(re.match(r'http://(\[[^]]*\]|[^:/]*):(\d+)/', self.printed).group(2))
+        self.url = re.sub(r'^http://(\[[^]]*\]|[^:/]*):', f'http://{opened_as}:', self.printed)
         if token is not None:  # open it with another token than the one printed
             self.url = self.url.split('?')[0] + f'?token={token}'
         self.browser = Browser(self.url, str(tmp_path / 'profile'))
@@ -89,9 +93,9 @@ def panels(domain_id, tmp_path):
     """Return a function that starts a panel (with a page open); all closed at the end."""
     started = []
 
-    def start(*args, token=None, folder='panel'):
+    def start(*args, token=None, folder='panel', opened_as='127.0.0.1'):
         os.makedirs(tmp_path / folder, exist_ok=True)
-        panel = Panel(domain_id, tmp_path / folder, *args, token=token)
+        panel = Panel(domain_id, tmp_path / folder, *args, token=token, opened_as=opened_as)
         started.append(panel)
         return panel
     yield start
@@ -175,7 +179,8 @@ def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
     assert 'nothing was done' in wrong.browser.text('message')
     assert client.status().frame == 0
     right = panels('--host', '0.0.0.0', folder='right')
-    assert right.printed.startswith('http://0.0.0.0:') and '/?token=' in right.printed
+    # Served on every address, the URL names the host as other machines know it.
+    assert right.printed.startswith(f'http://{network_name()}:') and '/?token=' in right.printed
     right.browser.wait_for("document.body.dataset.control === 'true'", 'control')
     right.browser.click('step1')
     right.browser.wait_for("document.getElementById('message').className === 'done'",
@@ -185,6 +190,44 @@ def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
     assert watching.browser.evaluate(
         "[...document.querySelectorAll('#controls button')].every((b) => b.disabled)")
     assert 'read-only' in watching.browser.text('access')
+
+
+@needs_chromium
+def test_a_rebound_page_is_refused_and_the_loopback_names_work(start_server, client, panels):
+    """
+    DNS rebinding: a page of another site whose name resolves to 127.0.0.1 drives nothing.
+
+    Its requests carry its own name in Host and Origin: the page and the WebSocket are refused
+    and the clock is unchanged, as for an https Origin. The page opened as localhost and as
+    127.0.0.1 steps.
+    """
+    start_server({'sync': True})
+    client.status_when_ready()
+    by_name = panels(folder='by_name', opened_as='localhost')
+    by_name.browser.wait_for("document.body.dataset.control === 'true'", 'control')
+    by_name.browser.click('step1')
+    by_name.browser.wait_for("document.getElementById('message').className === 'done'",
+                             'the step')
+    assert client.status().frame == 1
+    port = by_name.port
+
+    async def rebound():
+        async with aiohttp.ClientSession() as session:
+            evil = f'evil.example:{port}'
+            page = await session.get(f'http://127.0.0.1:{port}/', headers={'Host': evil})
+            assert page.status == 403, await page.text()
+            for headers in ({'Host': evil, 'Origin': f'http://{evil}'},
+                            {'Origin': f'https://127.0.0.1:{port}'}):
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await session.ws_connect(f'http://127.0.0.1:{port}/ws', headers=headers)
+                assert refused.value.status == 403
+    asyncio.run(rebound())
+    by_address = panels(folder='by_address', opened_as='127.0.0.1')
+    by_address.browser.wait_for("document.body.dataset.control === 'true'", 'control')
+    by_address.browser.click('step1')
+    by_address.browser.wait_for("document.getElementById('message').className === 'done'",
+                                'the step')
+    assert client.status().frame == 2
 
 
 @needs_chromium
