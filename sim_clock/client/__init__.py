@@ -24,9 +24,11 @@ from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
+from sim_clock.client.results import SimClockServerGone
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
@@ -35,7 +37,8 @@ from sim_clock.progress_report import ProgressReport
 
 __all__ = [
     'FrameEvents', 'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient',
-    'SimClockError', 'SimClockLate', 'SimClockNoService', 'SimClockRefused', 'SimClockTimeout',
+    'SimClockError', 'SimClockInterrupted', 'SimClockLate', 'SimClockNoService', 'SimClockRefused',
+    'SimClockServerGone', 'SimClockTimeout',
     'Status',
     'StepResult',
 ]

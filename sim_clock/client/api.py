@@ -32,6 +32,7 @@ calls (doc/design.md, "Executors").
 
 import itertools
 import math
+import threading
 import time
 from typing import Callable
 from typing import Optional
@@ -46,9 +47,11 @@ from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SeekResult
 from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
+from sim_clock.client.results import SimClockServerGone
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
@@ -85,11 +88,6 @@ DEFAULT_TIMEOUT = 10.0
 #: is: joining again under the same name with the same period changes nothing.
 REPEATABLE = frozenset(('get_progress', 'get_status', 'join', 'pause', 'resume', 'set_sync',
                         'set_parameters', 'step'))
-#: The services whose call ends as soon as the server leaves the graph while it waits for the
-#: answer (its service is no longer ready: it stopped), instead of at the timeout: a leave,
-#: which has nothing left to leave then (under ``ros2 launch`` the server stops at the same
-#: moment as its participants).
-GIVEN_UP_WITH_THE_SERVER = frozenset(('leave',))
 #: The type of each service of a server, by its name under the server's.
 SERVICE_TYPES = {
     'get_status': GetStatus, 'step': Step, 'sync_mode_cmd': SyncModeCmd, 'join': Join,
@@ -126,6 +124,7 @@ class SimClockClient:
                  context: Optional[Context] = None, time_step: Optional[float] = None,
                  retries: int = 2):
         self.server = server.rstrip('/')
+        self._interrupted = threading.Event()
         self._time_step = time_step
         self.user_id = user_id
         self.timeout = timeout
@@ -435,8 +434,8 @@ class SimClockClient:
         Stop taking part as ``name``.
 
         A server that goes away while the leave waits for its answer (its service leaves the
-        graph: it stopped) ends the wait at once with :class:`SimClockNoService`, instead of
-        at the timeout: there is nothing left to leave.
+        graph: it stopped) ends the wait at once with :class:`SimClockServerGone`, as every
+        call does, instead of at the timeout: there is nothing left to leave.
         """
         response = self._call(Leave, 'leave', Leave.Request(name=name))
         if not response.success:
@@ -492,6 +491,16 @@ class SimClockClient:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def interrupt(self) -> None:
+        """
+        End the call under way in another thread, and every later one, at once.
+
+        Each raises :class:`SimClockInterrupted` within a tenth of a second; what the server
+        did of it is not known. For a program that stops (a panel's Ctrl-C) while a thread of
+        it waits on a long step: that thread then ends, and :meth:`close` can follow.
+        """
+        self._interrupted.set()
+
     def close(self) -> None:
         """Destroy the private node; the client cannot be used afterwards."""
         if self._node is not None:
@@ -542,10 +551,11 @@ class SimClockClient:
             except SimClockTimeout as timeout_error:
                 raise SimClockNoService(str(timeout_error)) from None
         future = client.call_async(request)
-        given_up = name in GIVEN_UP_WITH_THE_SERVER
 
         def answered() -> bool:
-            return future.done() or (given_up and not client.service_is_ready())
+            # A server that stops (Ctrl-C, under ros2 launch with its participants) takes its
+            # service off the graph: the call ends then, not at the timeout, and is not retried.
+            return future.done() or not client.service_is_ready()
         try:
             self._spin_until(answered, deadline, (
                 f'no answer from {full_name} within {timeout} s'))
@@ -554,11 +564,17 @@ class SimClockClient:
             raise
         if not future.done():
             client.remove_pending_request(future)
-            raise SimClockNoService(f'service {full_name} went away before it answered')
+            raise SimClockServerGone(
+                f'the server {self.server} went away during the {name} call: its service '
+                f'{full_name} left the graph before it answered (the server stopped or was '
+                'killed)')
         return future.result()
 
     def _spin_until(self, condition, deadline: float, message: str) -> None:
         while not condition():
+            if self._interrupted.is_set():
+                raise SimClockInterrupted(
+                    f'a call to {self.server} was interrupted before it ended')
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SimClockTimeout(message)

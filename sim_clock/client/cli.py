@@ -144,6 +144,7 @@ def run(args) -> int:
     import rclpy
     from sim_clock.client.api import SimClockClient
     from sim_clock.client.api import SimClockRefused
+    from sim_clock.client.api import SimClockServerGone
     from sim_clock.client.api import SimClockTimeout
     from sim_clock.fastdds_profiles import our_profile_meanwhile
 
@@ -193,6 +194,9 @@ def run(args) -> int:
         print(f'refused: {for_the_command_line(refused.reason, refused.holder)}',
               file=sys.stderr)
         return EXIT_REFUSED
+    except SimClockServerGone as gone:
+        print(f'after {time.monotonic() - started:.1f} s: {gone}', file=sys.stderr)
+        return EXIT_NO_ANSWER
     except SimClockTimeout as timeout:
         print(f'no answer after {time.monotonic() - started:.1f} s: {timeout}', file=sys.stderr)
         return EXIT_NO_ANSWER

@@ -56,6 +56,18 @@ class SimClockNoService(SimClockTimeout):
     """The service did not appear within the timeout (no server of that name answers here)."""
 
 
+class SimClockInterrupted(SimClockError):
+    """A call ended by :meth:`SimClockClient.interrupt`, from another thread, before its answer."""
+
+
+class SimClockServerGone(SimClockNoService):
+    """
+    The server went away while a call waited for its answer: its service left the graph.
+
+    Said at once, not at the timeout. What the call did before the server stopped is not known.
+    """
+
+
 @dataclass(frozen=True)
 class StepResult:
     """Where a step left time: the frame counter, the time in ns and the epoch (resets)."""

@@ -297,6 +297,35 @@ def run_executable(domain_id, *argv):
     return result.returncode, result.stdout, errors
 
 
+def test_a_server_stopped_during_a_step_is_named_at_once(start_server, client, domain_id):
+    """
+    The server stops (Ctrl-C) while a step waits: the step says so, not that it did not appear.
+
+    The step waits on a participant that never says done; the server is stopped once the
+    step's first frame is out. The call ends when the server's service leaves the graph, with
+    the server named, exit 3 (no answer), and is not asked again.
+    """
+    from sim_clock.srv import Join
+    server = start_server({'sync': True, 'participant_timeout': 60.0})
+    client.status_when_ready()
+    joined = client.call(Join, 'join', Join.Request(name='silent', period_ns=0))
+    assert joined.success, joined.message
+    stepping = subprocess.Popen(
+        [executable('simclock'), 'step', '100000'], env=dict(os.environ, ROS_DOMAIN_ID=str(
+            domain_id)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        client.spin_until(lambda: client.status().frame >= 1, 'the step to put out its frame')
+        server.stop()
+        _, errors = stepping.communicate(timeout=30)
+    finally:
+        if stepping.poll() is None:
+            stepping.kill()
+    assert stepping.returncode == 3, errors
+    assert 'the server /sim_clock went away during the step call' in errors, errors
+    assert 'did not appear' not in errors and 'Traceback' not in errors, errors
+
+
 def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
         start_server, client, simclock, domain_id, tmp_path):
     """
