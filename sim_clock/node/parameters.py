@@ -196,6 +196,8 @@ class ParameterBridge:
         self._core = core
         self._changes = changes
         self._followers: List[Tuple[str, Callable[[object], None]]] = []
+        #: Within :meth:`set_logged`, which logs every value the set changed itself.
+        self._setting = False
         self._store = compat.replace_parameter_store(
             node, lambda stored: CoreParameters(stored, core.timeline))
         node.add_pre_set_parameters_callback(self._complete)
@@ -243,12 +245,23 @@ class ParameterBridge:
             self.announce()
 
     def announce(self) -> None:
-        """Publish on /parameter_events the shown values that changed since last announced."""
+        """
+        Publish on /parameter_events the shown values that changed since last announced.
+
+        Each is logged at INFO as a set is (old -> new value, what it does), as made by a
+        service (a client taking sync mode with another ``time_step``, ``~/set_sync``, ...):
+        every change of a parameter is in the log, whoever made it.
+        """
         store = self._store
         changed = {name: value for name, value in store.shown().items()
                    if value != store.announced[name]}
         if not changed:
             return
+        if not self._setting:
+            logger = self._node.get_logger()
+            for name, value in changed.items():
+                logger.info(f'parameter {name}: {store.announced[name]!r} -> {value!r} '
+                            f'(by a service call): {self._effect(name, value)}')
         store.announced.update(changed)
         node = self._node
         compat.publish_parameter_event(node, ParameterEvent(
@@ -264,12 +277,15 @@ class ParameterBridge:
 
         Each parameter that changed at INFO: its name, old -> new value, and what the new
         value does; a refusal (by a range, a type or a check of ours) as a warning with its
-        reason. A change by a service is no set and is not logged here: the call's own line
-        says it.
+        reason. A change by a service is no set: :meth:`announce` logs it.
         """
         logger = self._node.get_logger()
         before = self._values()
-        result = set_atomically(parameters)
+        self._setting = True
+        try:
+            result = set_atomically(parameters)
+        finally:
+            self._setting = False
         if not result.successful:
             asked = ', '.join(f'{p.name}: {before.get(p.name)!r} -> {p.value!r}'
                               for p in parameters)

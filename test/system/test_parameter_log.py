@@ -49,11 +49,20 @@ def test_parameter_changes_are_logged_with_old_and_new_values(start_server, clie
     assert client.set_parameter('mode', 'real_time').successful
     client.spin_until(lambda: "parameter mode: 'simulation' -> 'real_time': time follows the "
                               'wall clock (a reset)' in server.log(), 'the mode change in the log')
-    # Parameters that follow a service call are not logged again: the call's own line says it.
+    # A parameter that a service call changed is logged as a set is, saying so, once.
     client.trigger('pause')
-    client.spin_until(lambda: 'time paused at' in server.log(), 'the pause in the log')
+    client.spin_until(lambda: 'parameter paused: False -> True (by a service call): time '
+                              'stands still' in server.log(), 'the pause in the log')
     assert client.get_parameter('paused') is True
-    assert 'parameter paused' not in server.log()
+    assert 'time paused at' in server.log()
+    # A client that takes sync mode with frames of another length changes time_step.
+    assert client.sync_mode_cmd('driver', start=True, time_step_ms=20).result
+    client.spin_until(lambda: 'parameter time_step: 0.01 -> 0.02 (by a service call): frames '
+                              'are 20000000 ns long' in server.log(), 'the time_step change')
+    log = server.log()
+    assert log.count('parameter paused: False -> True') == 1, log
+    assert log.count("parameter mode: 'simulation' -> 'real_time'") == 1, log
+    assert "parameter mode: 'real_time' -> 'simulation' (by a service call)" in log, log
 
 
 def test_bag_player_logs_its_own_parameters(bag_player, client):
