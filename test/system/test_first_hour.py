@@ -68,13 +68,16 @@ def test_the_readme_python_loop_as_typed_leaves_the_server_as_it_found_it(
     """
     The README's lockstep loop, run as written against the Quick start's server.
 
-    It prints what its comment says (frame 100 at 1 s, in frames of its own 10 ms); on exit
-    the server is as the Quick start left it: sync on with no holder, frames of 1 ms.
+    Typed after the Quick start's ``step 100``, it prints what its comment says (100 frames
+    and 1 s, in frames of its own 10 ms); on exit the server is as the Quick start left it:
+    sync on with no holder, frames of 1 ms, after the two resets of sync off and on again.
     """
     block = _readme_block('python', 'with SimClockClient(time_step=0.01)')
-    expected = re.search(r'print\(result\.frame, result\.time_ns\)\s+# (.*)', block).group(1)
+    expected = re.search(r'print\(result\.frame - start\.frame, result\.time_ns - '
+                         r'start\.time_ns\)\s+# (.*)', block).group(1)
     start_server({'sync': True, 'time_step': 0.001})
     client.status_when_ready()
+    assert client.step('', 100).success  # the Quick start's ros2 simclock step 100
     before = client.status()
     run = subprocess.run([sys.executable, '-c', block], capture_output=True, text=True,
                          timeout=120, cwd=str(tmp_path),
@@ -84,6 +87,7 @@ def test_the_readme_python_loop_as_typed_leaves_the_server_as_it_found_it(
     after = client.status()
     assert (after.mode, after.sync, after.owner, after.time_step_ns) == (
         before.mode, True, '', 1_000_000)
+    assert (after.epoch, after.frame, stamp_ns(after.clock)) == (before.epoch + 2, 0, 0)
 
 
 def _as_typed(line: str, share: str) -> list:
