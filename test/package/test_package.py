@@ -191,6 +191,18 @@ def test_launch_file_has_an_argument_per_parameter(path):
     assert all(arguments.values())
 
 
+def test_the_bag_docs_list_every_argument_of_the_bag_launch_file():
+    """doc/bags.md's table of launch arguments names each one ``--show-args`` lists."""
+    path = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
+    with open(os.path.join(ROOT, 'doc', 'bags.md')) as bags:
+        text = bags.read()
+    table = text[text.index('| `bag` |'):]
+    table = table[:table.index('\n\n')]
+    named = set(re.findall(r'`([a-z_]+)`', table))
+    missing = sorted(set(_launch_parameter_arguments(path)) - named)
+    assert not missing, f'doc/bags.md lists no launch argument {missing}'
+
+
 @pytest.mark.parametrize('path', sorted(LAUNCH_PARAMETERS), ids=os.path.basename)
 def test_launch_description_declares_every_argument(path):
     """generate_launch_description() declares every parameter, use_sim_time and params_file."""
