@@ -168,6 +168,9 @@ def _timeline(events: Sequence[FrameEvent], found: Sequence[Holder]) -> str:
     for event in events:
         if event.kind in (DONE, GATE, ACK):
             holds[(event.epoch, event.sim_ns)].append(event)
+    if not holds:
+        return ('<p class="note">No frame was held: no participant, output gate or wait for '
+                'acknowledgements took part in these frames.</p>')
     # Lanes in the holders' order (slowest first, as the table), the acknowledgements last.
     rank = {(HOLDER_KINDS[h.kind], h.name): index for index, h in enumerate(found)}
     for frame_holds in holds.values():

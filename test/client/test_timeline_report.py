@@ -174,3 +174,12 @@ def test_report_of_a_file_that_is_not_a_trace_exits_2_saying_why(tmp_path, conte
     assert out.getvalue() == ''
     assert err.getvalue().startswith('cannot read the trace: ') and reason in err.getvalue()
     assert not (tmp_path / 'report.html').exists()
+
+
+def test_frames_nobody_held_are_said_so_not_drawn():
+    """No participant, gate or acknowledgement: a sentence, not bars of 0 ms on a 1 ns axis."""
+    events = [FrameEvent(1, FRAME, 0, 10, 100, 100, count=1),
+              FrameEvent(2, FRAME, 0, 20, 200, 200, count=1)]
+    page = render_report(events, 'free run')
+    assert 'No frame was held: no participant, output gate or wait for acknowledgements' in page
+    assert 'id="timeline"' not in page and 'e-06 ms' not in page
