@@ -171,6 +171,14 @@ class Browser:
             ' if (e.disabled) return false; e.click(); return true; })()')
         assert enabled, f'{element_id} is disabled'
 
+    def press(self, element_id: str, key: str, code: int, times: int = 1) -> None:
+        """Focus the element of that id and press ``key`` (virtual key ``code``) on it."""
+        self.evaluate(f'document.getElementById({json.dumps(element_id)}).focus()')
+        for _ in range(times):
+            for kind in ('rawKeyDown', 'keyUp'):
+                self.call('Input.dispatchKeyEvent', type=kind, key=key, code=key,
+                          windowsVirtualKeyCode=code, nativeVirtualKeyCode=code)
+
     def set_value(self, element_id: str, value: str) -> None:
         """Type ``value`` into the input of that id."""
         self.evaluate(f'document.getElementById({json.dumps(element_id)}).value = '

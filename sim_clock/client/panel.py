@@ -20,7 +20,8 @@ Three parts, each on a thread of its own, meet here:
 - :class:`Watch` (ROS): a best-effort ``/clock`` subscription (it never slows a step: flow
   control waits for reliable readers only) and ``~/resets``; while a page is open, the
   server's status and frame events every ``interval`` s, as ``simclock top`` reads them, once
-  for all pages. It hands out states and ticks (:mod:`sim_clock.client.panel_model`).
+  for all pages. It hands out states and ticks (:mod:`sim_clock.client.panel_model`), and
+  says when the server stopped answering and when it answers again.
 - :class:`Control` (ROS): carries out the pages' commands in turn on a client of its own, so
   a long step never stops the live view.
 - the web server (aiohttp, in the main thread's asyncio loop): the page at ``/`` and its
@@ -38,6 +39,7 @@ import socket
 import threading
 import time
 from typing import Callable
+from typing import Dict
 from typing import List
 from typing import Optional
 from typing import Sequence
@@ -49,7 +51,10 @@ from aiohttp import WSMsgType
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.cli_format import format_step
@@ -65,11 +70,14 @@ from sim_clock.client.panel_model import state
 from sim_clock.client.panel_model import tick
 from sim_clock.client.panel_model import TICKS_PER_SEC
 from sim_clock.client.panel_page import PAGE
+from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockRefused
 from sim_clock.client.top import poll
 from sim_clock.client.top import RecentEvents
 from sim_clock.core.units import NS_PER_SEC
+from sim_clock.msg import Reset
 
 #: The port served unless --port says (0: any free port).
 DEFAULT_PORT = 8765
@@ -77,6 +85,11 @@ DEFAULT_PORT = 8765
 OUTBOX = 64
 #: How long the watch spins between looks at its timers (s).
 SPIN_S = 0.01
+#: A poll the server has not answered within this (s) fails; the pages are told, at the
+#: latest one interval later, that the server stopped answering.
+POLL_TIMEOUT_S = 1.2
+#: How many resets the watch keeps for the pages (by epoch).
+RESETS_KEPT = 100
 
 
 class Watch(threading.Thread):
@@ -84,8 +97,12 @@ class Watch(threading.Thread):
     What the pages see: /clock and resets as they come, and a poll of the server per interval.
 
     ``publish`` is given each update (a dict of :mod:`~sim_clock.client.panel_model`), from
-    this thread. It polls only while ``pages_open`` is set: a panel no page looks at reads
-    nothing of the server.
+    this thread. It polls only while ``pages_open`` is set, or until a first state is known
+    (so that a page that opens is sent one at once): a panel no page looks at reads nothing
+    of the server. A poll not answered within :data:`POLL_TIMEOUT_S` (or whose server left
+    the graph) is a ``down`` update, repeated at each poll with how long the server has been
+    silent; the first poll answered after that is an ``up`` update, and what the pages knew of
+    the silent server (its resets, frame events, bag) is forgotten.
     """
 
     def __init__(self, context, server: str, interval_s: float, window_ns: int,
@@ -100,9 +117,14 @@ class Watch(threading.Thread):
                                        use_global_arguments=False)
         self._executor = SingleThreadedExecutor(context=context)
         self._executor.add_node(self._node)
-        self._client = SimClockClient(self._node, server=server, timeout=timeout)
+        self._client = SimClockClient(self._node, server=server, retries=0,
+                                      timeout=min(timeout, POLL_TIMEOUT_S))
         self._recent = RecentEvents(window_ns)
-        self._resets = []
+        #: epoch -> the reset, of the server that answers now.
+        self._resets: Dict[int, ResetEvent] = {}
+        #: The steady time of the last answer; whether the server is silent since.
+        self._answered_ns = time.monotonic_ns()
+        self._down = False
         self._pace = PaceHistory()
         self._clock_ns: Optional[int] = None
         self._clock_changed = False
@@ -113,7 +135,17 @@ class Watch(threading.Thread):
         self.last_state: Optional[dict] = None
         self.last_tick: Optional[dict] = None
         self._node.create_subscription(Clock, '/clock', self._on_clock, qos_profile_sensor_data)
-        self._client.on_reset(self._resets.append)
+        # Deeper than the writer's last one: resets back to back are each kept, by epoch.
+        self._node.create_subscription(Reset, f'{self._client.server}/resets', self._on_reset,
+                                       QoSProfile(depth=RESETS_KEPT,
+                                                  reliability=ReliabilityPolicy.RELIABLE,
+                                                  durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def _on_reset(self, msg: Reset) -> None:
+        reset = ResetEvent.from_msg(msg)
+        self._resets[reset.epoch] = reset
+        if len(self._resets) > RESETS_KEPT:
+            del self._resets[min(self._resets)]
 
     def _on_clock(self, msg: Clock) -> None:
         clock_ns = msg.clock.sec * NS_PER_SEC + msg.clock.nanosec
@@ -132,7 +164,8 @@ class Watch(threading.Thread):
                     self._clock_changed, next_tick = False, now + tick_ns
                     self.last_tick = tick(self._clock_ns, self._pace.points(now))
                     self._publish(self.last_tick)
-                if self._pages_open.is_set() and now >= next_poll:
+                wanted = self._pages_open.is_set() or self.last_state is None
+                if wanted and now >= next_poll:
                     next_poll = now + self._interval_ns
                     self._poll()
         except ExternalShutdownException:
@@ -147,17 +180,36 @@ class Watch(threading.Thread):
                 self._bag_known = True
                 if not self._client.wait_for_services(['get_progress'], timeout=0):
                     self._bag = bag_span(self._client.progress(), status.time_ns)
-        except SimClockError as error:
-            self._publish({'kind': 'result', 'id': 0, 'ok': False,
-                           'message': f'the server did not answer: {error}'})
+        except SimClockInterrupted:
             return
+        except SimClockError as error:
+            self._silent(error)
+            return
+        self._answered_ns = time.monotonic_ns()
+        if self._down:
+            self._down = False
+            self._publish({'kind': 'up'})
         self.last_state = state(status, self._recent.events, self._recent.now_ns,
-                                self._window_ns, self._resets, self._bag)
+                                self._window_ns, [self._resets[e] for e in sorted(self._resets)],
+                                self._bag)
         self._publish(self.last_state)
+
+    def _silent(self, error: SimClockError) -> None:
+        """Tell the pages the server does not answer; forget what they knew of it."""
+        if not self._down and self.last_state is not None:
+            self._down = True
+            self._resets.clear()
+            self._recent = RecentEvents(self._window_ns)
+            self._bag, self._bag_known = None, False
+        silent_ms = (time.monotonic_ns() - self._answered_ns) // 1_000_000
+        update = {'kind': 'down' if self._down else 'waiting', 'silent_ms': silent_ms,
+                  'message': str(error)}
+        self._publish(update)
 
     def stop(self) -> None:
         """End the loop, then the client and the node (once; started or not)."""
         self._stopping.set()
+        self._client.interrupt()
         if self.ident is not None:
             self.join(timeout=5)
         if self._node is not None:
@@ -215,7 +267,8 @@ class Control(threading.Thread):
         return f'sought to {result.time_ns} ns (epoch {result.epoch})'
 
     def stop(self) -> None:
-        """End the loop after the command under way, then the client (started or not)."""
+        """End the loop, the command under way interrupted, then the client (started or not)."""
+        self._client.interrupt()
         self._queue.put(None)
         if self.ident is not None:
             self.join(timeout=5)

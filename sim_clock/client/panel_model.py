@@ -242,11 +242,36 @@ def mode_text(status) -> str:
         text = 'real time'
     elif status.sync:
         text = 'simulation, sync on' + (f', held by {status.owner!r}' if status.owner else '')
+        text += f' (free run would go {_pace_words(status.real_time_factor)})'
     elif status.real_time_factor == 0:
         text = 'simulation, free run as fast as possible'
     else:
         text = f'simulation, free run at {status.real_time_factor:g}x'
     return text + (', paused' if status.paused else '')
+
+
+def _pace_words(factor: float) -> str:
+    return 'as fast as possible' if factor == 0 else f'at {factor:g}x'
+
+
+def sync_warnings(status) -> Tuple[str, str]:
+    """
+    Return what turning sync on, and what turning it off, will do now, in words for the page.
+
+    A change of sync is a reset (MORAI's rule); none is made where sync already is so.
+    """
+    back = 'time goes back to the start'
+    if status.sync:
+        on = 'sync is already on: nothing changes'
+    else:
+        on = (f'sync on: {back}' + (', in simulation mode,' if status.mode == 'real_time' else '')
+              + ' and advances only by steps')
+    if not status.sync:
+        off = 'sync is already off: nothing changes'
+    else:
+        off = (f'sync off: {back} and runs free {_pace_words(status.real_time_factor)}'
+               + (f'; {status.owner!r} loses the hold' if status.owner else ''))
+    return on, off
 
 
 def state(status, events: Sequence, now_ns: int, window_ns: int, resets: Sequence,
@@ -273,6 +298,7 @@ def state(status, events: Sequence, now_ns: int, window_ns: int, resets: Sequenc
         'real_time_factor': status.real_time_factor,
         'time_step_ns': str(status.time_step_ns),
         'mode_text': mode_text(status),
+        'sync_warnings': dict(zip(('on', 'off'), sync_warnings(status))),
         'pace': pace_line(status, recent, window_ns),
         'holding': holding_line(status, events, now_ns),
         'holders': [{'name': holder.name, 'kind': holder.kind, 'frames': len(holder.holds_ns),

@@ -44,16 +44,20 @@ td:first-child, th:first-child { text-align: left; }
 #scrub { width: 100%; }
 #access { color: #8a4b00; }
 #connection.down { color: #b00020; }
+body.stale section { opacity: .5; }
 """
 
 BODY = """
 <h1>sim_clock panel: <span id="server"></span> <span id="connection">connecting</span></h1>
 <section>
   <div class="row">
-    <div><div class="label">simulated time (s)</div><div id="time">-</div></div>
-    <div><div class="label">frame</div><div id="frame">-</div></div>
-    <div><div class="label">epoch</div><div id="epoch">-</div></div>
-    <div><div class="label">mode</div><div id="mode">-</div></div>
+    <div><div class="label">/clock now (s)</div><div id="time">waiting</div></div>
+  </div>
+  <div class="row" id="sample">
+    <div><div class="label">frame</div><div id="frame">waiting</div></div>
+    <div><div class="label">at (s)</div><div id="sample_time">for the</div></div>
+    <div><div class="label">epoch</div><div id="epoch">server's</div></div>
+    <div><div class="label">mode</div><div id="mode">first answer</div></div>
   </div>
   <div id="pace" class="label"></div>
   <canvas id="plot" width="600" height="90"></canvas>
@@ -72,8 +76,8 @@ BODY = """
     <span><input id="rate" type="number" min="0" step="0.1" value="1">
       <button id="set_rate">set real-time factor</button></span>
     <button id="sync_on">sync on</button> <button id="sync_off">sync off</button>
-    <span id="confirm_sync">this resets time to 0 (MORAI's rule):
-      <button id="confirm">reset and switch</button> <button id="cancel">cancel</button></span>
+    <span id="confirm_sync"><span id="sync_warning"></span>:
+      <button id="confirm">go on</button> <button id="cancel">cancel</button></span>
   </div>
   <div id="message"></div>
 </section>
@@ -96,6 +100,10 @@ const $ = (id) => document.getElementById(id);
 const token = new URLSearchParams(location.search).get('token') || '';
 const NS = 1000000000n;
 let socket = null, control = false, sent = 0, bag = null, pendingSync = null;
+let lastState = null, silentSince = null, seekTimer = null, scrubbing = false;
+// A seek goes out once the scrubber has rested this long: a drag or a run of arrow keys is
+// one seek, so one reset.
+const SEEK_REST_MS = 400;
 
 function secondsToNs(text) {
   // "12.5" -> 12500000000n, exactly (no float).
@@ -118,8 +126,9 @@ function send(command) {
   socket.send(JSON.stringify(command));
 }
 function setControls() {
+  const may = control && silentSince === null;
   for (const button of document.querySelectorAll('#controls button, #seek')) {
-    button.disabled = !control;
+    button.disabled = !may;
   }
 }
 function drawPlot(points) {
@@ -142,24 +151,57 @@ function drawPlot(points) {
 function showTime(clockNs, text) {
   $('time').textContent = text;
   $('time').dataset.ns = clockNs;
-  if (bag && document.activeElement !== $('scrub')) {
+  if (bag) {
     const at = BigInt(clockNs) - BigInt(bag.start_ns);
     const span = BigInt(bag.end_ns) - BigInt(bag.start_ns);
-    $('scrub').value = (at / 1000000n).toString();
+    // The scrubber stays where the user put it until the seek it asks for has gone out.
+    if (!scrubbing && seekTimer === null) $('scrub').value = (at / 1000000n).toString();
     const percent = span > 0n ? Number(at * 10000n / span) / 100 : 100;
     $('bag_position').textContent = nsToSeconds(clockNs) + ' s, ' + percent.toFixed(2) +
       '% of the bag';
   }
 }
+function showSilence() {
+  if (silentSince === null) return;
+  const seconds = ((Date.now() - silentSince) / 1000).toFixed(0);
+  $('connection').textContent = lastState === null
+    ? 'waiting for the server (' + seconds + ' s)'
+    : 'the server stopped answering ' + seconds + ' s ago';
+  $('connection').className = 'down';
+}
+function silent(m) {
+  if (silentSince === null) silentSince = Date.now() - m.silent_ms;
+  document.body.classList.toggle('stale', lastState !== null);
+  document.body.dataset.down = 'true';
+  setControls(); showSilence();
+}
+function answering() {
+  // What was shown belonged to the server that went silent: the new one's state follows.
+  silentSince = null;
+  document.body.classList.remove('stale');
+  document.body.dataset.down = 'false';
+  $('connection').textContent = 'live'; $('connection').className = '';
+  $('resets').innerHTML = ''; say('');
+  bag = null; $('bag').hidden = true;
+  setControls();
+}
+setInterval(showSilence, 500);
 function showState(s) {
+  lastState = s;
+  if (silentSince !== null) answering();
   document.body.dataset.states = Number(document.body.dataset.states || 0) + 1;
   $('frame').textContent = s.frame;
+  $('sample_time').textContent = s.time_text;
+  if (document.activeElement !== $('rate')) $('rate').value = s.real_time_factor;
   $('epoch').textContent = s.epoch;
   $('mode').textContent = s.mode_text;
   $('mode').dataset.paused = s.paused;
   $('pace').textContent = s.pace;
   $('holding').textContent = s.holding;
-  showTime(s.time_ns, s.time_text);
+  if (!$('time').dataset.ns) showTime(s.time_ns, s.time_text);
+  if (pendingSync !== null) {
+    $('sync_warning').textContent = s.sync_warnings[pendingSync ? 'on' : 'off'];
+  }
   $('holders').innerHTML = '';
   for (const h of s.holders) {
     const row = document.createElement('tr');
@@ -189,7 +231,10 @@ function connect() {
   const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
   const query = token ? '?token=' + encodeURIComponent(token) : '';
   socket = new WebSocket(scheme + location.host + '/ws' + query);
-  socket.onopen = () => { $('connection').textContent = 'live'; $('connection').className = ''; };
+  socket.onopen = () => {
+    if (silentSince !== null) return;
+    $('connection').textContent = 'live'; $('connection').className = '';
+  };
   socket.onclose = () => {
     $('connection').textContent = 'disconnected: retrying';
     $('connection').className = 'down';
@@ -205,6 +250,10 @@ function connect() {
       $('access').textContent = m.control ? '' : m.why;
     } else if (m.kind === 'state') {
       showState(m);
+    } else if (m.kind === 'down' || m.kind === 'waiting') {
+      silent(m);
+    } else if (m.kind === 'up') {
+      answering();
     } else if (m.kind === 'tick') {
       showTime(m.clock_ns, m.clock_text);
       drawPlot(m.pace);
@@ -223,20 +272,36 @@ $('step_until').onclick = () => {
   send({action: 'step_until', time_ns: ns.toString()});
 };
 $('set_rate').onclick = () => send({action: 'rate', factor: Number($('rate').value)});
-function askSync(on) { pendingSync = on; $('confirm_sync').style.display = 'inline'; }
+function askSync(on) {
+  pendingSync = on;
+  $('sync_warning').textContent = lastState ? lastState.sync_warnings[on ? 'on' : 'off']
+    : (on ? 'sync on' : 'sync off') + ': time goes back to the start';
+  $('confirm_sync').style.display = 'inline';
+}
 $('sync_on').onclick = () => askSync(true);
 $('sync_off').onclick = () => askSync(false);
 $('confirm').onclick = () => {
   $('confirm_sync').style.display = 'none';
   send({action: 'sync', on: pendingSync});
+  pendingSync = null;
 };
-$('cancel').onclick = () => { $('confirm_sync').style.display = 'none'; };
+$('cancel').onclick = () => { $('confirm_sync').style.display = 'none'; pendingSync = null; };
 $('seek').onclick = () => {
+  if (seekTimer !== null) { clearTimeout(seekTimer); seekTimer = null; }
   if (!bag) return;
   const at = BigInt(bag.start_ns) + BigInt($('scrub').value) * 1000000n;
   send({action: 'seek', time_ns: at.toString()});
 };
-$('scrub').onchange = () => $('seek').onclick();
+function scrubMoved() {
+  // Each move restarts the wait: the seek goes out once, where the scrubber comes to rest.
+  if (seekTimer !== null) clearTimeout(seekTimer);
+  seekTimer = setTimeout(() => { seekTimer = null; if (!scrubbing) $('seek').onclick(); },
+                         SEEK_REST_MS);
+}
+$('scrub').oninput = scrubMoved;
+$('scrub').onchange = scrubMoved;
+$('scrub').onpointerdown = () => { scrubbing = true; };
+$('scrub').onpointerup = () => { scrubbing = false; scrubMoved(); };
 setControls();
 connect();
 """

@@ -40,6 +40,7 @@ from sim_clock.client.panel_model import mode_text
 from sim_clock.client.panel_model import PaceHistory
 from sim_clock.client.panel_model import parse_command
 from sim_clock.client.panel_model import state
+from sim_clock.client.panel_model import sync_warnings
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import Status
 from sim_clock.core.frame_events import DONE
@@ -121,7 +122,7 @@ def test_the_state_says_mode_time_holders_and_resets():
     shown = state(STATUS, ring.after(0)[0], SEC + 10 * MS, 5 * SEC, resets, None)
     assert (shown['time_ns'], shown['time_text']) == (
         '1700000000123456789', '1700000000.123456789')
-    assert shown['mode_text'] == 'simulation, sync on'
+    assert shown['mode_text'] == 'simulation, sync on (free run would go at 1x)'
     assert shown['holding'] == 'holding frame 3: nothing (it went out 10.000 ms ago)'
     assert shown['holders'] == [{'name': 'planning', 'kind': 'participant', 'frames': 1,
                                  'p50_ms': 4.0, 'p99_ms': 4.0, 'max_ms': 4.0, 'missed': 0}]
@@ -133,13 +134,31 @@ def test_the_state_says_mode_time_holders_and_resets():
 
 def test_the_mode_in_words():
     """Sync with its holder, free run with its factor or as fast as possible, paused."""
-    held = dataclasses.replace(STATUS, owner='harness', paused=True)
-    assert mode_text(held) == "simulation, sync on, held by 'harness', paused"
+    held = dataclasses.replace(STATUS, owner='harness', paused=True, real_time_factor=2.0)
+    assert mode_text(held) == ("simulation, sync on, held by 'harness' (free run would go at "
+                               '2x), paused')
     free = dataclasses.replace(STATUS, sync=False, real_time_factor=2.5)
     assert mode_text(free) == 'simulation, free run at 2.5x'
     assert mode_text(dataclasses.replace(free, real_time_factor=0.0)) == \
         'simulation, free run as fast as possible'
     assert mode_text(dataclasses.replace(STATUS, mode='real_time')) == 'real time'
+
+
+def test_the_sync_warnings_say_what_will_happen():
+    """On and off read differently, name the pace free run takes, and who loses the hold."""
+    held = dataclasses.replace(STATUS, owner='harness', real_time_factor=2.0)
+    assert sync_warnings(held) == (
+        'sync is already on: nothing changes',
+        "sync off: time goes back to the start and runs free at 2x; 'harness' loses the hold")
+    free = dataclasses.replace(STATUS, sync=False, real_time_factor=0.0)
+    assert sync_warnings(free) == (
+        'sync on: time goes back to the start and advances only by steps',
+        'sync is already off: nothing changes')
+    real = dataclasses.replace(STATUS, mode='real_time', sync=False)
+    assert sync_warnings(real)[0] == ('sync on: time goes back to the start, in simulation '
+                                      'mode, and advances only by steps')
+    assert state(held, [], 0, SEC, [], None)['sync_warnings'] == dict(zip(
+        ('on', 'off'), sync_warnings(held)))
 
 
 @pytest.mark.parametrize('clock_ns, start', [(1_700_000_000_500_000_000, 1_700_000_000 * SEC),

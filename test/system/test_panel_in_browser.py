@@ -34,6 +34,7 @@ from browser import Browser
 from browser import needs_chromium
 from harness import ChildProcess
 from harness import executable
+from harness import ServerProcess
 from harness import stamp_ns
 import pytest
 from sim_clock.client.panel import network_name
@@ -124,7 +125,9 @@ def test_step_pause_sync_and_a_refused_step(start_server, client, panels, tmp_pa
                   'the step to be answered')
     page.wait_for("document.getElementById('frame').textContent === '5'", 'frame 5')
     assert client.status().frame == 5
-    assert page.text('time') == '0.050000000'
+    # The frame beside the time of the same status; /clock now catches up by itself.
+    assert page.text('sample_time') == '0.050000000'
+    page.wait_for("document.getElementById('time').textContent === '0.050000000'", '0.05 s')
     # Another client holds sync mode: the page's step is refused, in the server's words.
     assert client.sync_mode_cmd('harness_holder', True, 0).result
     page.click('step1')
@@ -132,10 +135,20 @@ def test_step_pause_sync_and_a_refused_step(start_server, client, panels, tmp_pa
                   'the refusal')
     assert 'harness_holder' in page.text('message'), page.text('message')
     assert client.status().frame == 5
-    # Sync off asks first; confirmed, it is a reset, listed with its cause.
+    # Sync off asks first, saying what will happen; confirmed, it is a reset, listed.
+    client.set_parameter('real_time_factor', 2.0)
+    page.wait_for("document.getElementById('rate').value === '2'", "the server's factor")
+    assert 'free run would go at 2x' in page.text('mode')
+    page.click('sync_on')
+    assert page.text('sync_warning') == 'sync is already on: nothing changes'
+    page.click('cancel')
     page.click('sync_off')
     assert page.evaluate("getComputedStyle(document.getElementById('confirm_sync')).display") \
         != 'none'
+    assert page.text('sync_warning') == ('sync off: time goes back to the start and runs free '
+                                         "at 2x; 'harness_holder' loses the hold")
+    client.set_parameter('real_time_factor', 1.0)
+    page.wait_for("document.getElementById('rate').value === '1'", "the server's factor")
     epoch = client.status().epoch
     page.click('confirm')
     page.wait_for("document.getElementById('message').className === 'done'", 'sync off')
@@ -231,6 +244,42 @@ def test_a_rebound_page_is_refused_and_the_loopback_names_work(start_server, cli
 
 
 @needs_chromium
+def test_a_server_gone_silent_is_said_and_the_next_one_taken_up(
+        start_server, client, panels, domain_id, tmp_path):
+    """
+    Resets back to back each listed once, in order; a killed server said silent, a new one up.
+
+    Killed (no goodbye on the graph), the server's last state stays greyed, the buttons off,
+    and the page counts the seconds since it answered. A server started again is taken up by
+    itself: its state shown, what the dead one left (its resets) gone.
+    """
+    dead = ServerProcess(domain_id, str(tmp_path), {'sync': True})
+    client.status_when_ready()
+    panel = panels()
+    page = panel.browser
+    for _ in range(4):
+        client.trigger('reset')
+    page.wait_for("document.querySelectorAll('#resets li').length === 4", 'four resets')
+    listed = page.evaluate("[...document.querySelectorAll('#resets li')]"
+                           ".map((li) => li.textContent.split(':')[0])")
+    assert listed == ['epoch 4', 'epoch 3', 'epoch 2', 'epoch 1'], listed
+    dead.process.kill()
+    assert dead.stop() == -9
+    page.wait_for("document.body.dataset.down === 'true'", 'the page to say the server is gone')
+    assert 'the server stopped answering' in page.text('connection')
+    assert page.evaluate("document.body.classList.contains('stale')")
+    assert page.evaluate("document.getElementById('step1').disabled")
+    start_server({'sync': True})
+    page.wait_for("document.body.dataset.down === 'false'", 'the new server taken up')
+    page.wait_for("document.getElementById('epoch').textContent === '0'", 'its state')
+    assert page.text('connection') == 'live'
+    assert page.evaluate("document.querySelectorAll('#resets li').length") == 0
+    page.click('step1')
+    page.wait_for("document.getElementById('message').className === 'done'", 'a step')
+    assert client.status().frame == 1
+
+
+@needs_chromium
 def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
     """A bag player's timeline on the page; the scrubber seeks it to 1.0 s, /clock goes there."""
     path = str(tmp_path / 'bag')
@@ -250,6 +299,17 @@ def test_a_bag_scrubbed_to_one_second(start_server, client, panels, tmp_path):
     assert stamp_ns(client.status().clock) == START_NS + 1000 * MS
     page.wait_for(f"document.getElementById('time').dataset.ns === '{START_NS + 1000 * MS}'",
                   'the page at 1.0 s')
+    # The position under the scrubber follows, though the scrubber still has the focus.
+    page.wait_for("document.getElementById('bag_position').textContent.includes('50.00%')",
+                  'the position at half the bag')
+    # Five presses of the right arrow, as fast as keys repeat: one seek, so one reset.
+    epoch = client.status().epoch
+    page.press('scrub', 'ArrowRight', 39, times=5)
+    page.wait_for(f"document.getElementById('time').dataset.ns === '{START_NS + 1005 * MS}'",
+                  'the page at 1.005 s')
+    panel.next_states(2)
+    assert client.status().epoch == epoch + 1
+    assert stamp_ns(client.status().clock) == START_NS + 1005 * MS
 
 
 def test_ctrl_c_with_a_page_open_ends_the_panel_at_once(
