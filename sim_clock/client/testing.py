@@ -101,7 +101,9 @@ class LockstepHarness:
         self.client = SimClockClient(context=self.context, timeout=timeout)
         try:
             self.client.acquire()
-        except SimClockTimeout:
+        except BaseException:
+            # Refused (another server on the domain holds sync), timed out or interrupted:
+            # the server started here stops with the harness that failed to come up.
             self.close()
             raise
 
