@@ -175,6 +175,9 @@ class BagFrames:
             axes.bag_start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
             time.monotonic_ns, stream=sys.stderr if output is Output.LINE else None,
             log=logger.info if output is Output.LOG else None)
+        self.progress.bag_counts = (
+            bag.message_count, sum(entry.count for entry in bag.left_out),
+            '\n'.join(f'{entry.count} {entry.reason}' for entry in bag.left_out))
         # Every reset moves the cursor, with the rest of the core (Core.take_changes).
         core.position = self
 

@@ -42,6 +42,7 @@ from rosbags.rosbag2 import ReaderError
 from sim_clock.bag.storage import StorageError
 from sim_clock.bag.storage import StoredBag
 from sim_clock.bag.storage import zstd
+from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.message_types import get_message
 from sim_clock.names import CLOCK_TOPIC
 
@@ -99,9 +100,10 @@ class LeftOut:
     count: int
     #: Why, with the topics: ``type std_msgs/msg/X is not installed: /x``.
     reason: str
-    #: Whether the user asked for it (a topic selection, an offset, a limit): ``--strict``
-    #: does not count those.
-    asked: bool
+    #: Whether it is left out by choice: the user's (a topic selection, an offset, a limit)
+    #: or the player's (a /clock in the bag: the player publishes its own). ``--strict`` does
+    #: not count those.
+    chosen: bool
 
 
 #: How rosbag2 names the topic of a service's recorded events: the service's name and this.
@@ -233,8 +235,8 @@ class Bag:
         self._topic_index: Dict[Tuple[int, int], int] = {}
         left_out: Dict[Tuple[str, bool], List[Tuple[str, int]]] = {}
 
-        def leave_out(reason: str, name: str, connections, asked: bool = False) -> None:
-            left_out.setdefault((reason, asked), []).append(
+        def leave_out(reason: str, name: str, connections, chosen: bool = False) -> None:
+            left_out.setdefault((reason, chosen), []).append(
                 (name, sum(c.msgcount for c in connections)))
 
         for name in sorted(by_topic):
@@ -244,11 +246,11 @@ class Bag:
             if name == CLOCK_TOPIC:
                 self.skipped.clock.append(name)
                 leave_out('/clock is not republished (the player publishes /clock)', name,
-                          connections)
+                          connections, chosen=True)
                 continue
             if not selection.allows(name):
                 self.skipped.filtered.append(name)
-                leave_out('not selected', name, connections, asked=True)
+                leave_out('not selected', name, connections, chosen=True)
                 continue
             if len(type_names) != 1:
                 reason = f'one topic recorded with several types ({type_names})'
@@ -282,11 +284,11 @@ class Bag:
                 offered_qos=tuple(offered),
                 connection_ids=tuple(c.id for c in connections),
                 message_count=sum(c.msgcount for c in connections)))
-        for (reason, asked), counted in left_out.items():
+        for (reason, chosen), counted in left_out.items():
             total = sum(count for _, count in counted)
             if total:
                 names = ', '.join(name for name, count in counted if count)
-                self.left_out.append(LeftOut(total, f'{reason}: {names}', asked))
+                self.left_out.append(LeftOut(total, f'{reason}: {names}', chosen))
         self.missing_topics = sorted(set(selection.named) - set(by_topic))
         #: For each bag, its connections that play -> their index in :attr:`topics`.
         self._indices = [
@@ -415,4 +417,5 @@ def _metadata_start(reader: StoredBag) -> Optional[int]:
     """Return the starting_time metadata.yaml gives a bag, or None."""
     starting = (reader.metadata or {}).get('starting_time')
     start = starting.get('nanoseconds_since_epoch') if isinstance(starting, dict) else None
-    return start if isinstance(start, int) and start >= 0 else None
+    # rosbag2 and rosbags write the largest int64 as the start of a bag without messages.
+    return start if isinstance(start, int) and 0 <= start <= MAX_TIME_NS else None

@@ -14,6 +14,7 @@
 
 """Bags read from their data files, metadata.yaml reconciled: each kind rosbag2 leaves."""
 
+import io
 import os
 import shutil
 
@@ -32,8 +33,11 @@ import pytest
 from rosbags.interfaces import QosReliability
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2 import Writer
+from sim_clock.bag.accounting import Account
+from sim_clock.bag.info import print_info
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import get_message
+from sim_clock.bag.reader import LeftOut
 from sim_clock.bag.storage import StoredBag
 
 STORAGES = ['sqlite3', 'mcap']
@@ -342,13 +346,60 @@ def test_every_message_is_played_or_left_out_with_its_reason(tmp_path):
         assert bag.playing_count == len(inside)
         before = [e for e in bag.left_out if e.reason.startswith('before the start offset')]
         assert before[0].count == len([r for r in records if r.time_ns < offset])
-        assert all(entry.asked for entry in bag.left_out if 'offset' in entry.reason)
+        assert all(entry.chosen for entry in bag.left_out if 'offset' in entry.reason)
     finally:
         bag.close()
     bag = Bag(path)
     try:
         [types] = [entry for entry in bag.left_out if 'not installed' in entry.reason
                    or 'not importable' in entry.reason or 'Mystery' in entry.reason]
-        assert types.count == 5 and '/mystery' in types.reason and not types.asked
+        assert types.count == 5 and '/mystery' in types.reason and not types.chosen
     finally:
         bag.close()
+
+
+def test_account_of_a_replay():
+    """The end line names what played and each reason; short only for what nobody chose."""
+    chosen = LeftOut(4, '/clock is not republished (the player publishes /clock): /clock', True)
+    missing = LeftOut(5, 'type x/msg/Y is not installed: /y', False)
+    whole = Account(in_bag=20, playing=11, played=11, left_out=(chosen,))
+    assert not whole.short
+    assert whole.line() == ("played 11 of the bag's 20 messages; left out: 4 /clock is not "
+                            'republished (the player publishes /clock): /clock')
+    assert Account(20, 11, 11, (chosen, missing)).short
+    stopped = Account(20, 11, 7, (chosen,))
+    assert stopped.short and stopped.not_played == 4
+    assert stopped.line().endswith('; 4 not played since the last reset (the player stopped '
+                                   'before them, a read error, or a seek past them)')
+    assert Account(0, 0, 0, ()).line() == "played 0 of the bag's 0 messages"
+
+
+def test_info_says_what_the_bag_holds_and_what_would_play(tmp_path):
+    """As ros2 bag info, from the data; then the disagreements, what plays and what not."""
+    path = str(tmp_path / 'bag')
+    write_test_bag(path, 'mcap')
+    edit_metadata(path, lambda info: info['starting_time'].update(
+        nanoseconds_since_epoch=START_NS + 500 * MS))
+    out = io.StringIO()
+    assert print_info([path], out=out) == 0
+    text = out.getvalue()
+    for line in ('Storage id:          mcap', 'Messages:            54',
+                 'Duration:            1.000000000 s', 'Compression:         none',
+                 f'Start:               Jan 01 1970 00:16:40.000000007 UTC ({START_NS} ns)',
+                 'Topic information:   Topic: /chatter | Type: std_msgs/msg/String | Count: 11 '
+                 '| Serialization Format: cdr',
+                 '                         QoS: reliable, volatile, keep_last 10 (from data)',
+                 'metadata.yaml and the data files disagree (the data is played):',
+                 f"  metadata.yaml's starting_time is {START_NS + 500 * MS} ns, the first "
+                 f'message is at {START_NS} ns',
+                 f'  2 topics, 45 of 54 messages, bag time {START_NS} to {START_NS + 1000 * MS} '
+                 'ns',
+                 '    5 type no_such_pkg/msg/Mystery is not installed: /mystery'):
+        assert line in text.splitlines(), (line, text)
+
+
+def test_info_of_a_bag_that_cannot_be_read(tmp_path, capsys):
+    """One line on stderr and exit code 1."""
+    assert print_info([str(tmp_path / 'nothing')]) == 1
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'does not exist' in err
