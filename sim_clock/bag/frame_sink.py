@@ -285,10 +285,29 @@ class BagFrames:
         """
         timeline = self._timeline
         left_ns = self.end_ns - timeline.time_ns
-        if left_ns <= 0:
-            return limit
+        if left_ns <= 0:  # at or past the end: one frame, then what the end asks for
+            return 1
         # frames_until's ceiling, in place: this is on every free-run frame's walk.
         return max(1, min(limit, -(-left_ns // timeline.time_step_ns)))
+
+    def empty_frames(self) -> int:
+        """
+        Return how many of the next frames carry no message: those before the next message's.
+
+        The frame at or after the next message's stamp (or the bag's end) plays it; the frames
+        before it hand out nothing. 0 where the next message is not known without reading.
+        """
+        timeline, cursor = self._timeline, self.cursor
+        if cursor.exhausted:
+            target = self.end_ns
+        elif cursor.next_known:
+            target = min(self._axes.from_bag(cursor.next_time_ns), self.end_ns)
+        else:
+            return 0
+        left_ns = target - timeline.time_ns
+        if left_ns <= 0:
+            return 0
+        return -(-left_ns // timeline.time_step_ns) - 1
 
     def end_of_frames(self) -> Optional[Callable[[], object]]:
         """
