@@ -21,8 +21,10 @@ since the last reset against those that should have. Free of rclpy.
 """
 
 from dataclasses import dataclass
+from typing import Sequence
 from typing import Tuple
 
+from sim_clock.bag.reach import Unheard
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import LeftOut
 
@@ -48,6 +50,20 @@ class Account:
     #: Messages published since the last reset (the start, a seek, a loop, ~/reset).
     played: int
     left_out: Tuple[LeftOut, ...]
+    #: Messages that went out before any reader of their topic had matched (DDS discovery).
+    unheard: Tuple[Unheard, ...] = ()
+
+    @property
+    def lost(self) -> int:
+        """Return the messages that a reader matched too late to get (:attr:`unheard`)."""
+        return sum(entry.count for entry in self.unheard if entry.matched_later)
+
+    @property
+    def reached_nobody(self) -> bool:
+        """Whether messages played and no writer ever matched a reader: none reached anyone."""
+        return bool(self.played) and bool(self.unheard) and not any(
+            entry.matched_later for entry in self.unheard) and sum(
+            entry.count for entry in self.unheard) >= self.played
 
     @property
     def not_played(self) -> int:
@@ -66,9 +82,24 @@ class Account:
         if self.not_played:
             parts.append(f'{self.not_played} not played since the last reset (the player '
                          'stopped before them, a read error, or a seek past them)')
-        return text + (f'; left out: {"; ".join(parts)}' if parts else '')
+        text += f'; left out: {"; ".join(parts)}' if parts else ''
+        for later, what in ((True, 'went out before the player saw a reader of their topic '
+                                   'match, and that reader may not have got them'),
+                            (False, 'went out while no reader of their topic had matched')):
+            entries = [entry for entry in self.unheard if entry.matched_later is later]
+            if entries:
+                text += (f'; {"up to " if later else ""}'
+                         f'{sum(entry.count for entry in entries)} {what}: '
+                         + ', '.join(f'{entry.topic} {entry.count}' for entry in entries))
+        if self.lost or self.reached_nobody:
+            text += (' (DDS discovery: a volatile reader gets nothing published before it '
+                     'matched, and a reader started just before the player can take seconds '
+                     'to be discovered; --delay SEC, -p paused:=true then ~/resume, or '
+                     'expected_participants hold the start for it)')
+        return text
 
 
-def account(bag: Bag, played: int) -> Account:
-    """Return the :class:`Account` of ``bag`` with ``played`` messages out since the last reset."""
-    return Account(bag.message_count, bag.playing_count, played, tuple(bag.left_out))
+def account(bag: Bag, played: int, unheard: Sequence[Unheard] = ()) -> Account:
+    """Return the :class:`Account` of ``bag``: ``played`` messages out since the last reset."""
+    return Account(bag.message_count, bag.playing_count, played, tuple(bag.left_out),
+                   tuple(unheard))

@@ -281,7 +281,8 @@ class BagPlayer:
 
     def account(self) -> Account:
         """Return what played of the bag and what was left out (:class:`Account`)."""
-        return account(self.bag, self.frames.progress.report().messages_out)
+        return account(self.bag, self.frames.progress.report().messages_out,
+                       self.frames.unheard())
 
     def seek(self, target_ns: int) -> SeekOutcome:
         """Go to /clock time ``target_ns`` within the bag (a reset); refuse outside it."""
@@ -394,7 +395,12 @@ def _end_account(result: Account, strict: bool) -> int:
     """Log what played and what was left out; return the exit code (--strict: 3 if short)."""
     logger = rclpy.logging.get_logger(NODE_NAME)
     short = strict and result.short
-    (logger.error if short else logger.info)(result.line())
+    if short:
+        logger.error(result.line())
+    elif result.lost or result.reached_nobody:
+        logger.warning(result.line())
+    else:
+        logger.info(result.line())
     return STRICT_EXIT_CODE if short else 0
 
 

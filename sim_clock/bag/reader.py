@@ -327,6 +327,24 @@ class Bag:
                                   if count)
                 self.left_out.append(LeftOut(sum(counts), f'{reason}: {names}', True))
 
+    def count_until(self, first_ns: int, lasts: Dict[int, int]) -> Dict[int, int]:
+        """
+        Return, for each topic index of ``lasts``, its messages from ``first_ns`` to its time.
+
+        Read from the data once, up to the latest of the times (included); a bag time up to
+        which each topic's messages are counted, included.
+        """
+        counts = dict.fromkeys(lasts, 0)
+        stop = max(lasts.values(), default=first_ns - 1) + 1
+        for number, reader in enumerate(self._readers):
+            indices = {connection: index for connection, index in self._indices[number].items()
+                       if index in lasts}
+            if indices:
+                for index, time_ns, _ in reader.messages(indices, first_ns, stop):
+                    if time_ns <= lasts[index]:
+                        counts[index] += 1
+        return counts
+
     @property
     def playing_count(self) -> int:
         """Return how many messages play in a whole pass: the bag's less those left out."""

@@ -35,6 +35,8 @@ from rosbags.rosbag2 import Reader
 from rosbags.rosbag2 import Writer
 from sim_clock.bag.accounting import Account
 from sim_clock.bag.info import print_info
+from sim_clock.bag.reach import FirstMatches
+from sim_clock.bag.reach import Unheard
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import get_message
 from sim_clock.bag.reader import LeftOut
@@ -403,3 +405,50 @@ def test_info_of_a_bag_that_cannot_be_read(tmp_path, capsys):
     assert print_info([str(tmp_path / 'nothing')]) == 1
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and 'does not exist' in err
+
+
+def test_first_matches_count_what_went_out_before_a_reader():
+    """Per topic: from the start to the bag time its first reader was seen; none if before."""
+    matches = FirstMatches(['/a', '/b', '/c', '/d'], 100)
+    matches.matched(0, 100)  # before the first frame: nothing lost
+    matches.matched(1, 250)
+    matches.matched(1, 900)  # only the first counts
+    asked = []
+
+    def count(first, lasts):
+        asked.append((first, dict(lasts)))
+        return {index: last - first for index, last in lasts.items()}
+    unheard = matches.unheard(400, [True, True, True, False], count)
+    assert asked == [(100, {1: 250, 2: 400, 3: 400})]
+    assert unheard == [Unheard('/b', 150, True), Unheard('/c', 300, True),
+                       Unheard('/d', 300, False)]
+    assert FirstMatches(['/a'], 100).unheard(100, [False], count) == []
+
+
+def test_count_until_reads_each_topic_up_to_its_time(tmp_path, storage):
+    """The messages of each topic asked for, from a time to its own time, from the data."""
+    path = str(tmp_path / 'bag')
+    write_string_bag(path, MESSAGES, storage)
+    bag = Bag(path)
+    try:
+        a, b = [t.name for t in bag.topics].index('/a'), [t.name for t in bag.topics].index('/b')
+        first, mid = MESSAGES[2][0], MESSAGES[20][0]
+        counts = bag.count_until(first, {a: mid, b: MESSAGES[-1][0]})
+        assert counts == {a: sum(1 for t, n, _ in MESSAGES if n == '/a' and first <= t <= mid),
+                          b: sum(1 for t, n, _ in MESSAGES if n == '/b' and t >= first)}
+    finally:
+        bag.close()
+
+
+def test_account_names_what_reached_no_reader():
+    """Messages out before a reader matched: 'up to' their count, and the way to avoid it."""
+    late = Account(10, 10, 10, (), (Unheard('/a', 4, True), Unheard('/b', 6, False)))
+    assert late.lost == 4 and not late.reached_nobody and not late.short
+    line = late.line()
+    assert ('; up to 4 went out before the player saw a reader of their topic match, and that '
+            'reader may not have got them: /a 4; 6 went out while no reader of their topic had '
+            'matched: /b 6 (DDS discovery') in line and '--delay SEC' in line
+    nobody = Account(10, 10, 10, (), (Unheard('/a', 4, False), Unheard('/b', 6, False)))
+    assert nobody.reached_nobody and nobody.lost == 0 and '--delay SEC' in nobody.line()
+    some = Account(10, 10, 10, (), (Unheard('/b', 6, False),))
+    assert not some.reached_nobody and 'DDS discovery' not in some.line()

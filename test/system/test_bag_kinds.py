@@ -247,3 +247,43 @@ def test_left_out_messages_are_counted_everywhere(domain_id, tmp_path):
     finally:
         client.close()
         player.stop()
+
+
+def test_a_burst_at_factor_0_reaches_a_keep_all_reader_whole(domain_id, tmp_path):
+    """
+    3,000 messages on one topic as fast as possible: none overwritten before acknowledged.
+
+    The writer keeps 100 samples; without its readers' acknowledgements holding it, a Python
+    reader falls behind and the history overwrites what it has not taken.
+    """
+    from std_msgs.msg import String
+    path = str(tmp_path / 'burst')
+    messages = [(START_NS + k * 100_000, '/a', f'burst {k}') for k in range(3000)]
+    write_string_bag(path, messages)
+    reader = RawReader(domain_id, {'/a': String})
+    player = _player(domain_id, tmp_path, path, {'real_time_factor': 0.0, 'paused': True})
+    try:
+        reader.spin_until(lambda: reader.matched == {'/a'}, "the player's writer")
+        reader.status_when_ready()
+        assert reader.trigger('resume').success
+        reader.spin_until(lambda: reader.count() >= len(messages), 'every message', 60.0)
+        assert _wait_exit(player) == 0, player.log()
+        assert reader.data['/a'] == [as_sent(cdr(text)) for _, _, text in messages]
+        assert 'no reader' not in player.log() and 'up to' not in player.log()
+    finally:
+        reader.close()
+
+
+def test_messages_that_reach_no_reader_are_said(domain_id, tmp_path):
+    """No reader at all: the end line is a warning that counts them and says why."""
+    path = str(tmp_path / 'bag')
+    # Topics of this test only: a reader of /a left by another test of this process on a
+    # domain given out again would match.
+    write_string_bag(path, [(stamp, f'/unread{topic}', text) for stamp, topic, text in MESSAGES])
+    player = _player(domain_id, tmp_path, path, {'real_time_factor': 0.0})
+    assert _wait_exit(player) == 0, player.log()
+    [line] = [line for line in player.log().splitlines() if 'played ' in line]
+    assert line.startswith('[WARN]'), line
+    assert (f"played {len(MESSAGES)} of the bag's {len(MESSAGES)} messages; {len(MESSAGES)} "
+            'went out while no reader of their topic had matched: /unread/a 200, /unread/b 100 '
+            '(DDS discovery') in line, line
