@@ -18,6 +18,9 @@ import importlib
 
 from rosidl_generator_py.import_type_support_impl import UnsupportedTypeSupport
 
+#: The kinds of interface whose modules hold message classes.
+INTERFACE_KINDS = ('msg', 'srv', 'action')
+
 
 def get_message(type_name: str):
     """
@@ -25,19 +28,26 @@ def get_message(type_name: str):
 
     The lookup of ``rosidl_runtime_py.utilities.get_message`` (not on PyPI), with the type
     support loaded too, so that a class that imports but cannot be published is refused here.
-    Raise :class:`LookupError` naming the type when it is not available.
+    The messages that services and actions define are message types too: a service's
+    recorded events (``std_srvs/srv/Trigger_Event``, on ``/name/_service_event``), its
+    request and response, an action's feedback (``pkg/action/Name_FeedbackMessage``); a
+    service or action itself is not. Raise :class:`LookupError` naming the type when it is not
+    available.
     """
     parts = type_name.split('/')
     if len(parts) == 2:
         parts = [parts[0], 'msg', parts[1]]
-    if len(parts) != 3 or not all(parts) or parts[1] != 'msg':
-        raise LookupError(f'{type_name!r} is not a message type name (package/msg/Name)')
-    package, _, name = parts
+    if len(parts) != 3 or not all(parts) or parts[1] not in INTERFACE_KINDS:
+        raise LookupError(f'{type_name!r} is not a message type name (package/msg/Name, or '
+                          'a message of a service or action: package/srv/Name_Event)')
+    package, kind, name = parts
     try:
-        module = importlib.import_module(f'{package}.msg')
+        module = importlib.import_module(f'{package}.{kind}')
         message_class = getattr(module, name)
     except (ImportError, AttributeError) as error:
         raise LookupError(f'message type {type_name!r} is not importable ({error})') from None
+    if not hasattr(message_class, 'get_fields_and_field_types'):
+        raise LookupError(f'{type_name!r} is a {kind} type, not a message type')
     # rclpy loads the type support when a publisher is created; failing then would be too late.
     metaclass = type(message_class)
     importer = getattr(metaclass, '__import_type_support__', None)

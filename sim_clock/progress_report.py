@@ -61,6 +61,12 @@ class ProgressReport:
     #: Resets so far; messages_out counts from the last one.
     epoch: int
     playback: Playback
+    #: Every message of the bags' data files, all topics.
+    messages_in_bag: int = 0
+    #: Of those, the ones that never play (a /clock, a type not installed, not selected, ...).
+    messages_left_out: int = 0
+    #: Why, one line a reason (``N reason: topics``); '' for none.
+    left_out: str = ''
 
     def line(self) -> str:
         """Return the report as one line of text (for a terminal or the log)."""

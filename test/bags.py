@@ -125,17 +125,28 @@ def write_large_bag(path: str, storage: str = 'sqlite3', count: int = 2000,
     return times
 
 
-def write_string_bag(path: str, messages, storage: str = 'sqlite3') -> None:
-    """Write ``messages``, (stamp, topic, text) of std_msgs/String, recorded reliable."""
+def write_string_bag(path: str, messages, storage: str = 'sqlite3', *, compression: str = '',
+                     qos: dict = None) -> None:
+    """
+    Write ``messages``, (stamp, topic, text) of std_msgs/String, recorded reliable.
+
+    ``compression``: '', 'file' or 'message' (zstd, as rosbag2 compresses). ``qos``: topic ->
+    the profile it is recorded with, instead of :data:`RELIABLE_QOS`.
+    """
+    from rosbags.rosbag2 import CompressionFormat
+    from rosbags.rosbag2 import CompressionMode
     store = get_typestore(Stores.ROS2_JAZZY)
     string_type = store.types['std_msgs/msg/String']
-    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+    writer = Writer(path, version=9, storage_plugin=STORAGES[storage])
+    if compression:
+        writer.set_compression(CompressionMode[compression.upper()], CompressionFormat.ZSTD)
+    with writer:
         connections = {}
         for stamp, topic, text in sorted(messages, key=lambda m: m[0]):
             if topic not in connections:
                 connections[topic] = writer.add_connection(
                     topic, 'std_msgs/msg/String', typestore=store,
-                    offered_qos_profiles=[RELIABLE_QOS])
+                    offered_qos_profiles=[(qos or {}).get(topic, RELIABLE_QOS)])
             writer.write(connections[topic], stamp,
                          store.serialize_cdr(string_type(data=text), 'std_msgs/msg/String'))
 
@@ -228,3 +239,121 @@ def flatten_batches(batches):
 def bag_messages(bag, start_ns) -> list:
     """Return [(time, topic index, data)] of ``bag``'s messages from ``start_ns`` on."""
     return [(t, i, d) for i, t, d in bag.messages(start_ns)]
+
+
+# -- bags as other writers leave them ------------------------------------------------------------
+
+def read_metadata(path) -> dict:
+    """Return the ``rosbag2_bagfile_information`` of a bag's metadata.yaml."""
+    import yaml
+    with open(os.path.join(path, 'metadata.yaml')) as stream:
+        return yaml.safe_load(stream)['rosbag2_bagfile_information']
+
+
+def write_metadata(path, info: dict) -> None:
+    """Write ``info`` as the bag's metadata.yaml."""
+    import yaml
+    with open(os.path.join(path, 'metadata.yaml'), 'w') as stream:
+        yaml.safe_dump({'rosbag2_bagfile_information': info}, stream, sort_keys=False)
+
+
+def edit_metadata(path, edit) -> dict:
+    """Change a bag's metadata.yaml in place: ``edit(info)`` changes the dict; return it."""
+    info = read_metadata(path)
+    edit(info)
+    write_metadata(path, info)
+    return info
+
+
+def as_version(path, version: int) -> None:
+    """
+    Rewrite a bag's metadata.yaml as rosbag2 wrote that version.
+
+    Before 4: no QoS, each file named with the bag's folder in front (relative to the folder
+    around the bag); 4 to 8: QoS profiles as one YAML text; 9: as rosbags writes it.
+    """
+    import yaml
+    folder = os.path.basename(os.path.normpath(path))
+
+    def edit(info):
+        info['version'] = version
+        for key in ('files', 'custom_data', 'ros_distro') if version < 5 else ():
+            info.pop(key, None)
+        for entry in info['topics_with_message_count']:
+            described = entry['topic_metadata']
+            described.pop('type_description_hash', None)
+            profiles = described.pop('offered_qos_profiles', [])
+            if 4 <= version < 9:
+                described['offered_qos_profiles'] = yaml.safe_dump(profiles) if profiles else ''
+        if version < 4:
+            info['relative_file_paths'] = [f'{folder}/{name}'
+                                           for name in info['relative_file_paths']]
+    edit_metadata(path, edit)
+
+
+def write_split_bag(path, parts, storage: str = 'sqlite3') -> list:
+    """
+    Write a bag split into one data file per item of ``parts`` (lists of (stamp, topic, text)).
+
+    Each file is written by rosbags as its own bag, then moved into ``path``; metadata.yaml
+    lists them in order. Return every (stamp, topic, text), in the order of the parts.
+    """
+    import shutil
+    os.makedirs(path)
+    names, topics, everything = [], {}, []
+    suffix = '.db3' if storage == 'sqlite3' else '.mcap'
+    for number, messages in enumerate(parts):
+        part = f'{path}_part{number}'
+        write_string_bag(part, messages, storage)
+        info = read_metadata(part)
+        name = f'{os.path.basename(path)}_{number}{suffix}'
+        [data] = info['relative_file_paths']
+        shutil.move(os.path.join(part, data), os.path.join(path, name))
+        shutil.rmtree(part)
+        names.append(name)
+        for entry in info['topics_with_message_count']:
+            key = entry['topic_metadata']['name']
+            if key in topics:
+                topics[key]['message_count'] += entry['message_count']
+            else:
+                topics[key] = entry
+        everything += sorted(messages, key=lambda m: m[0])
+        if number == 0:
+            merged = info
+    stamps = [stamp for stamp, _, _ in everything]
+    merged.update(relative_file_paths=names, message_count=len(everything),
+                  topics_with_message_count=list(topics.values()))
+    merged['starting_time'] = {'nanoseconds_since_epoch': min(stamps)}
+    merged['duration'] = {'nanoseconds': max(stamps) - min(stamps)}
+    merged.pop('files', None)
+    write_metadata(path, merged)
+    return everything
+
+
+def write_bare_db3(path, messages, qos: str = None, schema_table: bool = False) -> None:
+    """
+    Write a sqlite3 data file as the first rosbag2 versions did, with Python's sqlite3.
+
+    ``messages``: (stamp, topic, text) of std_msgs/String. No ``offered_qos_profiles`` column
+    unless ``qos`` gives its text (for every topic).
+    """
+    import sqlite3
+    connection = sqlite3.connect(path)
+    qos_column = ', offered_qos_profiles TEXT NOT NULL' if qos is not None else ''
+    connection.execute('CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT NOT NULL, '
+                       f'type TEXT NOT NULL, serialization_format TEXT NOT NULL{qos_column})')
+    connection.execute('CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER NOT '
+                       'NULL, timestamp INTEGER NOT NULL, data BLOB NOT NULL)')
+    connection.execute('CREATE INDEX timestamp_idx ON messages (timestamp ASC)')
+    ids = {}
+    for stamp, topic, text in messages:
+        if topic not in ids:
+            ids[topic] = len(ids) + 1
+            row = [ids[topic], topic, 'std_msgs/msg/String', 'cdr']
+            if qos is not None:
+                row.append(qos)
+            connection.execute(f'INSERT INTO topics VALUES ({",".join("?" * len(row))})', row)
+        connection.execute('INSERT INTO messages(topic_id, timestamp, data) VALUES (?, ?, ?)',
+                           (ids[topic], stamp, cdr(text)))
+    connection.commit()
+    connection.close()

@@ -113,7 +113,8 @@ def make_owner(free_running=False, ok=True, acks=None, timeline=None):
     time free-runs (None: one that says ``free_running``); ``ok``: whether the context runs.
     """
     logger = Logger()
-    flow = FlowControl(timeline or SimpleNamespace(free_running=free_running),
+    flow = FlowControl(timeline or SimpleNamespace(free_running=free_running,
+                                                   frame_period_ns=lambda: None),
                        acks or Acknowledgements(), logger, lambda: ok)
     return flow, logger
 

@@ -71,6 +71,11 @@ class Cursor:
         return self._batch is None
 
     @property
+    def next_known(self) -> bool:
+        """Whether the next message is in the batch at hand (not used up by the last play)."""
+        return self._batch is not None and self._index < len(self._batch[0])
+
+    @property
     def next_time_ns(self) -> Optional[int]:
         """Return the time of the next message, or None."""
         return None if self._batch is None else self._batch[0][self._index]

@@ -361,6 +361,9 @@ class BagFollower(Node):
 
     def _log_start(self) -> None:
         bag, logger, axes = self._bag, self.get_logger(), self.axes
+        for path, notes in bag.notes:  # one warning per bag
+            logger.warning(f'{path}: read from its data files, which metadata.yaml disagrees '
+                           f'with: {"; ".join(notes)}')
         for type_name, (topics, reason) in bag.skipped.unknown_types.items():
             logger.warning(f'skipping {", ".join(topics)}: {reason}')
         if bag.missing_topics:

@@ -32,6 +32,7 @@ import sys
 import time
 from typing import Callable
 from typing import Dict
+from typing import List
 from typing import Optional
 from typing import Sequence
 
@@ -49,6 +50,8 @@ from sim_clock.bag.progress import Output
 from sim_clock.bag.progress import Playback
 from sim_clock.bag.progress import probe_terminal
 from sim_clock.bag.progress import Progress
+from sim_clock.bag.reach import FirstMatches
+from sim_clock.bag.reach import Unheard
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import READ_ERRORS
@@ -140,10 +143,18 @@ class BagFrames:
         qos_overrides = qos_overrides or {}
         for name in sorted(set(qos_overrides) & {topic.name for topic in bag.topics}):
             logger.info(f'overriding the QoS profile of {name}')
+        #: When each topic's writer first matched a reader: what went out before reached
+        #: nobody (:meth:`unheard`).
+        self.first_matches = FirstMatches([topic.name for topic in bag.topics],
+                                          axes.bag_start_ns)
+        self._reached_ns = axes.bag_start_ns
+        self._at_close = None
         self._publishers = [
             parts.create_publisher(topic.message_class, topic.name,
                                    qos_overrides.get(topic.name) or qos_for(topic.offered_qos))
             for topic in bag.topics]
+        #: The topics whose writer has not matched a reader yet, asked before each run.
+        self._unmatched = list(range(len(self._publishers)))
         self._clock = parts.clock_publisher
         #: Every writer of its frames, pinned while frames go out through their addresses.
         self._pinned = pinned((*self._publishers, self._clock))
@@ -161,6 +172,9 @@ class BagFrames:
         # The server's /clock has no other budget: this sink stands in for its ClockSink.
         self._flow = flow = parts.flow.writers([*self._publishers, self._clock])
         self._clock_writer = len(self._publishers)  # /clock's index in the budgets
+        # As fast as possible, a reliable reader of a topic would lose what the writer's
+        # KEEP_LAST history overwrote before the reader acknowledged it: held to its readers.
+        flow.hold_at_full_speed(range(len(self._publishers)))
         budgets = flow.budgets
         if clock_in_c():
             self._run = paced(flow, native_run(
@@ -175,6 +189,9 @@ class BagFrames:
             axes.bag_start_ns, bag.end_ns, sum(topic.message_count for topic in bag.topics),
             time.monotonic_ns, stream=sys.stderr if output is Output.LINE else None,
             log=logger.info if output is Output.LOG else None)
+        self.progress.bag_counts = (
+            bag.message_count, sum(entry.count for entry in bag.left_out),
+            '\n'.join(f'{entry.count} {entry.reason}' for entry in bag.left_out))
         # Every reset moves the cursor, with the rest of the core (Core.take_changes).
         core.position = self
 
@@ -187,6 +204,8 @@ class BagFrames:
         /clock; every frame publishes its messages at their stamps all the same.
         """
         cursor, flow, played = self.cursor, self._flow, 0
+        if self._unmatched:
+            self._look_for_readers()
         if DROPPED in flow.budgets:  # a writer left out of the last run publishes again
             flow.start()
         clock_out = None if clock_times is None else array('q', clock_times)
@@ -237,8 +256,34 @@ class BagFrames:
         """Return the publishers of /clock and of the bag's topics."""
         return [self._clock, *self._publishers]
 
+    def _look_for_readers(self) -> None:
+        """Note the topics whose writer matched its first reader since the last run."""
+        matched = [index for index in self._unmatched
+                   if self._publishers[index].get_subscription_count() > 0]
+        for index in matched:
+            self.first_matches.matched(index, self._reached_ns)
+            self._unmatched.remove(index)
+
+    def unheard(self) -> List[Unheard]:
+        """
+        Return the messages of each topic that went out before its writer matched any reader.
+
+        Counted from the bag (the first pass, up to the furthest bag time reached); after
+        :meth:`close`, as things stood then. A read error: none counted.
+        """
+        reached, subscribed = self._at_close or (
+            self._reached_ns, [p.get_subscription_count() > 0 for p in self._publishers])
+        try:
+            return self.first_matches.unheard(reached, subscribed, self._bag.count_until)
+        except READ_ERRORS as error:
+            self._logger.warning(f'messages that went out before their readers matched are '
+                                 f'not counted: reading the bag failed: {error}')
+            return []
+
     def close(self) -> None:
         """End the read-ahead process; from now on a publish raises."""
+        self._at_close = (self._reached_ns,
+                          [p.get_subscription_count() > 0 for p in self._publishers])
         self._reader.close()
         self._run = self._publish_clock = publisher_destroyed
         self.progress.close()
@@ -256,6 +301,8 @@ class BagFrames:
         else:
             playback = Playback.STEPPED if timeline.sync else Playback.PAUSED
         self.progress.update(timeline.time_ns, self.cursor.handed_out, playback)
+        self._reached_ns = max(self._reached_ns,
+                               min(self._axes.to_bag(timeline.time_ns), self._bag.end_ns))
 
     def _read_from(self, start_ns: int):
         """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""
@@ -282,10 +329,29 @@ class BagFrames:
         """
         timeline = self._timeline
         left_ns = self.end_ns - timeline.time_ns
-        if left_ns <= 0:
-            return limit
+        if left_ns <= 0:  # at or past the end: one frame, then what the end asks for
+            return 1
         # frames_until's ceiling, in place: this is on every free-run frame's walk.
         return max(1, min(limit, -(-left_ns // timeline.time_step_ns)))
+
+    def empty_frames(self) -> int:
+        """
+        Return how many of the next frames carry no message: those before the next message's.
+
+        The frame at or after the next message's stamp (or the bag's end) plays it; the frames
+        before it hand out nothing. 0 where the next message is not known without reading.
+        """
+        timeline, cursor = self._timeline, self.cursor
+        if cursor.exhausted:
+            target = self.end_ns
+        elif cursor.next_known:
+            target = min(self._axes.from_bag(cursor.next_time_ns), self.end_ns)
+        else:
+            return 0
+        left_ns = target - timeline.time_ns
+        if left_ns <= 0:
+            return 0
+        return -(-left_ns // timeline.time_step_ns) - 1
 
     def end_of_frames(self) -> Optional[Callable[[], object]]:
         """

@@ -270,6 +270,10 @@ class PlayOptions:
     keyboard_controls: bool = True
     #: The flags of ros2 bag play given that do nothing here, each with why (said once).
     without_effect: List[str] = field(default_factory=list)
+    #: ``--strict``: exit code 3 when messages were left out that nobody chose to leave out.
+    strict: bool = False
+    #: ``--info``: print what the bags hold and how they would play, then end.
+    info: bool = False
 
     def last_bag_ns(self, bag_start_ns: int) -> Optional[int]:
         """
@@ -387,6 +391,14 @@ def make_parser() -> argparse.ArgumentParser:
                         help='publish no /clock: play each message once the /clock of another '
                              'node reaches its stamp, as a participant where that node is a '
                              'sim_clock server (doc/bags.md, "Following another clock")')
+    parser.add_argument('--strict', action='store_true',
+                        help='exit code 3 if a message of the bag was left out for another '
+                             'reason than the selection, the offset, the limits or /clock '
+                             '(a type not installed, a read error, the player stopped before '
+                             'it)')
+    parser.add_argument('--info', action='store_true',
+                        help='print what the bags hold (as ros2 bag info) and what this player '
+                             'would do with it, then end')
     return parser
 
 
@@ -451,7 +463,8 @@ def parse_arguments(argv: List[str]) -> PlayOptions:
         start_at_zero=args.start_at_zero, show_progress=not args.no_progress,
         follow_clock=args.follow_clock, keyboard_controls=not args.disable_keyboard_controls,
         without_effect=[f'{flag} ({why})' for name, (flag, why) in WITHOUT_EFFECT.items()
-                        if getattr(args, name) not in (None, False)])
+                        if getattr(args, name) not in (None, False)],
+        strict=args.strict, info=args.info)
     if args.follow_clock:
         _check_following(parser, args)
     # As rosbag2: a negative (or zero) limit is none.

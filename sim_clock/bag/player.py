@@ -41,6 +41,10 @@ from rclpy.qos import QoSProfile
 from sim_clock.arguments import check_ros_args
 from sim_clock.arguments import InvalidRosArguments
 from sim_clock.arguments import split_command_line
+from sim_clock.bag.accounting import Account
+from sim_clock.bag.accounting import account
+from sim_clock.bag.accounting import describe_left_out
+from sim_clock.bag.accounting import STRICT_EXIT_CODE
 from sim_clock.bag.frame_sink import BagFrames
 from sim_clock.bag.keyboard import Keyboard
 from sim_clock.bag.keyboard import user_terminal
@@ -50,6 +54,7 @@ from sim_clock.bag.playback_services import PlaybackServices
 from sim_clock.bag.read_ahead import ReadAhead
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
+from sim_clock.bag.reader import READ_ERRORS
 from sim_clock.core.axes import Axes
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import start_time_from_value
@@ -258,17 +263,26 @@ class BagPlayer:
 
     def _log_start(self) -> None:
         bag, logger, node = self.bag, self.node.get_logger(), self.node
+        for path, notes in bag.notes:  # one warning per bag
+            logger.warning(f'{path}: read from its data files, which metadata.yaml disagrees '
+                           f'with: {"; ".join(notes)}')
         for topic in bag.skipped.clock:
             logger.info(f'{topic} in the bag is not republished: this node publishes /clock')
         for type_name, (topics, reason) in bag.skipped.unknown_types.items():
             logger.warning(f'skipping {", ".join(topics)}: {reason}')  # one per type
         if bag.missing_topics:
             logger.warning(f'not in the bag: {", ".join(bag.missing_topics)}')
-        playing = sum(topic.message_count for topic in bag.topics)
+        left_out = describe_left_out(bag)
         logger.info(
-            f'playing {bag.path}: {len(bag.topics)} topics, {playing} messages, bag time '
+            f'playing {bag.path}: {len(bag.topics)} topics, {bag.playing_count} messages'
+            f'{f" of {bag.message_count} ({left_out})" if left_out else ""}, bag time '
             f'{node.axes.bag_start_ns} to {bag.end_ns} ns as /clock {node.clock_ns(0)} to '
             f'{node.clock_ns(self.frames.end_ns)} ns')
+
+    def account(self) -> Account:
+        """Return what played of the bag and what was left out (:class:`Account`)."""
+        return account(self.bag, self.frames.progress.report().messages_out,
+                       self.frames.unheard())
 
     def seek(self, target_ns: int) -> SeekOutcome:
         """Go to /clock time ``target_ns`` within the bag (a reset); refuse outside it."""
@@ -333,6 +347,10 @@ def main(args=None) -> int:
     """Open the bags, then play them until Ctrl-C or SIGTERM; return the exit code."""
     own_arguments, argv = split_command_line(sys.argv if args is None else args)
     options = parse_arguments(own_arguments[1:])
+    if options.info:
+        from sim_clock.bag.info import print_info  # only --info loads it
+        return print_info([path for path, _ in options.bags],
+                          [storage_id for _, storage_id in options.bags], options.topic_filter)
     if options.log_level is not None:
         argv = [*argv, '--ros-args', '--log-level', options.log_level]
     try:
@@ -355,16 +373,35 @@ def main(args=None) -> int:
             # Imported here: only --follow-clock loads the follower.
             from sim_clock.bag.follow import follow_clock
             return follow_clock(bag, argv, start_at_zero=options.start_at_zero)
-        return spin_until_stopped(
-            lambda: BagPlayer(
+        players = []
+
+        def make_player():
+            players.append(BagPlayer(
                 bag, start_at_zero=options.start_at_zero, show_progress=options.show_progress,
                 start_offset_ns=options.start_offset_ns, qos_overrides=options.qos_overrides,
                 delay_ns=options.delay_ns, wait_for_all_acked_ns=options.wait_for_all_acked_ns,
                 keyboard=options.keyboard_controls, parameter_overrides=overrides,
-                cli_args=options.ros_arguments() or None).node,
-            argv, logger_name=NODE_NAME)
+                cli_args=options.ros_arguments() or None))
+            return players[-1].node
+        code = spin_until_stopped(make_player, argv, logger_name=NODE_NAME)
+        if code or not players:
+            return code
+        return _end_account(players[0].account(), options.strict)
     finally:
         bag.close()
+
+
+def _end_account(result: Account, strict: bool) -> int:
+    """Log what played and what was left out; return the exit code (--strict: 3 if short)."""
+    logger = rclpy.logging.get_logger(NODE_NAME)
+    short = strict and result.short
+    if short:
+        logger.error(result.line())
+    elif result.lost or result.reached_nobody:
+        logger.warning(result.line())
+    else:
+        logger.info(result.line())
+    return STRICT_EXIT_CODE if short else 0
 
 
 def open_bags(options: PlayOptions) -> Bag:
@@ -387,4 +424,10 @@ def open_bags(options: PlayOptions) -> Bag:
             f'nothing would play: playback ends at bag time {last_ns} ns '
             '(--playback-until-sec/--playback-until-nsec/--playback-duration), before it '
             f'starts at {start_ns} ns')
+    if options.start_offset_ns or last_ns is not None:
+        try:
+            bag.count_outside(start_ns, last_ns)
+        except READ_ERRORS as error:
+            bag.close()
+            raise BagError(f'bag {bag.path!r} is damaged: {error}') from None
     return bag

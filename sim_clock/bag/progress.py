@@ -143,6 +143,8 @@ class Progress:
         self._last_line_ns = None
         self._last_log_ns = now
         self._line_open = False  # a line is on the terminal, the cursor at its start
+        #: (messages in the bag, messages left out, why): the report's last three fields.
+        self.bag_counts = (0, 0, '')
 
     def restart(self, time_ns: int, handed_out: int, epoch: int) -> None:
         """Start again at ``time_ns`` (a reset): messages out from 0, the rate measured anew."""
@@ -188,7 +190,7 @@ class Progress:
         return ProgressReport(
             self._start_ns + time_ns, self._start_ns, self._start_ns + duration, percent,
             self._handed_out - self._base, self._total, rate, time_left, self._epoch,
-            self._playback)
+            self._playback, *self.bag_counts)
 
     def end_line(self) -> None:
         """Show the line as it is now and move below it, so that what is printed next stays."""

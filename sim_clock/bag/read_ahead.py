@@ -108,7 +108,7 @@ class ReadAhead:
             config = {
                 'sys_path': [entry for entry in sys.path if isinstance(entry, str)],
                 'paths': self._bag.paths, 'storage_ids': self._bag.storage_ids,
-                'until_ns': self._bag.until_ns,
+                'until_ns': self._bag.until_ns, 'plans': self._bag.plans(),
                 'topics': [[topic.name, topic.type_name] for topic in self._bag.topics],
                 'requests': requests_read, 'data': data_write}
             self._process = subprocess.Popen(
@@ -233,7 +233,7 @@ def read_ahead_main(config: dict) -> int:
     failure = None
     try:
         bag = Bag(config['paths'], list(wanted), lookup, storage_ids=config['storage_ids'],
-                  until_ns=config['until_ns'])
+                  until_ns=config['until_ns'], plans=config['plans'])
         if [[topic.name, topic.type_name] for topic in bag.topics] != config['topics']:
             failure = f'the topics of {bag.path!r} changed since it was opened'
     except BagError as error:

@@ -370,7 +370,9 @@ class SimClockClient:
         return ProgressReport(
             bag_time_ns=join_ns(r.bag_time), start_ns=join_ns(r.start), end_ns=join_ns(r.end),
             percent=r.percent, messages_out=r.messages_out, messages_total=r.messages_total,
-            rate=r.rate, time_left=r.time_left, epoch=r.epoch, playback=Playback(r.playback))
+            rate=r.rate, time_left=r.time_left, epoch=r.epoch, playback=Playback(r.playback),
+            messages_in_bag=r.messages_in_bag, messages_left_out=r.messages_left_out,
+            left_out=r.left_out)
 
     def pause(self) -> str:
         """Freeze real-time and free-run time."""

@@ -29,6 +29,10 @@ FULL_SPEED_BATCH_NS = 200_000
 FULL_SPEED_CHUNK = 10
 FULL_SPEED_MAX_CHUNK = 1000
 FULL_SPEED_TICK_NS = 1_000_000
+#: Free run at real_time_factor 0 goes over at least this many frames that carry nothing (a
+#: bag's empty span) in one jump instead of publishing each: about 2 ms of work at the pace
+#: of /clock alone, so fewer cost less than the jump saves.
+SKIP_EMPTY_FRAMES = 1000
 
 
 class Pacing:

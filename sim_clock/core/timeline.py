@@ -170,6 +170,17 @@ class Timeline:
         count = min(count, (MAX_TIME_NS - self.time_ns) // self.time_step_ns)
         return self._advance(max(count, 0))
 
+    def skip(self, count: int) -> None:
+        """
+        Advance ``count`` frames that are not published: free run goes over frames with nothing.
+
+        Time and the frame counter move as :meth:`poll` would move them (stopping short of
+        :data:`MAX_TIME_NS`); no frame is returned, so none goes out.
+        """
+        count = min(count, (MAX_TIME_NS - self.time_ns) // self.time_step_ns)
+        if count > 0:
+            self._advance(count)
+
     def check_step(self, user_id: str, steps: int, target_frame: int = 0,
                    epoch: Optional[int] = None) -> int:
         """

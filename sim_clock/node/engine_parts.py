@@ -90,6 +90,14 @@ class FrameSink(Protocol):
         only of a sink that :attr:`ends_frames`.
         """
 
+    def empty_frames(self) -> int:
+        """
+        Return how many of the next frames carry no data and leave nothing to do at their end.
+
+        Free run as fast as possible skips them (:meth:`Timeline.skip`) when they are many: a
+        bag's long empty span. Asked only of a sink that :attr:`ends_frames`; 0: none known.
+        """
+
     def publishers(self) -> list:
         """Return the publishers of the frames, whose acknowledgements a step may wait for."""
 
@@ -264,6 +272,9 @@ class FramesOut(Protocol):
 
     def limit(self, limit: int) -> int:
         """Return how many frames free run may advance now: the sink's, the rate cap's."""
+
+    def empty_frames(self) -> int:
+        """Return how many of the next frames carry nothing (the sink's; 0: none known)."""
 
     def holds_frames(self) -> bool:
         """Whether frames wait for participants or output gates now."""

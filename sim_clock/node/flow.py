@@ -22,7 +22,9 @@ reliable writer may have at most a *window* of samples out since its readers las
 acknowledged everything (half its depth, at most :data:`MAX_WINDOW`); then publishing waits
 until they have (``Publisher.wait_for_all_acked``) and goes on with a full window. Free run is
 not held back: as fast as possible outruns every reader by design (doc/design.md, "Flow
-control").
+control"), except for the writers a sink holds also at full speed
+(:meth:`Writers.hold_at_full_speed`: a bag's topics, whose reliable readers would otherwise
+lose what a KEEP_LAST history overwrote before they acknowledged it).
 
 One :class:`FlowControl` per node owns every writer's budget: each sink's writers are a group
 (:meth:`FlowControl.writers`: /clock, the views, a bag's topics then /clock), and the writers
@@ -102,6 +104,9 @@ class RunState(Protocol):
 
     free_running: bool
 
+    def frame_period_ns(self):
+        """Return the wall time between free-run frames: 0 as fast as possible, else more."""
+
 
 class FlowControl:
     """
@@ -131,6 +136,12 @@ class FlowControl:
         #: Whether the writers are under flow control: time advances only by steps. Set at
         #: construction and after every dispatch of changes of the timeline (:meth:`start`).
         self.armed = not run.free_running
+        #: Whether free run goes as fast as possible: the writers held at full speed are
+        #: under flow control then too.
+        self.full_speed = self._at_full_speed()
+
+    def _at_full_speed(self) -> bool:
+        return self._run.free_running and self._run.frame_period_ns() == 0
 
     def writers(self, publishers: List) -> 'Writers':
         """
@@ -148,7 +159,7 @@ class FlowControl:
             grouped.add(id(publisher))
         group = Writers(self, publishers)
         if self.armed:
-            group.arm(True)
+            group.arm(True, self.full_speed)
         self._groups.append(group)
         return group
 
@@ -158,11 +169,11 @@ class FlowControl:
 
     def start(self) -> bool:
         """Arm every group if time advances only by steps, else lift them; return whether armed."""
-        armed = not self._run.free_running
-        if armed != self.armed:  # else nothing to do: a tick's fast path
-            self.armed = armed
+        armed, full_speed = not self._run.free_running, self._at_full_speed()
+        if (armed, full_speed) != (self.armed, self.full_speed):  # else: a tick's fast path
+            self.armed, self.full_speed = armed, full_speed
             for group in self._groups:
-                group.arm(armed)
+                group.arm(armed, full_speed)
         return armed
 
     def refill(self) -> None:
@@ -202,12 +213,29 @@ class Writers:
         #: Each writer's window (:func:`window`).
         self.windows = [window(publisher.qos_profile) for publisher in publishers]
         self.budgets = array('q', [UNLIMITED] * len(publishers))
+        #: The indices of the writers under flow control in free run as fast as possible too.
+        self._full_speed_held = frozenset()
+        self._armed = self._full_speed = False
 
-    def arm(self, armed: bool) -> None:
-        """Give every writer an empty budget if ``armed`` (a window's wait first), else none."""
+    def hold_at_full_speed(self, indices) -> None:
+        """Keep writers ``indices`` under flow control also in free run as fast as possible."""
+        self._full_speed_held = frozenset(indices)
+        self.arm(self._flow.armed, self._flow.full_speed)
+
+    def _held(self, index: int) -> bool:
+        return self._armed or (self._full_speed and index in self._full_speed_held)
+
+    def arm(self, armed: bool, full_speed: bool = False) -> None:
+        """
+        Give every writer an empty budget if ``armed`` (a window's wait first), else none.
+
+        ``full_speed``: free run goes as fast as possible; the writers held then
+        (:meth:`hold_at_full_speed`) get an empty budget too.
+        """
+        self._armed, self._full_speed = armed, full_speed
         for index, size in enumerate(self.windows):
             # Armed afresh: what free run left unacknowledged is waited for first.
-            self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
+            self.budgets[index] = 0 if self._held(index) and size > 0 else UNLIMITED
 
     def start(self) -> bool:
         """
@@ -220,7 +248,7 @@ class Writers:
         if DROPPED in self.budgets:
             for index, size in enumerate(self.windows):
                 if self.budgets[index] == DROPPED:
-                    self.budgets[index] = 0 if armed and size > 0 else UNLIMITED
+                    self.budgets[index] = 0 if self._held(index) and size > 0 else UNLIMITED
         return armed
 
     def room(self, most: int) -> int:

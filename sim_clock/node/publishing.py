@@ -213,6 +213,10 @@ class ClockSink:
         """Return ``limit``: /clock alone has no boundary."""
         return limit
 
+    def empty_frames(self) -> int:
+        """Return 0: /clock alone knows of no data."""
+        return 0
+
     def publishers(self) -> list:
         """Return the /clock publisher."""
         return [self._publisher]

@@ -171,6 +171,9 @@ class _ViewSink:
     def limit(self, limit: int) -> int:
         return self._sink.limit(limit)
 
+    def empty_frames(self) -> int:
+        return self._sink.empty_frames()
+
     def close(self) -> None:
         self._views.close()
         self._sink.close()

@@ -23,6 +23,7 @@ from bags import batch_stream
 from bags import BEST_EFFORT_QOS
 from bags import flatten_batches
 from bags import MS
+from bags import read_metadata
 from bags import RELIABLE_QOS
 from bags import START_NS
 from bags import UNKNOWN_TYPE
@@ -117,8 +118,8 @@ def _truncate(path: str, suffix: str) -> None:
     ('missing', 'does not exist'),
     ('empty_directory', 'is an empty directory: a rosbag2 bag is a directory that holds '
                         'metadata.yaml and its .db3 or .mcap files'),
-    ('no_metadata', 'has no metadata.yaml'),
-    ('bad_metadata', 'cannot be read'),
+    ('no_data_file', 'holds no data file'),
+    ('not_a_data_file', 'is not a rosbag2 data file'),
     ('truncated_sqlite3', 'bag'),
     ('truncated_mcap', 'bag'),
 ])
@@ -127,13 +128,13 @@ def test_damaged_or_missing_bag_is_refused(tmp_path, damage, match):
     path = str(tmp_path / 'bag')
     if damage == 'empty_directory':
         os.mkdir(path)
-    elif damage == 'no_metadata':
+    elif damage == 'no_data_file':
         write_test_bag(path)
-        os.remove(os.path.join(path, 'metadata.yaml'))
-    elif damage == 'bad_metadata':
-        write_test_bag(path)
-        with open(os.path.join(path, 'metadata.yaml'), 'w') as metadata:
-            metadata.write('rosbag2_bagfile_information: [this is not\n')
+        os.remove(os.path.join(path, read_metadata(path)['relative_file_paths'][0]))
+    elif damage == 'not_a_data_file':
+        path = str(tmp_path / 'notes.txt')
+        with open(path, 'w') as text:
+            text.write('not a bag')
     elif damage.startswith('truncated'):
         storage = damage.split('_')[1]
         write_test_bag(path, storage)
@@ -141,17 +142,6 @@ def test_damaged_or_missing_bag_is_refused(tmp_path, damage, match):
     with pytest.raises(BagError, match=match) as error:
         Bag(path)
     assert path in str(error.value)
-
-
-def test_bag_without_messages_is_refused(tmp_path):
-    """A bag that holds no message at all has nothing to play."""
-    from rosbags.rosbag2 import Writer
-    path = str(tmp_path / 'empty')
-    with Writer(path, version=9) as writer:
-        writer.add_connection('/x', 'std_msgs/msg/String', msgdef='string data',
-                              rihs01='RIHS01_' + '0' * 64)
-    with pytest.raises(BagError, match='holds no messages'):
-        Bag(path)
 
 
 # -- batches and the read-ahead -----------------------------------------------------------------

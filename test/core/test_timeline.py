@@ -1094,3 +1094,16 @@ def test_start_time_refusals_say_what_is_allowed(value):
     """A bad start_time is refused with the forms allowed."""
     with pytest.raises(Refused, match="start_time must be 'wall'.*or seconds"):
         start_time_from_value(value)
+
+
+def test_skip_moves_time_and_frame_without_frames_out(clock):
+    """Frames gone over (a bag's empty span): time and frame move as a poll would move them."""
+    timeline = Timeline(clock, real_time_factor=0, start_ns=START_NS)
+    assert list(timeline.poll(2)) == [START_NS + 10 * NS_PER_MS, START_NS + 20 * NS_PER_MS]
+    timeline.skip(1_000_000)
+    assert (timeline.frame, timeline.time_ns) == (1_000_002, START_NS + 1_000_002 * 10 * NS_PER_MS)
+    assert list(timeline.poll(1)) == [START_NS + 1_000_003 * 10 * NS_PER_MS]
+    timeline.skip(0)
+    assert timeline.frame == 1_000_003
+    timeline.skip(10**30)  # never past the latest representable time
+    assert MAX_TIME_NS - timeline.time_step_ns < timeline.time_ns <= MAX_TIME_NS

@@ -21,6 +21,7 @@ DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
 views (``FlowControl.publish``). A bag's run: ``test/bag/test_bag_flow.py``.
 """
 
+from fractions import Fraction
 import time
 from types import SimpleNamespace
 
@@ -221,7 +222,7 @@ def test_clock_and_the_views_wait_for_their_readers_once_per_window_together():
 def test_steps_after_free_run_arm_every_group_and_wait_once_for_what_it_left():
     """Free run waits for none; the first stepped window waits once, for all writers."""
     waits = []
-    timeline = SimpleNamespace(free_running=True)
+    timeline = SimpleNamespace(free_running=True, frame_period_ns=lambda: Fraction(0))
     owner, _ = make_owner(timeline=timeline, acks=Acknowledgements(
         on_wait=lambda topics, *rest: waits.append(sorted(topics))))
     clock, views = Writer(), _views('/a/clock')
@@ -241,3 +242,26 @@ def test_a_writer_has_one_budget_per_node():
     owner.writers([clock])
     with pytest.raises(ValueError, match='/clock already has a flow-control budget'):
         owner.writers([Writer(), clock])
+
+
+def test_writers_held_at_full_speed_wait_for_their_readers_in_free_run_as_fast_as_possible():
+    """A bag's topics keep their windows at factor 0; /clock does not; paced free run: none."""
+    waits = []
+    timeline = SimpleNamespace(free_running=True, frame_period_ns=lambda: Fraction(0))
+    owner, _ = make_owner(timeline=timeline, acks=Acknowledgements(
+        on_wait=lambda topics, *rest: waits.append(sorted(topics))))
+    topic, clock = Writer(), Writer()
+    topic.topic_name = '/a'
+    group = owner.writers([topic, clock])
+    group.hold_at_full_speed([0])
+    assert group.budgets[0] == 0 and group.budgets[1] < 0
+    for _ in range(3 * MAX_WINDOW):
+        group.publish(0, topic.publish, [0])
+        group.publish(1, clock.publish, [0])
+    assert waits == [['/a']] * 3
+    timeline.frame_period_ns = lambda: Fraction(10_000_000)  # paced: not held
+    owner.after_changes([])
+    assert all(budget < 0 for budget in group.budgets)
+    timeline.free_running = False  # stepped: every writer held
+    owner.after_changes([])
+    assert list(group.budgets) == [0, 0]

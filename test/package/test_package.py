@@ -66,6 +66,8 @@ ROSDEP_KEYS = {
     'rosbags': 'python3-rosbags-pip',
     # rosbags' sqlite3 reader, installed with it; rosdep has no key of its own for it.
     'apsw': 'python3-rosbags-pip',
+    # rosbags' zstd before Python 3.14 (sim_clock/bag/storage.py decompresses with it too).
+    'backports': 'python3-rosbags-pip',
     'pytest': 'python3-pytest',
 }
 #: Modules loaded only by pytest (sim_clock.client.pytest_plugin): a test_depend is enough.

@@ -72,16 +72,19 @@ def test_replay_benchmark_prints_figures(tmp_path):
          '--storage', 'mcap', '--repetitions', '2'],
         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    _, *lines, verdict = result.stdout.splitlines()
+    _, *lines, verdict, cost = result.stdout.splitlines()
     rows = [line.split() for line in lines]
     assert [row[:3] for row in rows] == [['mcap', 'x1', '200'], ['mcap', 'x10', '2000']]
     for row in rows:
-        assert len(row) == 16, row  # bag (2 words), messages and 13 figures
+        assert len(row) == 18, row  # bag (2 words), messages and 15 figures
         assert all(re.fullmatch(r'[\d,.]+', figure) for figure in row[3:]), row
         ratio, lowest, highest = map(float, row[5:8])
         assert lowest <= highest and ratio > 0
     assert re.fullmatch(r'target: replay at least 0\.5 of the raw read rate for every bag: '
                         r'(met|NOT met) \(lowest ratio of median rates [\d.]+; .*\)', verdict)
+    assert re.fullmatch(r'target: a bag whose metadata disagrees with its data read at a cost '
+                        r'of at most 1\.1 of the raw read of the bag as written: (met|NOT met) '
+                        r'\(highest cost of median rates [\d.]+\)', cost)
 
 
 @pytest.mark.slow

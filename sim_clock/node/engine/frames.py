@@ -168,6 +168,10 @@ class FrameEngine(EngineMember):
             return limit
         return self._cap.limit(limit, self._timeline.frame, self._now())
 
+    def empty_frames(self) -> int:
+        """Return how many of the next frames carry nothing: the sink's answer (0: none known)."""
+        return self.sink.empty_frames() if self._ends_frames else 0
+
     def publish(self, frames: range, holds: bool) -> None:
         """
         Publish new frames: data, /clock and views; note them for participants; then settle.

@@ -28,6 +28,7 @@ from sim_clock.core.pacing import FRAMES_PER_TICK
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
+from sim_clock.core.pacing import SKIP_EMPTY_FRAMES
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
@@ -138,10 +139,24 @@ class FreeRun(EngineMember):
         start = now = self._now()
         limit = self._frames.limit  # a run ends at the sink's boundary (a bag's end)
         deadline, published = start + FULL_SPEED_BATCH_NS, 0
+        self._skip_empty()
         frames = poll(limit(FULL_SPEED_CHUNK))
         while frames and now < deadline:
             publish(frames, False)  # nothing holds frames (the tick asked)
             published += len(frames)
             now = self._now()
+            self._skip_empty()
             frames = poll(limit(full_speed_chunk(published, now - start, deadline - now)))
         return frames
+
+    def _skip_empty(self) -> None:
+        """
+        Go over a long run of frames that carry nothing (a bag's empty span), in one jump.
+
+        As fast as possible nobody can follow those frames at wall pace: time goes to the
+        frame before the next one with data (or the bag's end), which plays as any other.
+        The frame counter counts the frames gone over; their /clock is not published.
+        """
+        empty = self._frames.empty_frames()
+        if empty >= SKIP_EMPTY_FRAMES:
+            self._timeline.skip(empty)
