@@ -684,6 +684,44 @@ def markdown(rows: List[dict]) -> List[str]:
     return lines
 
 
+#: A full run's table goes in a document between these two lines, in place of the last one's.
+TABLE_BEGIN = '<!-- the latest full run: written by scripts/run_benchmarks.sh -->'
+TABLE_END = '<!-- end of the latest full run -->'
+
+
+def commit() -> str:
+    """Return the commit measured (short hash), with ' and changes' if the tree differs."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        changed = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+                                 cwd=root, text=True, capture_output=True,
+                                 check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown (not a git checkout)'
+    return head + (' and changes not committed' if changed else '')
+
+
+def write_doc(path: str, rows: List[dict], heading: str) -> None:
+    """
+    Put the table of ``rows`` under ``heading`` between the markers of the document ``path``.
+
+    What was there (the last full run's) is replaced; the rest of the document is kept. A
+    document without both markers is refused, unchanged.
+    """
+    with open(path) as document:
+        text = document.read()
+    if TABLE_BEGIN not in text or TABLE_END not in text.split(TABLE_BEGIN, 1)[1]:
+        raise SystemExit(f'{path} has no place for the table: the lines {TABLE_BEGIN!r} and '
+                         f'{TABLE_END!r} are missing')
+    before, rest = text.split(TABLE_BEGIN, 1)
+    after = rest.split(TABLE_END, 1)[1]
+    table = '\n'.join([heading, '', *markdown(rows)])
+    with open(path, 'w') as document:
+        document.write(f'{before}{TABLE_BEGIN}\n{table}\n{TABLE_END}{after}')
+
+
 def machine() -> str:
     model = ''
     try:
@@ -714,6 +752,10 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--json', metavar='FILE', help='also write the JSON objects to FILE')
     parser.add_argument('--markdown', metavar='FILE',
                         help="also write the results as a Markdown table (the README's) to FILE")
+    parser.add_argument('--doc', metavar='FILE',
+                        help='also put the table, with the date, machine and commit, in FILE '
+                             'between its markers (scripts/run_benchmarks.sh: '
+                             'doc/performance.md, after a full run)')
     parser.add_argument('--from-json', metavar='FILE',
                         help='print the results of an earlier run (its --json file); run nothing')
     parser.add_argument('--log', metavar='FILE', default=None,
@@ -723,10 +765,14 @@ def parse_arguments(argv) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if args.from_json and args.doc:
+        raise SystemExit("--doc puts a run's own table, dated by it: not with --from-json")
     if args.from_json:
         with open(args.from_json) as earlier:
             report([json.loads(line) for line in earlier], args)
         return 0
+    # How busy the machine was when the run began (1 minute's average of runnable tasks).
+    args.load = os.getloadavg()[0]
     settings = SMOKE if args.smoke else FULL
     if args.repetitions:
         settings = Settings(**dict(settings.__dict__, repetitions=args.repetitions))
@@ -770,6 +816,11 @@ def report(rows: List[dict], args: argparse.Namespace) -> None:
     if args.markdown:
         with open(args.markdown, 'w') as output:
             output.write('\n'.join(markdown(rows)) + '\n')
+    if args.doc:
+        repetitions = args.repetitions or FULL.repetitions
+        write_doc(args.doc, rows, (
+            f'{time.strftime("%Y-%m-%d")}, commit {commit()}, {repetitions} repetitions of '
+            f'every case, on {machine()}; load average {args.load:.2f} at the start:'))
 
 
 if __name__ == '__main__':
