@@ -147,7 +147,8 @@ class BagFrames:
         #: nobody (:meth:`unheard`).
         self.first_matches = FirstMatches([topic.name for topic in bag.topics],
                                           axes.bag_start_ns)
-        self._reached_ns = axes.bag_start_ns
+        #: The furthest timeline time the frames reached (:attr:`_reached_ns` in bag time).
+        self._reached_time_ns = 0
         self._at_close = None
         self._publishers = [
             parts.create_publisher(topic.message_class, topic.name,
@@ -204,8 +205,12 @@ class BagFrames:
         /clock; every frame publishes its messages at their stamps all the same.
         """
         cursor, flow, played = self.cursor, self._flow, 0
-        if self._unmatched:
-            self._look_for_readers()
+        # The topics whose writer matched its first reader since the last run (a plain loop:
+        # this is every run's path).
+        for index in tuple(self._unmatched):
+            if self._publishers[index].get_subscription_count() > 0:
+                self.first_matches.matched(index, self._reached_ns)
+                self._unmatched.remove(index)
         if DROPPED in flow.budgets:  # a writer left out of the last run publishes again
             flow.start()
         clock_out = None if clock_times is None else array('q', clock_times)
@@ -256,13 +261,10 @@ class BagFrames:
         """Return the publishers of /clock and of the bag's topics."""
         return [self._clock, *self._publishers]
 
-    def _look_for_readers(self) -> None:
-        """Note the topics whose writer matched its first reader since the last run."""
-        matched = [index for index in self._unmatched
-                   if self._publishers[index].get_subscription_count() > 0]
-        for index in matched:
-            self.first_matches.matched(index, self._reached_ns)
-            self._unmatched.remove(index)
+    @property
+    def _reached_ns(self) -> int:
+        """Return the furthest bag time the frames reached, within the bag."""
+        return min(self._axes.to_bag(self._reached_time_ns), self._bag.end_ns)
 
     def unheard(self) -> List[Unheard]:
         """
@@ -301,8 +303,7 @@ class BagFrames:
         else:
             playback = Playback.STEPPED if timeline.sync else Playback.PAUSED
         self.progress.update(timeline.time_ns, self.cursor.handed_out, playback)
-        self._reached_ns = max(self._reached_ns,
-                               min(self._axes.to_bag(timeline.time_ns), self._bag.end_ns))
+        self._reached_time_ns = max(self._reached_time_ns, timeline.time_ns)
 
     def _read_from(self, start_ns: int):
         """Return the read-ahead's batches from ``start_ns`` on; none after a read error."""

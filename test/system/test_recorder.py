@@ -214,7 +214,8 @@ BAD_ARGUMENTS = {
                            "'/a:no_pkg/msg/Nope': message type 'no_pkg/msg/Nope' is not "
                            'importable'),
     'type_not_a_type_name': (['-t', '/a:String'], 2,
-                             "'String' is not a message type name (package/msg/Name); give "
+                             "'String' is not a message type name (package/msg/Name, or a "
+                             'message of a service or action: package/srv/Name_Event); give '
                              'TOPIC:TYPE with an installed message type'),
     'two_types': (['/a:std_msgs/msg/String', '-t', '/a:std_msgs/msg/Int32'], 2,
                   '/a is given two types, std_msgs/msg/String and std_msgs/msg/Int32'),
