@@ -1,0 +1,497 @@
+// Copyright 2026 sim_clock maintainers
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+// libsim_clock_lockstep_agent.so: the participant half of the lockstep layer
+// (doc/lockstep-layer.md), opened by libsim_clock_lockstep.so once a node of the process
+// subscribes to /clock.
+//
+// On a thread of its own it makes an rcl context (on the process's domain) and a hidden node,
+// and follows the wire protocol of a participant without rounds (doc/modes-and-services.md,
+// "Participants"): for each node of the process that subscribed to /clock it calls ~/join
+// (name and node: the node's full name; period 0) once the server's ~/join is on the graph,
+// and joins again when a server comes back; it says done for a time when the preloaded half
+// says the process has finished it; it calls ~/leave when the node is destroyed or the
+// process exits (half a second at most: the server may be gone). Without a server it makes
+// nothing but its node and waits on its graph guard condition.
+
+#define _POSIX_C_SOURCE 200809L  // clock_gettime, pthread_condattr_setclock
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rcl/error_handling.h>
+#include <rcl/graph.h>
+#include <rcl/rcl.h>
+#include <rcutils/allocator.h>
+#include <rosidl_runtime_c/string_functions.h>
+#include <sim_clock/msg/done.h>
+#include <sim_clock/srv/join.h>
+#include <sim_clock/srv/leave.h>
+
+#include "lockstep.h"
+
+#define NS_PER_SEC 1000000000LL
+#define WAIT_NS (NS_PER_SEC / 5)       // longest wait: a join's answer that is lost is asked again
+#define JOIN_AGAIN_NS (2 * NS_PER_SEC)  // asked again after so long without an answer
+#define LEAVE_TIMEOUT_NS (NS_PER_SEC / 2)
+#define MAX_MEMBERS 64
+#define NAME_LENGTH 512
+
+#define LOG(...) do {fprintf(stderr, "sim_clock lockstep: " __VA_ARGS__); fputc('\n', stderr);} \
+  while (0)
+#define SAY(...) do {if (g_host->verbose) {LOG(__VA_ARGS__);}} while (0)
+
+// A node of the process, as a participant.
+typedef enum
+{
+  MEMBER_FREE,
+  MEMBER_NEW,       // to join once the server is there
+  MEMBER_JOINING,   // join sent
+  MEMBER_JOINED,
+  MEMBER_TO_LEAVE,  // leave asked for by the process
+  MEMBER_LEAVING,   // leave sent
+  MEMBER_GONE,      // left, refused, or left without an answer
+} member_state_t;
+
+typedef struct
+{
+  char name[NAME_LENGTH];
+  member_state_t state;
+  int64_t sequence;  // of the request sent
+  int64_t sent_ns;   // when it was sent (monotonic)
+  int64_t deadline_ns;  // leaving: when to give up
+} member_t;
+
+static const lockstep_host_t * g_host;
+static rcl_allocator_t g_alloc;
+static rcl_context_t g_context;
+static rcl_node_t g_node;
+static rcl_client_t g_join, g_leave;
+static rcl_publisher_t g_done;
+static rcl_guard_condition_t g_wake;
+static rcl_wait_set_t g_wait_set;
+
+// Guarded by g_lock; g_changed is signalled when a member is gone.
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_changed;
+static member_t g_members[MAX_MEMBERS];
+static bool g_ready = false;   // the entities exist: g_done and g_wake may be used
+static bool g_stop = false;
+static bool g_active = false;  // said to the host
+
+static int64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+static bool failed(const char * what)
+{
+  LOG("%s: %s", what, rcl_get_error_string().str);
+  rcl_reset_error();
+  return false;
+}
+
+#define CHECK(call, what) do {if ((call) != RCL_RET_OK) {return failed(what);}} while (0)
+
+// Under g_lock: wake the agent's thread.
+static void wake(void)
+{
+  if (g_ready && rcl_trigger_guard_condition(&g_wake) != RCL_RET_OK) {
+    failed("wake the participant");
+  }
+}
+
+static bool set_up(size_t domain_id)
+{
+  g_alloc = rcl_get_default_allocator();
+  rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
+  CHECK(rcl_init_options_init(&init_options, g_alloc), "init options");
+  rcl_ret_t ret = rcl_init_options_set_domain_id(&init_options, domain_id);
+  g_context = rcl_get_zero_initialized_context();
+  if (ret == RCL_RET_OK) {
+    ret = rcl_init(0, NULL, &init_options, &g_context);
+  }
+  CHECK(rcl_init_options_fini(&init_options), "init options");
+  CHECK(ret, "init");
+  // Hidden (a leading underscore), one per process. Its context was given no arguments: the
+  // process's remappings are not its own.
+  char name[64];
+  snprintf(name, sizeof(name), "_sim_clock_lockstep_%ld", (long)getpid());
+  rcl_node_options_t node_options = rcl_node_get_default_options();
+  node_options.enable_rosout = false;
+  g_node = rcl_get_zero_initialized_node();
+  CHECK(rcl_node_init(&g_node, name, "", &g_context, &node_options), "node");
+  const char * server = getenv("SIM_CLOCK_LOCKSTEP_SERVER");
+  if (!server || !server[0]) {
+    server = "/sim_clock";
+  }
+  char topic[NAME_LENGTH];
+  rcl_client_options_t client_options = rcl_client_get_default_options();
+  client_options.qos.depth = 1000;  // every client of a service receives every response
+  g_join = rcl_get_zero_initialized_client();
+  snprintf(topic, sizeof(topic), "%s/join", server);
+  CHECK(rcl_client_init(&g_join, &g_node, ROSIDL_GET_SRV_TYPE_SUPPORT(sim_clock, srv, Join),
+    topic, &client_options), "join");
+  g_leave = rcl_get_zero_initialized_client();
+  snprintf(topic, sizeof(topic), "%s/leave", server);
+  CHECK(rcl_client_init(&g_leave, &g_node, ROSIDL_GET_SRV_TYPE_SUPPORT(sim_clock, srv, Leave),
+    topic, &client_options), "leave");
+  rcl_publisher_options_t pub_options = rcl_publisher_get_default_options();
+  pub_options.qos = rmw_qos_profile_default;  // reliable, volatile
+  pub_options.qos.depth = 1000;
+  g_done = rcl_get_zero_initialized_publisher();
+  snprintf(topic, sizeof(topic), "%s/done", server);
+  CHECK(rcl_publisher_init(&g_done, &g_node, ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Done),
+    topic, &pub_options), "done");
+  g_wake = rcl_get_zero_initialized_guard_condition();
+  CHECK(rcl_guard_condition_init(&g_wake, &g_context,
+    rcl_guard_condition_get_default_options()), "guard condition");
+  g_wait_set = rcl_get_zero_initialized_wait_set();
+  CHECK(rcl_wait_set_init(&g_wait_set, 0, 2, 0, 2, 0, 0, &g_context, g_alloc), "wait set");
+  return true;
+}
+
+static void tear_down(void)
+{
+  // Each one not made is skipped by rcl (zero-initialized); then the node and the context.
+  rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_guard_condition_fini(&g_wake);
+  if (rcl_node_is_valid_except_context(&g_node)) {
+    ret |= rcl_publisher_fini(&g_done, &g_node) | rcl_client_fini(&g_leave, &g_node) |
+      rcl_client_fini(&g_join, &g_node);
+    ret |= rcl_node_fini(&g_node);
+  }
+  rcl_reset_error();  // is_valid says why not, when it is not
+  if (rcl_context_is_valid(&g_context)) {
+    ret |= rcl_shutdown(&g_context);
+  }
+  ret |= rcl_context_fini(&g_context);
+  if (ret != RCL_RET_OK) {
+    failed("fini");
+  }
+  rcl_reset_error();
+}
+
+// Under g_lock: send a join or a leave for the member.
+static void send(member_t * member, bool join)
+{
+  bool ok;
+  int64_t sequence = 0;
+  if (join) {
+    sim_clock__srv__Join_Request request;
+    memset(&request, 0, sizeof(request));  // period_ns 0: every frame (__init leaves it)
+    ok = sim_clock__srv__Join_Request__init(&request) &&
+      rosidl_runtime_c__String__assign(&request.name, member->name) &&
+      rosidl_runtime_c__String__assign(&request.node, member->name) &&
+      (rcl_send_request(&g_join, &request, &sequence) == RCL_RET_OK || failed("join"));
+    sim_clock__srv__Join_Request__fini(&request);
+  } else {
+    sim_clock__srv__Leave_Request request;
+    memset(&request, 0, sizeof(request));
+    ok = sim_clock__srv__Leave_Request__init(&request) &&
+      rosidl_runtime_c__String__assign(&request.name, member->name) &&
+      (rcl_send_request(&g_leave, &request, &sequence) == RCL_RET_OK || failed("leave"));
+    sim_clock__srv__Leave_Request__fini(&request);
+  }
+  member->sent_ns = now_ns();
+  if (!ok) {  // tried again at the next turn (a join) or given up (a leave)
+    member->state = join ? MEMBER_NEW : MEMBER_GONE;
+    return;
+  }
+  member->sequence = sequence;
+  member->state = join ? MEMBER_JOINING : MEMBER_LEAVING;
+}
+
+// Under g_lock: take the answers to joins and leaves.
+static void take_answers(void)
+{
+  rmw_request_id_t header;
+  sim_clock__srv__Join_Response joined;
+  memset(&joined, 0, sizeof(joined));
+  if (sim_clock__srv__Join_Response__init(&joined)) {
+    rcl_ret_t ret;
+    while ((ret = rcl_take_response(&g_join, &header, &joined)) == RCL_RET_OK) {
+      for (size_t i = 0; i < MAX_MEMBERS; i++) {
+        member_t * member = &g_members[i];
+        if (member->state == MEMBER_JOINING && member->sequence == header.sequence_number) {
+          if (joined.success) {
+            member->state = MEMBER_JOINED;
+            SAY("joined as %s", member->name);
+          } else {
+            member->state = MEMBER_GONE;
+            LOG("join as %s refused: %s", member->name, joined.message.data);
+          }
+        }
+      }
+    }
+    if (ret != RCL_RET_CLIENT_TAKE_FAILED) {
+      failed("take a join's answer");
+    }
+    sim_clock__srv__Join_Response__fini(&joined);
+  }
+  sim_clock__srv__Leave_Response left;
+  memset(&left, 0, sizeof(left));
+  if (sim_clock__srv__Leave_Response__init(&left)) {
+    rcl_ret_t ret;
+    while ((ret = rcl_take_response(&g_leave, &header, &left)) == RCL_RET_OK) {
+      for (size_t i = 0; i < MAX_MEMBERS; i++) {
+        member_t * member = &g_members[i];
+        if (member->state == MEMBER_LEAVING && member->sequence == header.sequence_number) {
+          member->state = MEMBER_GONE;
+          SAY("left as %s", member->name);
+          pthread_cond_broadcast(&g_changed);
+        }
+      }
+    }
+    if (ret != RCL_RET_CLIENT_TAKE_FAILED) {
+      failed("take a leave's answer");
+    }
+    sim_clock__srv__Leave_Response__fini(&left);
+  }
+}
+
+// Under g_lock: join, ask again, leave, give up, as the server's presence and time say; tell
+// the host whether any node takes part (joined, and the server's done reader matched).
+static void turn(void)
+{
+  bool join_served = false, leave_served = false;
+  if (rcl_service_server_is_available(&g_node, &g_join, &join_served) != RCL_RET_OK ||
+    rcl_service_server_is_available(&g_node, &g_leave, &leave_served) != RCL_RET_OK)
+  {
+    failed("look for the server");
+  }
+  int64_t now = now_ns();
+  bool any_joined = false;
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    member_t * member = &g_members[i];
+    switch (member->state) {
+      case MEMBER_NEW:
+        if (join_served && !g_stop) {
+          send(member, true);
+        }
+        break;
+      case MEMBER_JOINING:
+      case MEMBER_JOINED:
+        if (!join_served) {
+          // The server is gone: join the next one that comes.
+          if (member->state == MEMBER_JOINED) {
+            SAY("the server is gone; %s joins again when one comes", member->name);
+          }
+          member->state = MEMBER_NEW;
+        } else if (member->state == MEMBER_JOINING && now - member->sent_ns > JOIN_AGAIN_NS) {
+          send(member, true);  // the answer was lost: joining again changes nothing more
+        }
+        any_joined |= member->state == MEMBER_JOINED;
+        break;
+      case MEMBER_TO_LEAVE:
+        if (leave_served) {
+          send(member, false);
+        } else {
+          member->state = MEMBER_GONE;
+          pthread_cond_broadcast(&g_changed);
+        }
+        break;
+      case MEMBER_LEAVING:
+        if (!leave_served || now > member->deadline_ns) {
+          SAY("left as %s without the server's answer", member->name);
+          member->state = MEMBER_GONE;
+          pthread_cond_broadcast(&g_changed);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  size_t readers = 0;
+  if (any_joined && rcl_publisher_get_subscription_count(&g_done, &readers) != RCL_RET_OK) {
+    failed("done readers");
+  }
+  bool active = any_joined && readers > 0 && !g_stop;
+  if (active != g_active) {
+    g_active = active;
+    g_host->set_active(active);
+  }
+}
+
+static bool leaving(void)
+{
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    if (g_members[i].state == MEMBER_TO_LEAVE || g_members[i].state == MEMBER_LEAVING) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
+{
+  g_host = host;
+  pthread_condattr_t attributes;
+  pthread_condattr_init(&attributes);
+  pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+  pthread_cond_init(&g_changed, &attributes);
+  pthread_condattr_destroy(&attributes);
+  if (!set_up(domain_id)) {
+    tear_down();
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < MAX_MEMBERS; i++) {
+      g_members[i].state = g_members[i].state == MEMBER_FREE ? MEMBER_FREE : MEMBER_GONE;
+    }
+    g_stop = true;
+    pthread_cond_broadcast(&g_changed);
+    pthread_mutex_unlock(&g_lock);
+    return 1;
+  }
+  const rcl_guard_condition_t * graph = rcl_node_get_graph_guard_condition(&g_node);
+  pthread_mutex_lock(&g_lock);
+  g_ready = true;
+  // Until stopped, and then until every leave is answered or given up.
+  while (!g_stop || leaving()) {
+    turn();
+    pthread_mutex_unlock(&g_lock);
+    rcl_ret_t ret = rcl_wait_set_clear(&g_wait_set);
+    if (ret == RCL_RET_OK) {
+      ret = rcl_wait_set_add_guard_condition(&g_wait_set, &g_wake, NULL);
+    }
+    if (ret == RCL_RET_OK && graph) {
+      ret = rcl_wait_set_add_guard_condition(&g_wait_set, graph, NULL);
+    }
+    if (ret == RCL_RET_OK) {
+      ret = rcl_wait_set_add_client(&g_wait_set, &g_join, NULL);
+    }
+    if (ret == RCL_RET_OK) {
+      ret = rcl_wait_set_add_client(&g_wait_set, &g_leave, NULL);
+    }
+    if (ret == RCL_RET_OK) {
+      ret = rcl_wait(&g_wait_set, WAIT_NS);
+    }
+    if (ret != RCL_RET_OK && ret != RCL_RET_TIMEOUT) {
+      failed("wait");
+      struct timespec pause = {0, WAIT_NS};  // not a busy loop on a wait that fails
+      nanosleep(&pause, NULL);
+    }
+    pthread_mutex_lock(&g_lock);
+    take_answers();
+  }
+  g_ready = false;
+  if (g_active) {
+    g_active = false;
+    g_host->set_active(false);
+  }
+  pthread_mutex_unlock(&g_lock);
+  tear_down();
+  return 0;
+}
+
+void lockstep_agent_add(const char * node_name)
+{
+  pthread_mutex_lock(&g_lock);
+  member_t * free_member = NULL;
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    member_t * member = &g_members[i];
+    if (member->state != MEMBER_FREE && member->state != MEMBER_GONE &&
+      strcmp(member->name, node_name) == 0)
+    {
+      pthread_mutex_unlock(&g_lock);
+      return;  // known
+    }
+    if (!free_member && (member->state == MEMBER_FREE || member->state == MEMBER_GONE)) {
+      free_member = member;
+    }
+  }
+  if (!free_member) {
+    LOG("more than %d nodes: %s does not take part", MAX_MEMBERS, node_name);
+  } else if (!g_stop) {
+    snprintf(free_member->name, sizeof(free_member->name), "%s", node_name);
+    free_member->state = MEMBER_NEW;
+    wake();
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void lockstep_agent_remove(const char * node_name, int64_t timeout_ns)
+{
+  pthread_mutex_lock(&g_lock);
+  member_t * member = NULL;
+  for (size_t i = 0; i < MAX_MEMBERS && !member; i++) {
+    if (g_members[i].state != MEMBER_FREE && strcmp(g_members[i].name, node_name) == 0) {
+      member = &g_members[i];
+    }
+  }
+  if (member && (member->state == MEMBER_JOINED || member->state == MEMBER_JOINING) &&
+    g_ready)
+  {
+    int64_t deadline = now_ns() + timeout_ns;
+    member->state = MEMBER_TO_LEAVE;
+    member->deadline_ns = deadline;
+    wake();
+    struct timespec until = {(time_t)(deadline / NS_PER_SEC), (long)(deadline % NS_PER_SEC)};
+    while (member->state != MEMBER_GONE &&
+      pthread_cond_timedwait(&g_changed, &g_lock, &until) == 0)
+    {
+    }
+  }
+  if (member) {
+    member->state = MEMBER_GONE;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void lockstep_agent_done(int64_t time_ns)
+{
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < MAX_MEMBERS && g_ready; i++) {
+    if (g_members[i].state != MEMBER_JOINED) {
+      continue;
+    }
+    sim_clock__msg__Done done;
+    memset(&done, 0, sizeof(done));  // __init leaves fields without a default as they are
+    bool ok = sim_clock__msg__Done__init(&done) &&
+      rosidl_runtime_c__String__assign(&done.name, g_members[i].name);
+    done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
+    done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
+    if (!ok) {
+      LOG("done for %lld ns: out of memory", (long long)time_ns);
+    } else if (rcl_publish(&g_done, &done, NULL) != RCL_RET_OK) {
+      failed("publish done");
+    }
+    sim_clock__msg__Done__fini(&done);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void lockstep_agent_stop(void)
+{
+  pthread_mutex_lock(&g_lock);
+  g_stop = true;
+  int64_t deadline = now_ns() + LEAVE_TIMEOUT_NS;
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    member_t * member = &g_members[i];
+    if (member->state == MEMBER_JOINED || member->state == MEMBER_JOINING) {
+      member->state = MEMBER_TO_LEAVE;
+      member->deadline_ns = deadline;
+    } else if (member->state == MEMBER_NEW) {
+      member->state = MEMBER_GONE;
+    }
+  }
+  wake();
+  pthread_mutex_unlock(&g_lock);
+}
