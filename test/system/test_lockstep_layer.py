@@ -1,0 +1,201 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The lockstep layer (doc/lockstep-layer.md): an unchanged rclpy node as a participant.
+
+The node below knows nothing of sim_clock: a ``use_sim_time`` timer of one frame and a
+subscription, each of whose callbacks works a while. Run under ``lib/sim_clock/lockstep``
+beside a server in sync mode, a step returns only once the node has run every firing due and
+taken every message it was sent; the same node without the layer holds nothing. Without a
+server the layer changes nothing: the node runs on a /clock the test publishes.
+"""
+
+import subprocess
+import time
+
+from harness import ChildProcess
+from harness import executable
+from harness import NS
+from harness import TIMEOUT
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sim_clock.srv import Step
+from std_msgs.msg import String
+
+MS = 1_000_000
+FRAMES = 20
+MESSAGES = 5
+WORK_S = 0.02  # each callback's work: a step of FRAMES frames takes FRAMES * WORK_S at least
+NODE_NAME = '/plain'
+QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+#: A plain rclpy node, no sim_clock in it: prints each firing and each message with its clock.
+NODE = """
+import sys
+import time
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+work = float(sys.argv[1])
+rclpy.init()
+node = rclpy.create_node('plain', parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+
+def tick():
+    print('fired', node.get_clock().now().nanoseconds, flush=True)
+    time.sleep(work)
+
+
+def heard(msg):
+    print('heard', msg.data, node.get_clock().now().nanoseconds, flush=True)
+    time.sleep(work)
+
+
+node.create_timer(0.01, tick)
+node.create_subscription(String, '/chatter', heard,
+                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
+    prefix = (executable('lockstep'),) if layer else ()
+    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
+    child.expect('ready')
+    return child
+
+
+def _chatter(client):
+    """Return a /chatter publisher of the test once the node's reader has matched it."""
+    publisher = client.node.create_publisher(String, '/chatter', QOS)
+    client.spin_until(lambda: publisher.get_subscription_count() >= 1, "the node's reader")
+    return publisher
+
+
+def _step_with_messages(client, publisher):
+    """Send MESSAGES on /chatter and step FRAMES frames at once; return the step's answer."""
+    for k in range(MESSAGES):
+        publisher.publish(String(data=f'm{k}'))
+    response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES), timeout=30.0)
+    return response
+
+
+def _fired_at(client, clock, child, time_ns: int) -> int:
+    """
+    Publish /clock at ``time_ns`` until the node says it fired; return the time it says.
+
+    Published again, as a server does while time stands: the node's reader (best effort, as
+    rclpy's time source makes it) drops what comes before it has matched the test's writer.
+    """
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS)
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        clock.publish(msg)
+        client.executor.spin_once(timeout_sec=0)
+        try:
+            return int(child.expect('fired', timeout=0.1))
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _lines(lines, word):
+    return [line.split()[1:] for line in lines if line.startswith(word + ' ')]
+
+
+def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
+        start_server, client, domain_id, tmp_path):
+    """Under the layer a step returns once every firing due and every message ran, none late."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        client.spin_until(lambda: NODE_NAME in client.status().participants,
+                          f'{NODE_NAME} among the participants')
+        publisher = _chatter(client)
+        response = _step_with_messages(client, publisher)
+        assert response.success, response.message
+        printed = child.printed_by_now()
+        fired = [int(t) for t, in _lines(printed, 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, FRAMES + 1)], child.output()
+        assert sorted(data for data, _ in _lines(printed, 'heard')) == [
+            f'm{k}' for k in range(MESSAGES)], child.output()
+        child.stop()
+        # None late: nothing ran after the step's answer (a firing of a frame not yet due).
+        assert len(_lines(child.output().splitlines(), 'fired')) == FRAMES, child.output()
+        assert child.process.returncode == 0, child.output()
+        client.spin_until(lambda: f"participant '{NODE_NAME}' left" in server.log(),
+                          'the leave at Ctrl-C')
+    finally:
+        child.stop()
+
+
+def test_the_same_node_without_the_layer_holds_nothing(
+        start_server, client, domain_id, tmp_path):
+    """Without the layer the step answers while the node is still at its first frames."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = _start_node(domain_id, tmp_path, layer=False)
+    try:
+        client.status_when_ready()
+        publisher = _chatter(client)
+        response = _step_with_messages(client, publisher)
+        assert response.success, response.message
+        printed = child.printed_by_now()
+        assert NODE_NAME not in client.status().participants
+        # FRAMES firings and MESSAGES messages take (FRAMES + MESSAGES) * WORK_S at least.
+        done = len(_lines(printed, 'fired')) + len(_lines(printed, 'heard'))
+        assert done < FRAMES + MESSAGES, printed
+    finally:
+        child.stop()
+
+
+def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path):
+    """No server: the node under the layer fires on each /clock the test publishes."""
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        clock = client.node.create_publisher(Clock, '/clock', QOS)
+        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock")
+        # The layer is in the process and has started its participant, which found no server.
+        with open(f'/proc/{child.pid}/maps') as maps:
+            mapped = maps.read()
+        assert 'libsim_clock_lockstep.so' in mapped and 'libsim_clock_lockstep_agent.so' in mapped
+        for k in range(1, 6):
+            assert _fired_at(client, clock, child, k * 10 * MS) == k * 10 * MS
+        child.stop()
+        assert child.process.returncode == 0, child.output()
+        assert 'sim_clock lockstep' not in child.output(), child.output()
+    finally:
+        child.stop()
+
+
+def test_the_wrapper_says_how_it_is_used():
+    """``lockstep --help`` says what it does; with no command it fails, saying so."""
+    done = subprocess.run([executable('lockstep'), '--help'], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0 and 'ros2 run --prefix' in done.stdout, done
+    bare = subprocess.run([executable('lockstep')], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert bare.returncode == 2 and 'a command to run is required' in bare.stderr, bare
