@@ -40,8 +40,10 @@
 #include <rcl/graph.h>
 #include <rcl/rcl.h>
 #include <rcutils/allocator.h>
+#include <rosidl_runtime_c/primitives_sequence_functions.h>
 #include <rosidl_runtime_c/string_functions.h>
 #include <sim_clock/msg/done.h>
+#include <sim_clock/msg/round.h>
 #include <sim_clock/srv/join.h>
 #include <sim_clock/srv/leave.h>
 
@@ -85,7 +87,9 @@ static rcl_context_t g_context;
 static rcl_node_t g_node;
 static rcl_client_t g_join, g_leave;
 static rcl_publisher_t g_done;
+static rcl_subscription_t g_rounds;  // next frame
 static rcl_guard_condition_t g_wake;
+static rcl_guard_condition_t g_process_wake;  // next frame: in every wait of the process
 static rcl_wait_set_t g_wait_set;
 
 // Guarded by g_lock; g_changed is signalled when a member is gone.
@@ -95,6 +99,10 @@ static member_t g_members[MAX_MEMBERS];
 static bool g_ready = false;   // the entities exist: g_done and g_wake may be used
 static bool g_stop = false;
 static bool g_active = false;  // said to the host
+// Next frame: the last done said, answered again for a Round of its time published again.
+static int64_t g_done_ns = -1;
+static rosidl_runtime_c__String__Sequence g_done_topics;
+static rosidl_runtime_c__uint32__Sequence g_done_counts;
 
 static int64_t now_ns(void)
 {
@@ -165,20 +173,38 @@ static bool set_up(size_t domain_id)
   g_wake = rcl_get_zero_initialized_guard_condition();
   CHECK(rcl_guard_condition_init(&g_wake, &g_context,
     rcl_guard_condition_get_default_options()), "guard condition");
+  g_rounds = rcl_get_zero_initialized_subscription();
+  g_process_wake = rcl_get_zero_initialized_guard_condition();
+  if (g_host->next_frame) {
+    rcl_subscription_options_t sub_options = rcl_subscription_get_default_options();
+    sub_options.qos = pub_options.qos;  // reliable, volatile, keep last 1000
+    snprintf(topic, sizeof(topic), "%s/rounds", server);
+    CHECK(rcl_subscription_init(&g_rounds, &g_node,
+      ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Round), topic, &sub_options), "rounds");
+    CHECK(rcl_guard_condition_init(&g_process_wake, &g_context,
+      rcl_guard_condition_get_default_options()), "guard condition");
+    g_host->set_wake(rcl_guard_condition_get_rmw_handle(&g_process_wake));
+  }
   g_wait_set = rcl_get_zero_initialized_wait_set();
-  CHECK(rcl_wait_set_init(&g_wait_set, 0, 2, 0, 2, 0, 0, &g_context, g_alloc), "wait set");
+  CHECK(rcl_wait_set_init(&g_wait_set, 1, 2, 0, 2, 0, 0, &g_context, g_alloc), "wait set");
   return true;
 }
 
 static void tear_down(void)
 {
   // Each one not made is skipped by rcl (zero-initialized); then the node and the context.
-  rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_guard_condition_fini(&g_wake);
+  if (g_host->next_frame) {
+    g_host->set_wake(NULL);
+  }
+  rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_guard_condition_fini(&g_wake) |
+    rcl_guard_condition_fini(&g_process_wake);
   if (rcl_node_is_valid_except_context(&g_node)) {
     ret |= rcl_publisher_fini(&g_done, &g_node) | rcl_client_fini(&g_leave, &g_node) |
-      rcl_client_fini(&g_join, &g_node);
+      rcl_client_fini(&g_join, &g_node) | rcl_subscription_fini(&g_rounds, &g_node);
     ret |= rcl_node_fini(&g_node);
   }
+  rosidl_runtime_c__String__Sequence__fini(&g_done_topics);
+  rosidl_runtime_c__uint32__Sequence__fini(&g_done_counts);
   rcl_reset_error();  // is_valid says why not, when it is not
   if (rcl_context_is_valid(&g_context)) {
     ret |= rcl_shutdown(&g_context);
@@ -200,8 +226,21 @@ static void send(member_t * member, bool join)
     memset(&request, 0, sizeof(request));  // period_ns 0: every frame (__init leaves it)
     ok = sim_clock__srv__Join_Request__init(&request) &&
       rosidl_runtime_c__String__assign(&request.name, member->name) &&
-      rosidl_runtime_c__String__assign(&request.node, member->name) &&
-      (rcl_send_request(&g_join, &request, &sequence) == RCL_RET_OK || failed("join"));
+      rosidl_runtime_c__String__assign(&request.node, member->name);
+    if (ok && g_host->next_frame) {
+      // Every topic the process publishes on: each Round names them, so that no reader
+      // takes their messages before their frame.
+      size_t size = 0;
+      char ** topics = g_host->publisher_topics(&size);
+      request.next_frame = true;
+      ok = rosidl_runtime_c__String__Sequence__init(&request.topics, size);
+      for (size_t i = 0; i < size; i++) {
+        ok = ok && rosidl_runtime_c__String__assign(&request.topics.data[i], topics[i]);
+        free(topics[i]);
+      }
+      free(topics);
+    }
+    ok = ok && (rcl_send_request(&g_join, &request, &sequence) == RCL_RET_OK || failed("join"));
     sim_clock__srv__Join_Request__fini(&request);
   } else {
     sim_clock__srv__Leave_Request request;
@@ -320,15 +359,85 @@ static void turn(void)
         break;
     }
   }
-  size_t readers = 0;
+  // A done sent before the server's reader matched would be lost; a Round too.
+  size_t readers = 0, writers = 1;
   if (any_joined && rcl_publisher_get_subscription_count(&g_done, &readers) != RCL_RET_OK) {
     failed("done readers");
   }
-  bool active = any_joined && readers > 0 && !g_stop;
+  if (any_joined && g_host->next_frame &&
+    rcl_subscription_get_publisher_count(&g_rounds, &writers) != RCL_RET_OK)
+  {
+    failed("rounds writers");
+  }
+  bool active = any_joined && readers > 0 && writers > 0 && !g_stop;
   if (active != g_active) {
     g_active = active;
     g_host->set_active(active);
   }
+}
+
+// Publish a done for each node joined; under g_lock.
+static void publish_done(int64_t time_ns)
+{
+  for (size_t i = 0; i < MAX_MEMBERS && g_ready; i++) {
+    if (g_members[i].state != MEMBER_JOINED) {
+      continue;
+    }
+    sim_clock__msg__Done done;
+    memset(&done, 0, sizeof(done));  // __init leaves fields without a default as they are
+    bool ok = sim_clock__msg__Done__init(&done) &&
+      rosidl_runtime_c__String__assign(&done.name, g_members[i].name);
+    done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
+    done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
+    if (ok && g_host->next_frame) {
+      done.rounds = true;
+      done.next_frame = true;
+      ok = rosidl_runtime_c__String__Sequence__copy(&g_done_topics, &done.topics) &&
+        rosidl_runtime_c__uint32__Sequence__copy(&g_done_counts, &done.counts);
+    }
+    if (!ok) {
+      LOG("done for %lld ns: out of memory", (long long)time_ns);
+    } else if (rcl_publish(&g_done, &done, NULL) != RCL_RET_OK) {
+      failed("publish done");
+    }
+    sim_clock__msg__Done__fini(&done);
+  }
+}
+
+// Next frame: hand each Round of the server to the host; one of the time it said done for
+// last, published again, is answered with the same done again.
+static void take_rounds(void)
+{
+  sim_clock__msg__Round round;
+  memset(&round, 0, sizeof(round));
+  if (!sim_clock__msg__Round__init(&round)) {
+    return;
+  }
+  rmw_message_info_t info;
+  rcl_ret_t ret;
+  while ((ret = rcl_take(&g_rounds, &round, &info, NULL)) == RCL_RET_OK) {
+    if (!round.next_frame) {
+      continue;  // rounds within a frame: another rule's
+    }
+    int64_t time_ns = (int64_t)round.time.sec * NS_PER_SEC + round.time.nanosec;
+    pthread_mutex_lock(&g_lock);
+    if (time_ns == g_done_ns) {
+      publish_done(time_ns);
+    }
+    pthread_mutex_unlock(&g_lock);
+    const char * topics[MAX_MEMBERS * 4];
+    size_t size = 0;
+    for (; size < round.topics.size && size < round.counts.size &&
+      size < sizeof(topics) / sizeof(topics[0]); size++)
+    {
+      topics[size] = round.topics.data[size].data;
+    }
+    g_host->on_round(time_ns, topics, round.counts.data, size);
+  }
+  if (ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
+    failed("take a round");
+  }
+  sim_clock__msg__Round__fini(&round);
 }
 
 static bool leaving(void)
@@ -380,6 +489,9 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
     if (ret == RCL_RET_OK) {
       ret = rcl_wait_set_add_client(&g_wait_set, &g_leave, NULL);
     }
+    if (ret == RCL_RET_OK && g_host->next_frame) {
+      ret = rcl_wait_set_add_subscription(&g_wait_set, &g_rounds, NULL);
+    }
     if (ret == RCL_RET_OK) {
       ret = rcl_wait(&g_wait_set, WAIT_NS);
     }
@@ -387,6 +499,9 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
       failed("wait");
       struct timespec pause = {0, WAIT_NS};  // not a busy loop on a wait that fails
       nanosleep(&pause, NULL);
+    }
+    if (g_host->next_frame) {
+      take_rounds();
     }
     pthread_mutex_lock(&g_lock);
     take_answers();
@@ -455,26 +570,25 @@ void lockstep_agent_remove(const char * node_name, int64_t timeout_ns)
   pthread_mutex_unlock(&g_lock);
 }
 
-void lockstep_agent_done(int64_t time_ns)
+void lockstep_agent_done(
+  int64_t time_ns, const char * const * topics, const uint32_t * counts, size_t size)
 {
   pthread_mutex_lock(&g_lock);
-  for (size_t i = 0; i < MAX_MEMBERS && g_ready; i++) {
-    if (g_members[i].state != MEMBER_JOINED) {
-      continue;
+  if (g_host->next_frame) {
+    rosidl_runtime_c__String__Sequence__fini(&g_done_topics);
+    rosidl_runtime_c__uint32__Sequence__fini(&g_done_counts);
+    bool ok = rosidl_runtime_c__String__Sequence__init(&g_done_topics, size) &&
+      rosidl_runtime_c__uint32__Sequence__init(&g_done_counts, size);
+    for (size_t i = 0; ok && i < size; i++) {
+      ok = rosidl_runtime_c__String__assign(&g_done_topics.data[i], topics[i]);
+      g_done_counts.data[i] = counts[i];
     }
-    sim_clock__msg__Done done;
-    memset(&done, 0, sizeof(done));  // __init leaves fields without a default as they are
-    bool ok = sim_clock__msg__Done__init(&done) &&
-      rosidl_runtime_c__String__assign(&done.name, g_members[i].name);
-    done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
-    done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
     if (!ok) {
       LOG("done for %lld ns: out of memory", (long long)time_ns);
-    } else if (rcl_publish(&g_done, &done, NULL) != RCL_RET_OK) {
-      failed("publish done");
     }
-    sim_clock__msg__Done__fini(&done);
+    g_done_ns = time_ns;
   }
+  publish_done(time_ns);
   pthread_mutex_unlock(&g_lock);
 }
 

@@ -81,6 +81,47 @@ rclpy.try_shutdown()
 """
 
 
+#: Two plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
+#: frame (once its writer has matched a reader: it prints 'matched'); 'listener' prints each
+#: message it takes with its own clock.
+PAIR = """
+import sys
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+role = sys.argv[1]
+rclpy.init()
+node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
+qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def now():
+    return node.get_clock().now().nanoseconds
+
+
+if role == 'talker':
+    publisher = node.create_publisher(String, '/a', qos)
+    node.create_timer(0.01, lambda: publisher.publish(String(data=str(now()))))
+    while publisher.get_subscription_count() < 1:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    print('matched', flush=True)
+else:
+    node.create_subscription(
+        String, '/a', lambda msg: print('heard', msg.data, now(), flush=True), qos)
+    print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
 def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
     child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
@@ -199,3 +240,36 @@ def test_the_wrapper_says_how_it_is_used():
     bare = subprocess.run([executable('lockstep')], capture_output=True, text=True,
                           timeout=TIMEOUT)
     assert bare.returncode == 2 and 'a command to run is required' in bare.stderr, bare
+
+
+def test_next_frame_delivers_what_a_frame_published_at_the_next(
+        start_server, client, domain_id, tmp_path):
+    """
+    Under the next-frame rule a message published at t is taken at t + one frame, every time.
+
+    The talker's message reaches the listener within the frame it was sent in; the layer holds
+    it in the listener's process until the server's Round of the next frame releases it.
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'}
+    prefix = (executable('lockstep'),)
+    listener = ChildProcess(domain_id, PAIR, str(tmp_path), args=('listener',), env=env,
+                            prefix=prefix)
+    talker = ChildProcess(domain_id, PAIR, str(tmp_path), args=('talker',), env=env,
+                          prefix=prefix)
+    try:
+        listener.expect('ready')
+        talker.expect('matched')
+        client.spin_until(lambda: {'/talker', '/listener'} <= set(client.status().participants),
+                          'both nodes among the participants')
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        heard = [(int(sent), int(taken)) for sent, taken in
+                 _lines(listener.printed_by_now(), 'heard')]
+        # Sent at frames 1 .. FRAMES - 1 (the last one's is taken at the frame after the step).
+        assert heard == [(k * 10 * MS, (k + 1) * 10 * MS) for k in range(1, FRAMES)], heard
+    finally:
+        talker.stop()
+        listener.stop()
+    assert talker.process.returncode == 0 and listener.process.returncode == 0
