@@ -17,13 +17,16 @@
 // subscribes to /clock.
 //
 // On a thread of its own it makes an rcl context (on the process's domain) and a hidden node,
-// and follows the wire protocol of a participant without rounds (doc/modes-and-services.md,
-// "Participants"): for each node of the process that subscribed to /clock it calls ~/join
-// (name and node: the node's full name; period 0) once the server's ~/join is on the graph,
-// and joins again when a server comes back; it says done for a time when the preloaded half
-// says the process has finished it; it calls ~/leave when the node is destroyed or the
-// process exits (half a second at most: the server may be gone). Without a server it makes
-// nothing but its node and waits on its graph guard condition.
+// and follows the wire protocol of a participant (doc/frames.md, "The wire protocol"): for
+// each node of the process that subscribed to /clock it calls ~/join once the server's ~/join
+// is on the graph (name: the node's full name; node: the agent's own, which the server has
+// discovered by then, where the process's node may not be yet, and which goes when the
+// process goes; period 0; next frame: next_frame and the topics the process publishes on),
+// and joins again when a server comes back. It says done when the preloaded half says the
+// process has finished a time (or a round), and hands it the server's Rounds (next frame,
+// rounds). It calls ~/leave when the node is destroyed or the process exits (half a second at
+// most: the server may be gone). Without a server it makes nothing but its node and waits on
+// its graph guard condition.
 
 #define _POSIX_C_SOURCE 200809L  // clock_gettime, pthread_condattr_setclock
 
@@ -101,6 +104,7 @@ static bool g_stop = false;
 static bool g_active = false;  // said to the host
 // Next frame: the last done said, answered again for a Round of its time published again.
 static int64_t g_done_ns = -1;
+static uint32_t g_done_round = 0;
 static rosidl_runtime_c__String__Sequence g_done_topics;
 static rosidl_runtime_c__uint32__Sequence g_done_counts;
 
@@ -175,7 +179,7 @@ static bool set_up(size_t domain_id)
     rcl_guard_condition_get_default_options()), "guard condition");
   g_rounds = rcl_get_zero_initialized_subscription();
   g_process_wake = rcl_get_zero_initialized_guard_condition();
-  if (g_host->next_frame) {
+  if (g_host->next_frame || g_host->rounds) {
     rcl_subscription_options_t sub_options = rcl_subscription_get_default_options();
     sub_options.qos = pub_options.qos;  // reliable, volatile, keep last 1000
     snprintf(topic, sizeof(topic), "%s/rounds", server);
@@ -193,7 +197,7 @@ static bool set_up(size_t domain_id)
 static void tear_down(void)
 {
   // Each one not made is skipped by rcl (zero-initialized); then the node and the context.
-  if (g_host->next_frame) {
+  if (g_host->next_frame || g_host->rounds) {
     g_host->set_wake(NULL);
   }
   rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_guard_condition_fini(&g_wake) |
@@ -226,7 +230,8 @@ static void send(member_t * member, bool join)
     memset(&request, 0, sizeof(request));  // period_ns 0: every frame (__init leaves it)
     ok = sim_clock__srv__Join_Request__init(&request) &&
       rosidl_runtime_c__String__assign(&request.name, member->name) &&
-      rosidl_runtime_c__String__assign(&request.node, member->name);
+      rosidl_runtime_c__String__assign(&request.node,
+      rcl_node_get_fully_qualified_name(&g_node));
     if (ok && g_host->next_frame) {
       // Every topic the process publishes on: each Round names them, so that no reader
       // takes their messages before their frame.
@@ -364,7 +369,7 @@ static void turn(void)
   if (any_joined && rcl_publisher_get_subscription_count(&g_done, &readers) != RCL_RET_OK) {
     failed("done readers");
   }
-  if (any_joined && g_host->next_frame &&
+  if (any_joined && (g_host->next_frame || g_host->rounds) &&
     rcl_subscription_get_publisher_count(&g_rounds, &writers) != RCL_RET_OK)
   {
     failed("rounds writers");
@@ -389,9 +394,10 @@ static void publish_done(int64_t time_ns)
       rosidl_runtime_c__String__assign(&done.name, g_members[i].name);
     done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
     done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
-    if (ok && g_host->next_frame) {
+    if (ok && (g_host->next_frame || g_host->rounds)) {
       done.rounds = true;
-      done.next_frame = true;
+      done.next_frame = g_host->next_frame;
+      done.round = g_done_round;
       ok = rosidl_runtime_c__String__Sequence__copy(&g_done_topics, &done.topics) &&
         rosidl_runtime_c__uint32__Sequence__copy(&g_done_counts, &done.counts);
     }
@@ -416,15 +422,17 @@ static void take_rounds(void)
   rmw_message_info_t info;
   rcl_ret_t ret;
   while ((ret = rcl_take(&g_rounds, &round, &info, NULL)) == RCL_RET_OK) {
-    if (!round.next_frame) {
-      continue;  // rounds within a frame: another rule's
-    }
     int64_t time_ns = (int64_t)round.time.sec * NS_PER_SEC + round.time.nanosec;
-    pthread_mutex_lock(&g_lock);
-    if (time_ns == g_done_ns) {
-      publish_done(time_ns);
+    if (round.next_frame != g_host->next_frame) {
+      continue;  // the other rule's kind: one rule per stack (doc/frames.md)
     }
-    pthread_mutex_unlock(&g_lock);
+    if (g_host->next_frame) {
+      pthread_mutex_lock(&g_lock);
+      if (time_ns == g_done_ns) {
+        publish_done(time_ns);  // published again: answered again
+      }
+      pthread_mutex_unlock(&g_lock);
+    }
     const char * topics[MAX_MEMBERS * 4];
     size_t size = 0;
     for (; size < round.topics.size && size < round.counts.size &&
@@ -432,7 +440,7 @@ static void take_rounds(void)
     {
       topics[size] = round.topics.data[size].data;
     }
-    g_host->on_round(time_ns, topics, round.counts.data, size);
+    g_host->on_round(time_ns, round.round, topics, round.counts.data, size);
   }
   if (ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
     failed("take a round");
@@ -489,7 +497,7 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
     if (ret == RCL_RET_OK) {
       ret = rcl_wait_set_add_client(&g_wait_set, &g_leave, NULL);
     }
-    if (ret == RCL_RET_OK && g_host->next_frame) {
+    if (ret == RCL_RET_OK && (g_host->next_frame || g_host->rounds)) {
       ret = rcl_wait_set_add_subscription(&g_wait_set, &g_rounds, NULL);
     }
     if (ret == RCL_RET_OK) {
@@ -500,7 +508,7 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
       struct timespec pause = {0, WAIT_NS};  // not a busy loop on a wait that fails
       nanosleep(&pause, NULL);
     }
-    if (g_host->next_frame) {
+    if (g_host->next_frame || g_host->rounds) {
       take_rounds();
     }
     pthread_mutex_lock(&g_lock);
@@ -570,11 +578,12 @@ void lockstep_agent_remove(const char * node_name, int64_t timeout_ns)
   pthread_mutex_unlock(&g_lock);
 }
 
-void lockstep_agent_done(
-  int64_t time_ns, const char * const * topics, const uint32_t * counts, size_t size)
+void lockstep_agent_done(int64_t time_ns, uint32_t round, const char * const * topics,
+  const uint32_t * counts, size_t size)
 {
   pthread_mutex_lock(&g_lock);
-  if (g_host->next_frame) {
+  if (g_host->next_frame || g_host->rounds) {
+    g_done_round = round;
     rosidl_runtime_c__String__Sequence__fini(&g_done_topics);
     rosidl_runtime_c__uint32__Sequence__fini(&g_done_counts);
     bool ok = rosidl_runtime_c__String__Sequence__init(&g_done_topics, size) &&
@@ -589,6 +598,15 @@ void lockstep_agent_done(
     g_done_ns = time_ns;
   }
   publish_done(time_ns);
+  pthread_mutex_unlock(&g_lock);
+}
+
+void lockstep_agent_again(int64_t time_ns)
+{
+  pthread_mutex_lock(&g_lock);
+  if (time_ns == g_done_ns) {
+    publish_done(time_ns);
+  }
   pthread_mutex_unlock(&g_lock);
 }
 

@@ -39,16 +39,19 @@ typedef struct lockstep_host_s
   void (* set_active)(bool active);
   // Whether the log is wanted (SIM_CLOCK_LOCKSTEP_LOG=1): lines on stderr, prefixed.
   bool verbose;
-  // The rule (SIM_CLOCK_LOCKSTEP_RULE=next_frame): what participants publish during a frame is
-  // taken at the next one (doc/frames.md); false: a participant without rounds.
+  // The rule (SIM_CLOCK_LOCKSTEP_RULE): next_frame, what participants publish during a frame
+  // is taken at the next one; rounds, within the frame, round by round (doc/frames.md);
+  // neither: a participant without rounds.
   bool next_frame;
-  // Next frame: the guard condition (an rmw_guard_condition_t of the agent's context) that
-  // the host adds to each wait of the process, triggered when a Round comes.
+  bool rounds;
+  // Next frame, rounds: the guard condition (an rmw_guard_condition_t of the agent's
+  // context) that the host adds to each wait of the process, triggered when a Round comes.
   void (* set_wake)(const void * guard_condition);
-  // Next frame: a Round of the server (next_frame true): the frame `time_ns` starts, and the
-  // first counts[i] messages on topics[i] are that frame's.
-  void (* on_round)(
-    int64_t time_ns, const char * const * topics, const uint32_t * counts, size_t size);
+  // Next frame, rounds: a Round of the server, of the host's rule. Next frame: the frame
+  // `time_ns` starts, and the first counts[i] messages on topics[i] are that frame's. Rounds:
+  // round `round` of the frame starts, and counts[i] messages on topics[i] are its.
+  void (* on_round)(int64_t time_ns, uint32_t round, const char * const * topics,
+    const uint32_t * counts, size_t size);
   // Next frame: the topics the process's nodes publish on (their Join.topics), in a new array
   // of new strings (the caller frees each and the array); NULL if none.
   char ** (* publisher_topics)(size_t * size);
@@ -67,11 +70,15 @@ typedef void (* lockstep_agent_add_t)(const char * node_name);
 // The node is being destroyed: leave for it, waiting `timeout_ns` at most for the answer.
 typedef void (* lockstep_agent_remove_t)(const char * node_name, int64_t timeout_ns);
 #define LOCKSTEP_AGENT_REMOVE "lockstep_agent_remove"
-// The process has finished /clock time `time_ns`: say done for every node joined. Next frame:
-// with what it published during the frame on each of its topics (0: nothing).
-typedef void (* lockstep_agent_done_t)(
-  int64_t time_ns, const char * const * topics, const uint32_t * counts, size_t size);
+// The process has finished /clock time `time_ns` (rounds: its round `round`): say done for
+// every node joined. Next frame, rounds: with what it published during the frame (the round)
+// on each of its topics (0: nothing).
+typedef void (* lockstep_agent_done_t)(int64_t time_ns, uint32_t round,
+  const char * const * topics, const uint32_t * counts, size_t size);
 #define LOCKSTEP_AGENT_DONE "lockstep_agent_done"
+// Rounds: the /clock of `time_ns` came again: the last done of that time, said again.
+typedef void (* lockstep_agent_again_t)(int64_t time_ns);
+#define LOCKSTEP_AGENT_AGAIN "lockstep_agent_again"
 // Leave for every node still joined (bounded) and end the thread's loop.
 typedef void (* lockstep_agent_stop_t)(void);
 #define LOCKSTEP_AGENT_STOP "lockstep_agent_stop"

@@ -99,6 +99,8 @@ typedef rmw_ret_t (* take_serialized_with_info_t)(const rmw_subscription_t *,
   rmw_serialized_message_t *, bool *, rmw_message_info_t *, rmw_subscription_allocation_t *);
 typedef rmw_ret_t (* deserialize_t)(const rmw_serialized_message_t *,
   const rosidl_message_type_support_t *, void *);
+typedef rmw_ret_t (* serialize_t)(const void *, const rosidl_message_type_support_t *,
+  rmw_serialized_message_t *);
 
 // The rmw implementation's functions.
 static struct
@@ -118,6 +120,7 @@ static struct
   take_serialized_t take_serialized;
   take_serialized_with_info_t take_serialized_with_info;
   deserialize_t deserialize;
+  serialize_t serialize;
 } g_real;
 static pthread_once_t g_resolved = PTHREAD_ONCE_INIT;
 
@@ -129,6 +132,7 @@ static struct
   lockstep_agent_remove_t remove;
   lockstep_agent_done_t done;
   lockstep_agent_stop_t stop;
+  lockstep_agent_again_t again;
 } g_agent;
 
 // Set on the agent's thread, and around each call into the agent: its rmw calls pass through.
@@ -182,6 +186,7 @@ typedef struct
 typedef struct
 {
   const rmw_publisher_t * publisher;  // NULL: a free entry
+  const rosidl_message_type_support_t * type_support;
   char topic[TOPIC_LENGTH];
   bool counted;  // a topic of the participant's (not ROS's own, nor the server's)
 } pub_t;
@@ -199,6 +204,21 @@ static char g_round_topics[MAX_ENTITIES][TOPIC_LENGTH];
 static uint32_t g_round_counts[MAX_ENTITIES];
 static size_t g_round_size = 0;
 static const rmw_guard_condition_t * g_wake = NULL;  // added to every wait of the process
+// Rounds: the frame and round under way; the round of the last Round, and whether what the
+// process held went out for it; the round the pending done is for; a /clock of the frame's
+// time that came again (its done is said again).
+static int64_t g_frame_ns = -1;
+static uint32_t g_frame_round = 0, g_round_k = 0, g_pending_round = 0;
+static bool g_round_sent = false, g_again = false;
+// Rounds: what the process published, held until the next round, in the order it published.
+typedef struct
+{
+  const rmw_publisher_t * publisher;
+  uint8_t * bytes;
+  size_t length;
+} out_t;
+static out_t * g_out = NULL;
+static size_t g_out_size = 0, g_out_capacity = 0;
 static char g_server_prefix[TOPIC_LENGTH];  // "<server>/": its topics are not counted (set once)
 static bool g_agent_started = false, g_agent_failed = false;
 static pthread_t g_agent_thread;
@@ -305,12 +325,13 @@ static void resolve(void)
     *(void **)&g_real.take_serialized_with_info =
       dlsym(rmw, "rmw_take_serialized_message_with_info");
     *(void **)&g_real.deserialize = dlsym(rmw, "rmw_deserialize");
+    *(void **)&g_real.serialize = dlsym(rmw, "rmw_serialize");
   }
   if (!g_real.create_subscription || !g_real.destroy_subscription || !g_real.destroy_node ||
     !g_real.take || !g_real.take_with_info || !g_real.trigger_guard_condition || !g_real.wait ||
     !g_real.create_publisher || !g_real.destroy_publisher || !g_real.publish ||
     !g_real.publish_loaned || !g_real.publish_serialized || !g_real.take_serialized ||
-    !g_real.take_serialized_with_info || !g_real.deserialize)
+    !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -389,7 +410,7 @@ static bool keep_guard_conditions(slot_t * slot, const rmw_guard_conditions_t * 
 
 // Under g_lock: the process has taken a /clock it has not said done for, and every thread
 // that waits is idle. Then returns true with the time in *time_ns (the pending mark cleared).
-static bool finished(int64_t * time_ns)
+static bool finished(int64_t * time_ns, uint32_t * round)
 {
   if (!g_clock_pending) {
     return false;
@@ -403,11 +424,13 @@ static bool finished(int64_t * time_ns)
   }
   g_clock_pending = false;
   *time_ns = g_clock_ns;
+  *round = g_pending_round;
   return true;
 }
 
-// Say done for `time_ns` (next frame: with what the process published since the last done).
-static void say_done(int64_t time_ns)
+// Say done for `time_ns` (rounds: its round `round`; next frame and rounds: with what the
+// process published since the last done).
+static void say_done(int64_t time_ns, uint32_t round)
 {
   static char topics[MAX_ENTITIES][TOPIC_LENGTH];  // one done at a time: under g_done_lock
   static const char * names[MAX_ENTITIES];
@@ -415,7 +438,7 @@ static void say_done(int64_t time_ns)
   static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&done_lock);
   size_t size = 0;
-  if (g_host.next_frame) {
+  if (g_host.next_frame || g_host.rounds) {
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_count_size; i++) {
       memcpy(topics[i], g_count_topics[i], TOPIC_LENGTH);
@@ -427,7 +450,7 @@ static void say_done(int64_t time_ns)
     pthread_mutex_unlock(&g_lock);
   }
   t_agent = true;
-  g_agent.done(time_ns, names, counts, size);
+  g_agent.done(time_ns, round, names, counts, size);
   t_agent = false;
   pthread_mutex_unlock(&done_lock);
 }
@@ -504,14 +527,17 @@ static int count_index(const char * topic)
   return (int)g_count_size++;
 }
 
-static void on_round(
-  int64_t time_ns, const char * const * topics, const uint32_t * counts, size_t size)
+static void on_round(int64_t time_ns, uint32_t round, const char * const * topics,
+  const uint32_t * counts, size_t size)
 {
   pthread_mutex_lock(&g_lock);
   const rmw_guard_condition_t * wake = NULL;
-  if (time_ns != g_released_ns) {  // a Round published again is answered by the agent
+  // Next frame: a Round published again is answered by the agent.
+  if (g_host.rounds || time_ns != g_released_ns) {
     g_round_new = true;
     g_round_ns = time_ns;
+    g_round_k = round;
+    g_round_sent = false;
     g_round_size = 0;
     for (size_t i = 0; i < size && i < MAX_ENTITIES; i++) {
       snprintf(g_round_topics[i], TOPIC_LENGTH, "%s", topics[i]);
@@ -600,7 +626,10 @@ static bool start_agent(size_t domain_id)
   *(void **)&g_agent.remove = dlsym(agent, LOCKSTEP_AGENT_REMOVE);
   *(void **)&g_agent.done = dlsym(agent, LOCKSTEP_AGENT_DONE);
   *(void **)&g_agent.stop = dlsym(agent, LOCKSTEP_AGENT_STOP);
-  if (!g_agent.run || !g_agent.add || !g_agent.remove || !g_agent.done || !g_agent.stop) {
+  *(void **)&g_agent.again = dlsym(agent, LOCKSTEP_AGENT_AGAIN);
+  if (!g_agent.run || !g_agent.add || !g_agent.remove || !g_agent.done || !g_agent.stop ||
+    !g_agent.again)
+  {
     LOG("%s lacks its functions", LOCKSTEP_AGENT_LIBRARY);
     return false;
   }
@@ -609,12 +638,15 @@ static bool start_agent(size_t domain_id)
   g_host.set_active = set_active;
   g_host.verbose = log && strcmp(log, "1") == 0;
   g_host.next_frame = rule && strcmp(rule, "next_frame") == 0;
+  g_host.rounds = rule && strcmp(rule, "rounds") == 0;
   g_host.set_wake = set_wake;
   g_host.on_round = on_round;
   g_host.publisher_topics = publisher_topics;
-  if (rule && rule[0] && strcmp(rule, "next_frame") != 0 && strcmp(rule, "participant") != 0) {
-    LOG("SIM_CLOCK_LOCKSTEP_RULE=%s is not a rule (participant or next_frame): participant",
-      rule);
+  if (rule && rule[0] && strcmp(rule, "next_frame") != 0 && strcmp(rule, "rounds") != 0 &&
+    strcmp(rule, "participant") != 0)
+  {
+    LOG("SIM_CLOCK_LOCKSTEP_RULE=%s is not a rule (participant, next_frame or rounds): "
+      "participant", rule);
   }
   g_domain_id = domain_id;
   // The agent's thread takes no signal: they stay the process's.
@@ -634,6 +666,20 @@ static bool start_agent(size_t domain_id)
 }
 
 // ---- the rmw functions ------------------------------------------------------------------
+
+// rcutils' allocator, on the C library, for the messages the layer takes itself.
+static void * allocate(size_t size, void * state) {(void)state; return malloc(size);}
+static void deallocate(void * pointer, void * state) {(void)state; free(pointer);}
+static void * reallocate(void * pointer, size_t size, void * state)
+{
+  (void)state;
+  return realloc(pointer, size);
+}
+static void * zero_allocate(size_t count, size_t size, void * state)
+{
+  (void)state;
+  return calloc(count, size);
+}
 
 // The full name of a node, in `name` of `size` bytes.
 static void full_name(const rmw_node_t * node, char * name, size_t size)
@@ -770,6 +816,7 @@ rmw_publisher_t * rmw_create_publisher(
   for (size_t i = 0; i < MAX_ENTITIES; i++) {
     if (!g_pubs[i].publisher) {
       g_pubs[i].publisher = publisher;
+      g_pubs[i].type_support = type_support;
       snprintf(g_pubs[i].topic, sizeof(g_pubs[i].topic), "%s", topic_name);
       // ROS's own topics and the server's are not the participant's.
       g_pubs[i].counted = strcmp(topic_name, "/rosout") != 0 &&
@@ -795,6 +842,15 @@ rmw_ret_t rmw_destroy_publisher(rmw_node_t * node, rmw_publisher_t * publisher)
         g_pubs[i].publisher = NULL;
       }
     }
+    size_t kept = 0;
+    for (size_t i = 0; i < g_out_size; i++) {
+      if (g_out[i].publisher == publisher) {
+        free(g_out[i].bytes);
+      } else {
+        g_out[kept++] = g_out[i];
+      }
+    }
+    g_out_size = kept;
     pthread_mutex_unlock(&g_lock);
   }
   return g_real.destroy_publisher(node, publisher);
@@ -819,12 +875,67 @@ static void published(const rmw_publisher_t * publisher, rmw_ret_t ret)
   pthread_mutex_unlock(&g_lock);
 }
 
+// Rounds: hold what the process publishes until the next round (serialized, in the order it
+// published), counted by topic. Returns false where it is not held (not in rounds, not a
+// publisher of the participant's).
+static bool held_back(const rmw_publisher_t * publisher, const void * ros_message,
+  const rmw_serialized_message_t * serialized, rmw_ret_t * ret)
+{
+  if (t_agent || !g_host.rounds || !atomic_load(&g_active)) {
+    return false;
+  }
+  pthread_mutex_lock(&g_lock);
+  pub_t * pub = NULL;
+  for (size_t i = 0; i < MAX_ENTITIES && !pub; i++) {
+    pub = g_pubs[i].publisher == publisher && g_pubs[i].counted ? &g_pubs[i] : NULL;
+  }
+  int index = pub ? count_index(pub->topic) : -1;
+  if (index < 0) {
+    pthread_mutex_unlock(&g_lock);
+    return false;
+  }
+  rmw_serialized_message_t message = {
+    NULL, 0, 0, {allocate, deallocate, reallocate, zero_allocate, NULL}};
+  if (serialized) {
+    message.buffer = malloc(serialized->buffer_length ? serialized->buffer_length : 1);
+    if (message.buffer) {
+      memcpy(message.buffer, serialized->buffer, serialized->buffer_length);
+      message.buffer_length = serialized->buffer_length;
+    }
+    *ret = message.buffer ? RMW_RET_OK : RMW_RET_BAD_ALLOC;
+  } else {
+    *ret = g_real.serialize(ros_message, pub->type_support, &message);
+  }
+  if (*ret == RMW_RET_OK && g_out_size == g_out_capacity) {
+    size_t capacity = g_out_capacity ? 2 * g_out_capacity : 64;
+    out_t * grown = realloc(g_out, capacity * sizeof(*grown));
+    if (grown) {
+      g_out = grown;
+      g_out_capacity = capacity;
+    } else {
+      *ret = RMW_RET_BAD_ALLOC;
+    }
+  }
+  if (*ret == RMW_RET_OK) {
+    g_out[g_out_size++] = (out_t){publisher, message.buffer, message.buffer_length};
+    g_counts[index]++;
+  } else {
+    free(message.buffer);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return true;
+}
+
 rmw_ret_t rmw_publish(
   const rmw_publisher_t * publisher, const void * ros_message,
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
-  rmw_ret_t ret = g_real.publish(publisher, ros_message, allocation);
+  rmw_ret_t ret;
+  if (held_back(publisher, ros_message, NULL, &ret)) {
+    return ret;
+  }
+  ret = g_real.publish(publisher, ros_message, allocation);
   published(publisher, ret);
   return ret;
 }
@@ -843,7 +954,11 @@ rmw_ret_t rmw_publish_serialized_message(
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
-  rmw_ret_t ret = g_real.publish_serialized(publisher, serialized_message, allocation);
+  rmw_ret_t ret;
+  if (held_back(publisher, NULL, serialized_message, &ret)) {
+    return ret;
+  }
+  ret = g_real.publish_serialized(publisher, serialized_message, allocation);
   published(publisher, ret);
   return ret;
 }
@@ -866,20 +981,6 @@ static void took_clock(int64_t time_ns)
 {
   g_clock_ns = time_ns;
   g_clock_pending = true;
-}
-
-// rcutils' allocator, on the C library, for the messages the layer takes itself.
-static void * allocate(size_t size, void * state) {(void)state; return malloc(size);}
-static void deallocate(void * pointer, void * state) {(void)state; free(pointer);}
-static void * reallocate(void * pointer, size_t size, void * state)
-{
-  (void)state;
-  return realloc(pointer, size);
-}
-static void * zero_allocate(size_t count, size_t size, void * state)
-{
-  (void)state;
-  return calloc(count, size);
 }
 
 // Under g_lock, next frame: take what each subscription of the process received, into its
@@ -906,8 +1007,11 @@ static void take_all(void)
         }
         break;
       }
-      if (sub->clock && sub->size > sub->released) {
-        drop_held(sub, sub->size);  // only the last time counts
+      if (sub->clock) {  // only the last time counts: drop those not released
+        for (size_t j = sub->released; j < sub->size; j++) {
+          free(sub->held[j].bytes);
+        }
+        sub->size = sub->released;
       }
       if (sub->size == sub->capacity) {
         size_t capacity = sub->capacity ? 2 * sub->capacity : 16;
@@ -979,6 +1083,126 @@ static bool release(void)
   return true;
 }
 
+// Serialized bytes compared as Python compares bytes: byte by byte, then the shorter first.
+static int by_bytes(const void * a, const void * b)
+{
+  const held_t * x = a, * y = b;
+  size_t common = x->length < y->length ? x->length : y->length;
+  int order = memcmp(x->bytes, y->bytes, common);
+  return order ? order : (x->length > y->length) - (x->length < y->length);
+}
+
+// Under g_lock: release `count` more of a subscription's held messages, in the order of
+// their bytes (doc/frames.md, "What waits, and in which order").
+static void release_some(sub_t * sub, size_t count)
+{
+  size_t from = sub->released;
+  sub->released = from + count < sub->size ? from + count : sub->size;
+  qsort(sub->held + from, sub->released - from, sizeof(*sub->held), by_bytes);
+}
+
+// Under g_lock, rounds: send what the process held, in the order it published it.
+static void send_held(void)
+{
+  for (size_t i = 0; i < g_out_size; i++) {
+    rmw_serialized_message_t message = {
+      g_out[i].bytes, g_out[i].length, g_out[i].length,
+      {allocate, deallocate, reallocate, zero_allocate, NULL}};
+    rmw_ret_t ret = g_real.publish_serialized(g_out[i].publisher, &message, NULL);
+    if (ret != RMW_RET_OK) {
+      LOG("a held message could not be sent (%d)", (int)ret);
+    }
+    free(g_out[i].bytes);
+  }
+  g_out_size = 0;
+}
+
+// Under g_lock, rounds: start a frame when the /clock of a new time has come (round 0: the
+// time and everything that waits), or the round the server's last Round starts once its
+// messages have all come (what the process held goes out first). Returns whether it did.
+static bool release_rounds(void)
+{
+  sub_t * clock = NULL;
+  for (size_t i = 0; i < MAX_ENTITIES && !clock; i++) {
+    clock = g_subs[i].subscription && g_subs[i].clock && g_subs[i].size > g_subs[i].released ?
+      &g_subs[i] : NULL;
+  }
+  if (clock) {
+    held_t * last = &clock->held[clock->size - 1];
+    int64_t time_ns = clock_of(last->bytes, last->length);
+    if (time_ns == g_frame_ns) {  // the frame's time published again
+      for (size_t j = clock->released; j < clock->size; j++) {
+        free(clock->held[j].bytes);
+      }
+      clock->size = clock->released;
+      g_again = true;
+    } else {
+      if (g_out_size) {
+        LOG("what it published in the last round of %lld ns goes out now, at %lld ns (that "
+          "frame was stopped)", (long long)g_frame_ns, (long long)time_ns);
+        send_held();
+      }
+      g_frame_ns = time_ns;
+      g_frame_round = 0;
+      for (size_t i = 0; i < MAX_ENTITIES; i++) {
+        if (g_subs[i].subscription) {
+          release_some(&g_subs[i], g_subs[i].size);
+        }
+      }
+      g_clock_ns = time_ns;
+      g_pending_round = 0;
+      g_clock_pending = true;
+      return true;
+    }
+  }
+  if (!g_round_new) {
+    return false;
+  }
+  if (g_round_ns != g_frame_ns || g_round_k != g_frame_round + 1) {
+    g_round_new = false;  // not the round that comes next: an old one, another time's
+    return false;
+  }
+  if (!g_round_sent) {
+    send_held();
+    g_round_sent = true;
+  }
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    for (size_t j = 0; sub->subscription && !sub->clock && j < g_round_size; j++) {
+      if (strcmp(g_round_topics[j], sub->topic) == 0 &&
+        sub->size - sub->released < g_round_counts[j])
+      {
+        return false;  // the round's messages on its topic have not all come
+      }
+    }
+  }
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    if (!sub->subscription || sub->clock) {
+      continue;
+    }
+    size_t count = sub->size - sub->released;  // not a topic of the participants: all of it
+    for (size_t j = 0; j < g_round_size; j++) {
+      if (strcmp(g_round_topics[j], sub->topic) == 0) {
+        count = g_round_counts[j];
+      }
+    }
+    release_some(sub, count);
+  }
+  g_frame_round = g_round_k;
+  g_round_new = false;
+  g_clock_ns = g_frame_ns;
+  g_pending_round = g_frame_round;
+  g_clock_pending = true;
+  return true;
+}
+
+// Under g_lock: release what the rule lets the process take now; whether anything was.
+static bool release_held(void)
+{
+  return g_host.rounds ? release_rounds() : release();
+}
+
 // Under g_lock: give the process the next message it may take from a held subscription:
 // into ros_message (deserialized) or serialized; false if there is none.
 static rmw_ret_t take_held(
@@ -1028,7 +1252,7 @@ static rmw_ret_t take(
   rmw_serialized_message_t * serialized, bool * taken, rmw_message_info_t * message_info,
   rmw_subscription_allocation_t * allocation)
 {
-  if (!t_agent && g_host.next_frame && atomic_load(&g_active) && taken) {
+  if (!t_agent && (g_host.next_frame || g_host.rounds) && atomic_load(&g_active) && taken) {
     pthread_mutex_lock(&g_lock);
     sub_t * sub = find_sub(subscription);
     if (sub) {
@@ -1166,7 +1390,39 @@ static int64_t monotonic_ns(void)
   return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
-// One wait of the process under the next-frame rule (see as_the_process_sees).
+// Take what the process's subscriptions received and release what the rule lets it take now.
+// A release wakes every other thread's wait (they look again); a /clock of the frame's time
+// that came again (rounds) has the last done said again.
+static void take_and_release(slot_t * self)
+{
+  pthread_mutex_lock(&g_lock);
+  take_all();
+  bool released = release_held();
+  const rmw_guard_condition_t * wake = released ? g_wake : NULL;
+  if (released) {
+    for (size_t i = 0; i < MAX_THREADS; i++) {
+      if (&g_slots[i] != self && (g_slots[i].state == SLOT_PROBING ||
+        g_slots[i].state == SLOT_IDLE))
+      {
+        g_slots[i].state = SLOT_WOKEN;
+      }
+    }
+  }
+  bool again = g_again;
+  int64_t time_ns = g_frame_ns;
+  g_again = false;
+  pthread_mutex_unlock(&g_lock);
+  if (wake) {
+    g_real.trigger_guard_condition(wake);
+  }
+  if (again) {
+    t_agent = true;
+    g_agent.again(time_ns);
+    t_agent = false;
+  }
+}
+
+// One wait of the process under the next-frame rule or in rounds (see as_the_process_sees).
 static rmw_ret_t wait_next_frame(
   rmw_subscriptions_t * subscriptions, rmw_guard_conditions_t * guard_conditions,
   rmw_services_t * services, rmw_clients_t * clients, rmw_events_t * events,
@@ -1192,9 +1448,8 @@ static rmw_ret_t wait_next_frame(
   rmw_ret_t ret;
   for (bool look = true;; look = !look) {
     restore(arrays, n);
+    take_and_release(slot);
     pthread_mutex_lock(&g_lock);
-    take_all();
-    release();
     const rmw_guard_condition_t * wake = g_wake;
     if (slot) {
       slot->state = look ? SLOT_PROBING : slot->state;
@@ -1229,10 +1484,7 @@ static rmw_ret_t wait_next_frame(
     if (gc_count) {
       memcpy(guard_conditions->guard_conditions, gcs, gc_count * sizeof(void *));
     }
-    pthread_mutex_lock(&g_lock);
-    take_all();
-    release();
-    pthread_mutex_unlock(&g_lock);
+    take_and_release(slot);
     if (as_the_process_sees(subscriptions, guard_conditions, services, clients, events, asked)) {
       ret = RMW_RET_OK;
       break;
@@ -1243,15 +1495,16 @@ static rmw_ret_t wait_next_frame(
     }
     if (look) {  // nothing for the process: it is idle while it waits
       int64_t time_ns = 0;
+      uint32_t round = 0;
       pthread_mutex_lock(&g_lock);
       bool done = false;
       if (slot && slot->state == SLOT_PROBING) {
         slot->state = SLOT_IDLE;
-        done = finished(&time_ns);
+        done = finished(&time_ns, &round);
       }
       pthread_mutex_unlock(&g_lock);
       if (done) {
-        say_done(time_ns);
+        say_done(time_ns, round);
       }
     }
   }
@@ -1294,7 +1547,7 @@ rmw_ret_t rmw_wait(
     slot->state = tracked ? SLOT_PROBING : SLOT_BUSY;
   }
   pthread_mutex_unlock(&g_lock);
-  if (g_host.next_frame) {
+  if (g_host.next_frame || g_host.rounds) {
     if (!saved) {
       return RMW_RET_BAD_ALLOC;
     }
@@ -1317,15 +1570,16 @@ rmw_ret_t rmw_wait(
   }
   restore(arrays, n);
   int64_t time_ns = 0;
+  uint32_t round = 0;
   pthread_mutex_lock(&g_lock);
   bool done = false;
   if (slot->state == SLOT_PROBING) {  // not woken while it looked
     slot->state = SLOT_IDLE;
-    done = finished(&time_ns);
+    done = finished(&time_ns, &round);
   }
   pthread_mutex_unlock(&g_lock);
   if (done) {
-    say_done(time_ns);
+    say_done(time_ns, round);
   }
   ret = g_real.wait(subscriptions, guard_conditions, services, clients, events, wait_set,
       wait_timeout);

@@ -122,6 +122,52 @@ rclpy.try_shutdown()
 """
 
 
+#: Three plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
+#: frame, 'relay' answers each message of /a at once on /b with its own clock added, and
+#: 'listener' prints each message of /b it takes with its own clock. Each prints 'matched'
+#: once its writer has matched a reader (the listener at once).
+CHAIN = """
+import sys
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+role = sys.argv[1]
+rclpy.init()
+node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
+qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def now():
+    return node.get_clock().now().nanoseconds
+
+
+publisher = None
+if role == 'talker':
+    publisher = node.create_publisher(String, '/a', qos)
+    node.create_timer(0.01, lambda: publisher.publish(String(data=str(now()))))
+elif role == 'relay':
+    publisher = node.create_publisher(String, '/b', qos)
+    node.create_subscription(
+        String, '/a', lambda msg: publisher.publish(String(data=f'{msg.data}>{now()}')), qos)
+else:
+    node.create_subscription(
+        String, '/b', lambda msg: print('heard', msg.data, now(), flush=True), qos)
+while publisher is not None and publisher.get_subscription_count() < 1:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('matched', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
 def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
     child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
@@ -273,3 +319,38 @@ def test_next_frame_delivers_what_a_frame_published_at_the_next(
         talker.stop()
         listener.stop()
     assert talker.process.returncode == 0 and listener.process.returncode == 0
+
+
+def test_rounds_carry_a_chain_through_within_its_frame(
+        start_server, client, domain_id, tmp_path):
+    """
+    In rounds a message published at t goes down a chain of two hops and is taken at t.
+
+    The talker's message of each frame is held in its process until round 1, the relay's
+    answer until round 2: the listener takes it at the same clock, and the step returns only
+    once it has, every frame.
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'rounds'}
+    nodes = {role: ChildProcess(domain_id, CHAIN, str(tmp_path), args=(role,), env=env,
+                                prefix=(executable('lockstep'),))
+             for role in ('listener', 'relay', 'talker')}
+    try:
+        for node in nodes.values():
+            node.expect('matched')
+        client.spin_until(
+            lambda: {'/talker', '/relay', '/listener'} <= set(client.status().participants),
+            'the three nodes among the participants')
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        heard = [(data, int(taken)) for data, taken in
+                 _lines(nodes['listener'].printed_by_now(), 'heard')]
+        assert heard == [(f'{k * 10 * MS}>{k * 10 * MS}', k * 10 * MS)
+                         for k in range(1, FRAMES + 1)], heard
+    finally:
+        for node in nodes.values():
+            node.stop()
+    for role, node in nodes.items():
+        assert node.process.returncode == 0, node.output()
+        assert 'sim_clock lockstep' not in node.output(), node.output()
