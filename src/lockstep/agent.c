@@ -578,6 +578,19 @@ void lockstep_agent_remove(const char * node_name, int64_t timeout_ns)
   pthread_mutex_unlock(&g_lock);
 }
 
+void lockstep_agent_forget(const char * node_name)
+{
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    if (g_members[i].state != MEMBER_FREE && strcmp(g_members[i].name, node_name) == 0) {
+      g_members[i].state = MEMBER_GONE;
+      pthread_cond_broadcast(&g_changed);
+    }
+  }
+  wake();
+  pthread_mutex_unlock(&g_lock);
+}
+
 void lockstep_agent_done(int64_t time_ns, uint32_t round, const char * const * topics,
   const uint32_t * counts, size_t size)
 {

@@ -79,6 +79,10 @@ typedef void (* lockstep_agent_done_t)(int64_t time_ns, uint32_t round,
 // Rounds: the /clock of `time_ns` came again: the last done of that time, said again.
 typedef void (* lockstep_agent_again_t)(int64_t time_ns);
 #define LOCKSTEP_AGENT_AGAIN "lockstep_agent_again"
+// The node takes part through sim_clock's participant helper (it calls ~/join itself): forget
+// it without leaving (its join and the helper's are one participant on the server).
+typedef void (* lockstep_agent_forget_t)(const char * node_name);
+#define LOCKSTEP_AGENT_FORGET "lockstep_agent_forget"
 // Leave for every node still joined (bounded) and end the thread's loop.
 typedef void (* lockstep_agent_stop_t)(void);
 #define LOCKSTEP_AGENT_STOP "lockstep_agent_stop"

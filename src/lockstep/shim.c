@@ -101,6 +101,8 @@ typedef rmw_ret_t (* deserialize_t)(const rmw_serialized_message_t *,
   const rosidl_message_type_support_t *, void *);
 typedef rmw_ret_t (* serialize_t)(const void *, const rosidl_message_type_support_t *,
   rmw_serialized_message_t *);
+typedef rmw_client_t * (* create_client_t)(const rmw_node_t *,
+  const rosidl_service_type_support_t *, const char *, const rmw_qos_profile_t *);
 
 // The rmw implementation's functions.
 static struct
@@ -121,6 +123,7 @@ static struct
   take_serialized_with_info_t take_serialized_with_info;
   deserialize_t deserialize;
   serialize_t serialize;
+  create_client_t create_client;
 } g_real;
 static pthread_once_t g_resolved = PTHREAD_ONCE_INIT;
 
@@ -133,6 +136,7 @@ static struct
   lockstep_agent_done_t done;
   lockstep_agent_stop_t stop;
   lockstep_agent_again_t again;
+  lockstep_agent_forget_t forget;
 } g_agent;
 
 // Set on the agent's thread, and around each call into the agent: its rmw calls pass through.
@@ -157,6 +161,10 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot_t g_slots[MAX_THREADS];
 static bool g_slots_full_said = false;
 static const rmw_node_t * g_nodes[MAX_ENTITIES];  // the nodes that subscribed to /clock
+static char g_node_names[MAX_ENTITIES][TOPIC_LENGTH];
+static bool g_node_added[MAX_ENTITIES];  // handed to the agent (at the process's first wait)
+static atomic_bool g_adds_pending = false;
+static bool g_helper = false;  // the process takes part through participant.spin itself
 static int64_t g_clock_ns = -1;     // the last /clock time the process took
 static bool g_clock_pending = false;  // taken since the last done
 
@@ -326,12 +334,14 @@ static void resolve(void)
       dlsym(rmw, "rmw_take_serialized_message_with_info");
     *(void **)&g_real.deserialize = dlsym(rmw, "rmw_deserialize");
     *(void **)&g_real.serialize = dlsym(rmw, "rmw_serialize");
+    *(void **)&g_real.create_client = dlsym(rmw, "rmw_create_client");
   }
   if (!g_real.create_subscription || !g_real.destroy_subscription || !g_real.destroy_node ||
     !g_real.take || !g_real.take_with_info || !g_real.trigger_guard_condition || !g_real.wait ||
     !g_real.create_publisher || !g_real.destroy_publisher || !g_real.publish ||
     !g_real.publish_loaned || !g_real.publish_serialized || !g_real.take_serialized ||
-    !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize)
+    !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
+    !g_real.create_client)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -627,8 +637,9 @@ static bool start_agent(size_t domain_id)
   *(void **)&g_agent.done = dlsym(agent, LOCKSTEP_AGENT_DONE);
   *(void **)&g_agent.stop = dlsym(agent, LOCKSTEP_AGENT_STOP);
   *(void **)&g_agent.again = dlsym(agent, LOCKSTEP_AGENT_AGAIN);
+  *(void **)&g_agent.forget = dlsym(agent, LOCKSTEP_AGENT_FORGET);
   if (!g_agent.run || !g_agent.add || !g_agent.remove || !g_agent.done || !g_agent.stop ||
-    !g_agent.again)
+    !g_agent.again || !g_agent.forget)
   {
     LOG("%s lacks its functions", LOCKSTEP_AGENT_LIBRARY);
     return false;
@@ -733,10 +744,12 @@ rmw_subscription_t * rmw_create_subscription(
     sub->clock = clock;
     snprintf(sub->topic, sizeof(sub->topic), "%s", topic_name);
   }
-  bool known = false, started = false;
   if (clock && sub) {
-    // A node of the process takes part in simulated time.
+    // A node of the process takes part in simulated time: it joins once the process first
+    // waits (by then a participant.spin has made its own ~/join client, and the layer keeps
+    // out of its way).
     pthread_once(&g_slot_key_once, make_slot_key);
+    bool known = false;
     size_t free_node = MAX_ENTITIES;
     for (size_t i = 0; i < MAX_ENTITIES; i++) {
       known |= g_nodes[i] == node;
@@ -744,20 +757,81 @@ rmw_subscription_t * rmw_create_subscription(
     }
     if (!known && free_node < MAX_ENTITIES) {
       g_nodes[free_node] = node;
+      full_name(node, g_node_names[free_node], TOPIC_LENGTH);
+      g_node_added[free_node] = false;
     }
-    started = start_agent(node->context ? node->context->actual_domain_id : 0);
+    if (start_agent(node->context ? node->context->actual_domain_id : 0) && !g_helper) {
+      atomic_store(&g_adds_pending, true);
+    }
   }
   pthread_mutex_unlock(&g_lock);
-  char name[512];
-  full_name(node, name, sizeof(name));
   if (!sub) {
+    char name[512];
+    full_name(node, name, sizeof(name));
     LOG("more than %d subscriptions: %s on %s is not followed", MAX_ENTITIES, name, topic_name);
-  } else if (started && !known) {
-    t_agent = true;
-    g_agent.add(name);
-    t_agent = false;
   }
   return subscription;
+}
+
+// At a wait of the process: hand the agent the nodes that subscribed to /clock since.
+static void add_nodes(void)
+{
+  char names[MAX_ENTITIES][TOPIC_LENGTH];
+  size_t size = 0;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < MAX_ENTITIES && !g_helper; i++) {
+    if (g_nodes[i] && !g_node_added[i]) {
+      g_node_added[i] = true;
+      memcpy(names[size++], g_node_names[i], TOPIC_LENGTH);
+    }
+  }
+  atomic_store(&g_adds_pending, false);
+  pthread_mutex_unlock(&g_lock);
+  t_agent = true;
+  for (size_t i = 0; i < size; i++) {
+    g_agent.add(names[i]);
+  }
+  t_agent = false;
+}
+
+rmw_client_t * rmw_create_client(
+  const rmw_node_t * node, const rosidl_service_type_support_t * type_support,
+  const char * service_name, const rmw_qos_profile_t * qos_policies)
+{
+  RESOLVE();
+  rmw_client_t * client = g_real.create_client(node, type_support, service_name,
+      qos_policies);
+  size_t prefix = strlen(g_server_prefix);
+  if (!client || t_agent || !service_name || strncmp(service_name, g_server_prefix, prefix) ||
+    strcmp(service_name + prefix, "join") != 0)
+  {
+    return client;
+  }
+  // The process calls the server's ~/join itself (sim_clock's participant helper): it takes
+  // part on its own; the layer forgets its nodes without leaving, said once.
+  char names[MAX_ENTITIES][TOPIC_LENGTH];
+  size_t size = 0;
+  pthread_mutex_lock(&g_lock);
+  bool first = !g_helper;
+  g_helper = true;
+  atomic_store(&g_adds_pending, false);
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    if (g_nodes[i] && g_node_added[i]) {
+      memcpy(names[size++], g_node_names[i], TOPIC_LENGTH);
+    }
+  }
+  bool started = g_agent_started;
+  pthread_mutex_unlock(&g_lock);
+  if (first) {
+    LOG("the process calls %sjoin itself (sim_clock's participant helper): it takes part on "
+      "its own, and the layer stays out of its way", g_server_prefix);
+  }
+  t_agent = true;
+  for (size_t i = 0; started && i < size; i++) {
+    g_agent.forget(names[i]);
+  }
+  t_agent = false;
+  return client;
 }
 
 rmw_ret_t rmw_destroy_subscription(rmw_node_t * node, rmw_subscription_t * subscription)
@@ -1524,6 +1598,9 @@ rmw_ret_t rmw_wait(
   rmw_wait_set_t * wait_set, const rmw_time_t * wait_timeout)
 {
   RESOLVE();
+  if (!t_agent && atomic_load(&g_adds_pending)) {
+    add_nodes();
+  }
   if (t_agent || !atomic_load(&g_active)) {
     return g_real.wait(subscriptions, guard_conditions, services, clients, events, wait_set,
              wait_timeout);

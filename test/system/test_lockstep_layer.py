@@ -168,6 +168,23 @@ rclpy.try_shutdown()
 """
 
 
+#: A node that takes part through sim_clock's participant helper itself: its timer prints
+#: each firing with its clock.
+HELPED = """
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client import participant
+
+rclpy.init()
+node = rclpy.create_node('helped', parameter_overrides=[Parameter('use_sim_time', value=True)])
+node.create_timer(0.01, lambda: print('fired', node.get_clock().now().nanoseconds, flush=True))
+print('ready', flush=True)
+participant.spin(node)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
 def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
     child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
@@ -354,3 +371,25 @@ def test_rounds_carry_a_chain_through_within_its_frame(
     for role, node in nodes.items():
         assert node.process.returncode == 0, node.output()
         assert 'sim_clock lockstep' not in node.output(), node.output()
+
+
+def test_a_node_on_participant_spin_under_the_layer_joins_once(
+        start_server, client, domain_id, tmp_path):
+    """The layer says once that the process takes part on its own, and stays out of its way."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = ChildProcess(domain_id, HELPED, str(tmp_path), prefix=(executable('lockstep'),))
+    try:
+        child.expect('ready')
+        client.spin_until(lambda: '/helped' in client.status().participants,
+                          '/helped among the participants')
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, 6)], child.output()
+    finally:
+        child.stop()
+    assert child.process.returncode == 0, child.output()
+    assert child.output().count('sim_clock lockstep') == 1, child.output()
+    assert 'takes part on its own' in child.output()
+    assert server.log().count("participant '/helped' joined") == 1, server.log()
+    client.spin_until(lambda: "participant '/helped' left" in server.log(), 'the leave')
