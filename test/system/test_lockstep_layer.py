@@ -22,11 +22,13 @@ taken every message it was sent; the same node without the layer holds nothing. 
 server the layer changes nothing: the node runs on a /clock the test publishes.
 """
 
+import os
 import subprocess
 import time
 
 from harness import ChildProcess
 from harness import executable
+from harness import LIVE_CHILDREN
 from harness import NS
 from harness import TIMEOUT
 from rclpy.qos import QoSProfile
@@ -183,6 +185,18 @@ participant.spin(node)
 node.destroy_node()
 rclpy.try_shutdown()
 """
+
+
+class _Program(ChildProcess):
+    """A program of its own (not a Python script) in a process on a domain, read as a child."""
+
+    def __init__(self, domain_id: int, cwd: str, argv):
+        self.process = subprocess.Popen(
+            argv, env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+        self._pending = b''
+        LIVE_CHILDREN.add(self)
 
 
 def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
@@ -393,3 +407,25 @@ def test_a_node_on_participant_spin_under_the_layer_joins_once(
     assert 'takes part on its own' in child.output()
     assert server.log().count("participant '/helped' joined") == 1, server.log()
     client.spin_until(lambda: "participant '/helped' left" in server.log(), 'the leave')
+
+
+def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
+        start_server, client, domain_id, tmp_path):
+    """A plain rcl node in C under the layer: each firing ran at its frame when a step answers."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    argv = [executable('lockstep'), executable('plain_rcl_node'),
+            '--work-ms', str(round(WORK_S * 1000))]
+    child = _Program(domain_id, str(tmp_path), argv)
+    try:
+        child.expect('ready')
+        client.spin_until(lambda: '/plain_c' in client.status().participants,
+                          '/plain_c among the participants')
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, FRAMES + 1)], child.output()
+    finally:
+        child.stop()
+    assert child.process.returncode == 0, child.output()
+    client.spin_until(lambda: "participant '/plain_c' left" in server.log(), 'the leave')
