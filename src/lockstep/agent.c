@@ -46,6 +46,7 @@
 #include <rosidl_runtime_c/primitives_sequence_functions.h>
 #include <rosidl_runtime_c/string_functions.h>
 #include <sim_clock/msg/done.h>
+#include <sim_clock/msg/ready.h>
 #include <sim_clock/msg/round.h>
 #include <sim_clock/srv/join.h>
 #include <sim_clock/srv/leave.h>
@@ -54,6 +55,8 @@
 
 #define NS_PER_SEC 1000000000LL
 #define WAIT_NS (NS_PER_SEC / 5)       // longest wait: a join's answer that is lost is asked again
+#define LOOK_NS (NS_PER_SEC / 20)      // joined: how often the counts of Ready are looked at
+#define MAX_ENDPOINTS 256
 #define JOIN_AGAIN_NS (2 * NS_PER_SEC)  // asked again after so long without an answer
 #define LEAVE_TIMEOUT_NS (NS_PER_SEC / 2)
 #define MAX_MEMBERS 64
@@ -82,6 +85,9 @@ typedef struct
   int64_t sequence;  // of the request sent
   int64_t sent_ns;   // when it was sent (monotonic)
   int64_t deadline_ns;  // leaving: when to give up
+  // What its last Ready said (ready_size SIZE_MAX: none said since it joined).
+  lockstep_endpoint_t * ready;
+  size_t ready_size;
 } member_t;
 
 static const lockstep_host_t * g_host;
@@ -90,6 +96,7 @@ static rcl_context_t g_context;
 static rcl_node_t g_node;
 static rcl_client_t g_join, g_leave;
 static rcl_publisher_t g_done;
+static rcl_publisher_t g_ready_pub;  // ~/ready: reliable, transient local, depth 1
 static rcl_subscription_t g_rounds;  // next frame
 static rcl_guard_condition_t g_wake;
 static rcl_guard_condition_t g_process_wake;  // next frame: in every wait of the process
@@ -174,6 +181,14 @@ static bool set_up(size_t domain_id)
   snprintf(topic, sizeof(topic), "%s/done", server);
   CHECK(rcl_publisher_init(&g_done, &g_node, ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Done),
     topic, &pub_options), "done");
+  rcl_publisher_options_t ready_options = rcl_publisher_get_default_options();
+  ready_options.qos = rmw_qos_profile_default;
+  ready_options.qos.depth = 1;
+  ready_options.qos.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+  g_ready_pub = rcl_get_zero_initialized_publisher();
+  snprintf(topic, sizeof(topic), "%s/ready", server);
+  CHECK(rcl_publisher_init(&g_ready_pub, &g_node,
+    ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Ready), topic, &ready_options), "ready");
   g_wake = rcl_get_zero_initialized_guard_condition();
   CHECK(rcl_guard_condition_init(&g_wake, &g_context,
     rcl_guard_condition_get_default_options()), "guard condition");
@@ -203,7 +218,8 @@ static void tear_down(void)
   rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_guard_condition_fini(&g_wake) |
     rcl_guard_condition_fini(&g_process_wake);
   if (rcl_node_is_valid_except_context(&g_node)) {
-    ret |= rcl_publisher_fini(&g_done, &g_node) | rcl_client_fini(&g_leave, &g_node) |
+    ret |= rcl_publisher_fini(&g_done, &g_node) | rcl_publisher_fini(&g_ready_pub, &g_node) |
+      rcl_client_fini(&g_leave, &g_node) |
       rcl_client_fini(&g_join, &g_node) | rcl_subscription_fini(&g_rounds, &g_node);
     ret |= rcl_node_fini(&g_node);
   }
@@ -278,6 +294,9 @@ static void take_answers(void)
         if (member->state == MEMBER_JOINING && member->sequence == header.sequence_number) {
           if (joined.success) {
             member->state = MEMBER_JOINED;
+            free(member->ready);  // a node that joins again says Ready again
+            member->ready = NULL;
+            member->ready_size = 0;
             SAY("joined as %s", member->name);
           } else {
             member->state = MEMBER_GONE;
@@ -310,6 +329,54 @@ static void take_answers(void)
     }
     sim_clock__srv__Leave_Response__fini(&left);
   }
+}
+
+// Under g_lock: say on ~/ready what the member's node's writers and readers matched
+// (doc/frames.md, "Expected participants"), if it changed since it last said it.
+static void say_ready(member_t * member)
+{
+  static lockstep_endpoint_t endpoints[MAX_ENDPOINTS];
+  size_t size = g_host->endpoints(member->name, endpoints, MAX_ENDPOINTS);
+  size = size < MAX_ENDPOINTS ? size : MAX_ENDPOINTS;
+  if (member->ready && member->ready_size == size &&
+    memcmp(member->ready, endpoints, size * sizeof(*endpoints)) == 0)
+  {
+    return;
+  }
+  size_t writers = 0;
+  for (size_t i = 0; i < size; i++) {
+    writers += endpoints[i].writer;
+  }
+  sim_clock__msg__Ready ready;
+  memset(&ready, 0, sizeof(ready));
+  bool ok = sim_clock__msg__Ready__init(&ready) &&
+    rosidl_runtime_c__String__assign(&ready.name, member->name) &&
+    rosidl_runtime_c__String__Sequence__init(&ready.publications, writers) &&
+    rosidl_runtime_c__uint32__Sequence__init(&ready.readers, writers) &&
+    rosidl_runtime_c__String__Sequence__init(&ready.subscriptions, size - writers) &&
+    rosidl_runtime_c__uint32__Sequence__init(&ready.writers, size - writers);
+  for (size_t i = 0, w = 0, r = 0; ok && i < size; i++) {
+    if (endpoints[i].writer) {
+      ok = rosidl_runtime_c__String__assign(&ready.publications.data[w], endpoints[i].topic);
+      ready.readers.data[w++] = endpoints[i].matched;
+    } else {
+      ok = rosidl_runtime_c__String__assign(&ready.subscriptions.data[r], endpoints[i].topic);
+      ready.writers.data[r++] = endpoints[i].matched;
+    }
+  }
+  if (!ok) {
+    LOG("ready of %s: out of memory", member->name);
+  } else if (rcl_publish(&g_ready_pub, &ready, NULL) != RCL_RET_OK) {
+    failed("publish ready");
+  } else {
+    lockstep_endpoint_t * kept = realloc(member->ready, (size ? size : 1) * sizeof(*kept));
+    if (kept) {
+      memcpy(kept, endpoints, size * sizeof(*endpoints));
+      member->ready = kept;
+      member->ready_size = size;
+    }
+  }
+  sim_clock__msg__Ready__fini(&ready);
 }
 
 // Under g_lock: join, ask again, leave, give up, as the server's presence and time say; tell
@@ -375,6 +442,13 @@ static void turn(void)
     failed("rounds writers");
   }
   bool active = any_joined && readers > 0 && writers > 0 && !g_stop;
+  // Joined, and the server's ends of ~/done (and ~/rounds) matched, which no Ready counts:
+  // each node says what its endpoints matched, and again whenever that changes.
+  for (size_t i = 0; active && i < MAX_MEMBERS; i++) {
+    if (g_members[i].state == MEMBER_JOINED) {
+      say_ready(&g_members[i]);
+    }
+  }
   if (active != g_active) {
     g_active = active;
     g_host->set_active(active);
@@ -483,6 +557,7 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
   // Until stopped, and then until every leave is answered or given up.
   while (!g_stop || leaving()) {
     turn();
+    int64_t wait_ns = g_active ? LOOK_NS : WAIT_NS;
     pthread_mutex_unlock(&g_lock);
     rcl_ret_t ret = rcl_wait_set_clear(&g_wait_set);
     if (ret == RCL_RET_OK) {
@@ -501,7 +576,7 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
       ret = rcl_wait_set_add_subscription(&g_wait_set, &g_rounds, NULL);
     }
     if (ret == RCL_RET_OK) {
-      ret = rcl_wait(&g_wait_set, WAIT_NS);
+      ret = rcl_wait(&g_wait_set, wait_ns);
     }
     if (ret != RCL_RET_OK && ret != RCL_RET_TIMEOUT) {
       failed("wait");
@@ -515,6 +590,10 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
     take_answers();
   }
   g_ready = false;
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    free(g_members[i].ready);
+    g_members[i].ready = NULL;
+  }
   if (g_active) {
     g_active = false;
     g_host->set_active(false);
@@ -544,6 +623,9 @@ void lockstep_agent_add(const char * node_name)
     LOG("more than %d nodes: %s does not take part", MAX_MEMBERS, node_name);
   } else if (!g_stop) {
     snprintf(free_member->name, sizeof(free_member->name), "%s", node_name);
+    free(free_member->ready);
+    free_member->ready = NULL;
+    free_member->ready_size = 0;
     free_member->state = MEMBER_NEW;
     wake();
   }

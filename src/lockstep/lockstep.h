@@ -31,6 +31,14 @@
 
 #define LOCKSTEP_AGENT_LIBRARY "libsim_clock_lockstep_agent.so"
 
+// A writer or a reader of a node of the process, and how many endpoints it has matched.
+typedef struct lockstep_endpoint_s
+{
+  char topic[256];
+  bool writer;
+  uint32_t matched;
+} lockstep_endpoint_t;
+
 // What the preloaded library gives the agent.
 typedef struct lockstep_host_s
 {
@@ -55,6 +63,10 @@ typedef struct lockstep_host_s
   // Next frame: the topics the process's nodes publish on (their Join.topics), in a new array
   // of new strings (the caller frees each and the array); NULL if none.
   char ** (* publisher_topics)(size_t * size);
+  // The writers and readers of the node `node_name` (its full name), ROS's own and the
+  // server's left out, with what each matched, for its Ready on ~/ready: at most `capacity`
+  // into `endpoints`; returns how many there are.
+  size_t (* endpoints)(const char * node_name, lockstep_endpoint_t * endpoints, size_t capacity);
 } lockstep_host_t;
 
 // The agent's functions, looked up by these names (dlsym). Every one is called with the

@@ -103,6 +103,8 @@ typedef rmw_ret_t (* serialize_t)(const void *, const rosidl_message_type_suppor
   rmw_serialized_message_t *);
 typedef rmw_client_t * (* create_client_t)(const rmw_node_t *,
   const rosidl_service_type_support_t *, const char *, const rmw_qos_profile_t *);
+typedef rmw_ret_t (* count_matched_subscriptions_t)(const rmw_publisher_t *, size_t *);
+typedef rmw_ret_t (* count_matched_publishers_t)(const rmw_subscription_t *, size_t *);
 
 // The rmw implementation's functions.
 static struct
@@ -124,6 +126,8 @@ static struct
   deserialize_t deserialize;
   serialize_t serialize;
   create_client_t create_client;
+  count_matched_subscriptions_t count_matched_subscriptions;
+  count_matched_publishers_t count_matched_publishers;
 } g_real;
 static pthread_once_t g_resolved = PTHREAD_ONCE_INIT;
 
@@ -194,6 +198,7 @@ typedef struct
 typedef struct
 {
   const rmw_publisher_t * publisher;  // NULL: a free entry
+  const rmw_node_t * node;
   const rosidl_message_type_support_t * type_support;
   char topic[TOPIC_LENGTH];
   bool counted;  // a topic of the participant's (not ROS's own, nor the server's)
@@ -242,6 +247,8 @@ static pthread_once_t g_slot_key_once = PTHREAD_ONCE_INIT;
 // every entry that is not ready to NULL), to be given again to the wait that blocks.
 static __thread void ** t_saved = NULL;
 static __thread size_t t_saved_capacity = 0;
+
+static void full_name(const rmw_node_t * node, char * name, size_t size);
 
 // ---- the rmw implementation -------------------------------------------------------------
 
@@ -335,13 +342,18 @@ static void resolve(void)
     *(void **)&g_real.deserialize = dlsym(rmw, "rmw_deserialize");
     *(void **)&g_real.serialize = dlsym(rmw, "rmw_serialize");
     *(void **)&g_real.create_client = dlsym(rmw, "rmw_create_client");
+    *(void **)&g_real.count_matched_subscriptions =
+      dlsym(rmw, "rmw_publisher_count_matched_subscriptions");
+    *(void **)&g_real.count_matched_publishers =
+      dlsym(rmw, "rmw_subscription_count_matched_publishers");
   }
   if (!g_real.create_subscription || !g_real.destroy_subscription || !g_real.destroy_node ||
     !g_real.take || !g_real.take_with_info || !g_real.trigger_guard_condition || !g_real.wait ||
     !g_real.create_publisher || !g_real.destroy_publisher || !g_real.publish ||
     !g_real.publish_loaned || !g_real.publish_serialized || !g_real.take_serialized ||
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
-    !g_real.create_client)
+    !g_real.create_client || !g_real.count_matched_subscriptions ||
+    !g_real.count_matched_publishers)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -578,6 +590,61 @@ static char ** publisher_topics(size_t * size)
   return topics;
 }
 
+// Whether a topic is the node's own: neither ROS's (/rosout, /parameter_events) nor the
+// server's.
+static bool own_topic(const char * topic)
+{
+  return strcmp(topic, "/rosout") != 0 && strcmp(topic, "/parameter_events") != 0 &&
+         strncmp(topic, g_server_prefix, strlen(g_server_prefix)) != 0;
+}
+
+static size_t endpoints(const char * node_name, lockstep_endpoint_t * out, size_t capacity)
+{
+  size_t size = 0;
+  char name[TOPIC_LENGTH];
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    pub_t * pub = &g_pubs[i];
+    if (!pub->publisher || !pub->node || !own_topic(pub->topic)) {
+      continue;
+    }
+    full_name(pub->node, name, sizeof(name));
+    size_t matched = 0;
+    if (strcmp(name, node_name) != 0 ||
+      g_real.count_matched_subscriptions(pub->publisher, &matched) != RMW_RET_OK)
+    {
+      continue;
+    }
+    if (size < capacity) {
+      snprintf(out[size].topic, sizeof(out[size].topic), "%s", pub->topic);
+      out[size].writer = true;
+      out[size].matched = (uint32_t)matched;
+    }
+    size++;
+  }
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    if (!sub->subscription || !own_topic(sub->topic)) {
+      continue;
+    }
+    full_name(sub->node, name, sizeof(name));
+    size_t matched = 0;
+    if (strcmp(name, node_name) != 0 ||
+      g_real.count_matched_publishers(sub->subscription, &matched) != RMW_RET_OK)
+    {
+      continue;
+    }
+    if (size < capacity) {
+      snprintf(out[size].topic, sizeof(out[size].topic), "%s", sub->topic);
+      out[size].writer = false;
+      out[size].matched = (uint32_t)matched;
+    }
+    size++;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return size;
+}
+
 static void * agent_main(void * unused)
 {
   (void)unused;
@@ -653,6 +720,7 @@ static bool start_agent(size_t domain_id)
   g_host.set_wake = set_wake;
   g_host.on_round = on_round;
   g_host.publisher_topics = publisher_topics;
+  g_host.endpoints = endpoints;
   if (rule && rule[0] && strcmp(rule, "next_frame") != 0 && strcmp(rule, "rounds") != 0 &&
     strcmp(rule, "participant") != 0)
   {
@@ -890,12 +958,11 @@ rmw_publisher_t * rmw_create_publisher(
   for (size_t i = 0; i < MAX_ENTITIES; i++) {
     if (!g_pubs[i].publisher) {
       g_pubs[i].publisher = publisher;
+      g_pubs[i].node = node;
       g_pubs[i].type_support = type_support;
       snprintf(g_pubs[i].topic, sizeof(g_pubs[i].topic), "%s", topic_name);
       // ROS's own topics and the server's are not the participant's.
-      g_pubs[i].counted = strcmp(topic_name, "/rosout") != 0 &&
-        strcmp(topic_name, "/parameter_events") != 0 &&
-        strncmp(topic_name, g_server_prefix, strlen(g_server_prefix)) != 0;
+      g_pubs[i].counted = own_topic(topic_name);
       if (g_pubs[i].counted) {
         count_index(topic_name);
       }

@@ -429,3 +429,21 @@ def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
         child.stop()
     assert child.process.returncode == 0, child.output()
     client.spin_until(lambda: "participant '/plain_c' left" in server.log(), 'the leave')
+
+
+def test_an_expected_node_under_the_layer_says_it_is_ready(
+        start_server, client, domain_id, tmp_path):
+    """Named in expected_participants, the node holds the first frame only until it is ready."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                  'expected_participants': [NODE_NAME], 'participant_timeout': 30.0})
+    client.status_when_ready()
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        # Stepped at once: the step waits until the node has joined and said Ready.
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, 6)], child.output()
+        assert list(client.status().expected_missing) == []
+    finally:
+        child.stop()
