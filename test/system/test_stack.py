@@ -53,16 +53,22 @@ READERS = {'/stage1': 3, '/stage2': 3, '/ping': 2, '/pong': 2, '/result': 1, '/r
 NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
-def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None) -> dict:
+def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
+                layer: str = '') -> dict:
     """
     Start each role's node in a process of its own; return them once all have joined.
 
     ``readers``: each node prints ``matched`` once its writers have matched that many readers.
+    ``layer``: each node on ``rclpy.spin`` (``--mode plain``) under the lockstep layer, with
+    that rule (doc/lockstep-layer.md); it joins through the layer once it spins.
     """
     matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items())
                ) if readers else ()
+    prefix = (executable('lockstep'),) if layer else ()
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': layer} if layer else None
     nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
-                                args=(role, '--mode', mode, *matched))
+                                args=(role, '--mode', 'plain' if layer else mode, *matched),
+                                env=env, prefix=prefix)
              for role in roles}
     for node in nodes.values():
         node.expect('joined')
@@ -90,13 +96,14 @@ def processed(node: ChildProcess) -> list:
 
 
 def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
-               mode: str = 'deterministic'):
+               mode: str = 'deterministic', layer: str = ''):
     """
     Replay the bag in lockstep with the stack; return (recording, what each node processed).
 
-    In rounds (``deterministic``) the C relay takes part too.
+    In rounds (``deterministic``) the C relay takes part too, unless the nodes run under the
+    lockstep ``layer`` (with that rule).
     """
-    relay = mode == 'deterministic'
+    relay = mode == 'deterministic' and not layer
     topics = TOPICS if relay else TOPICS[:-1]
     readers = READERS if relay else {
         topic: count - (topic == '/stage2') for topic, count in READERS.items() if topic in topics}
@@ -105,7 +112,10 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
                           executable=executable('bag_player'))
     client.status_when_ready()
     nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'), mode,
-                        readers)
+                        readers, layer)
+    if layer:
+        client.spin_until(lambda: {'/perception', '/planning', '/control'} <= set(
+            client.status().participants), 'the nodes joined through the layer')
     if relay:
         nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
         nodes['relay'].expect('joined')
@@ -128,6 +138,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
         assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
+        assert 'sim_clock lockstep' not in node.output(), node.output()
     return read_recording(output), {role: processed(node) for role, node in nodes.items()}
 
 
@@ -235,6 +246,34 @@ def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
     # answer a frame after that.
     stage2 = [data for topic, _, _, data in seen['control'] if topic == '/stage2']
     assert stage2 and all(data.startswith('planning@') for data in stage2)
+
+
+@pytest.mark.parametrize('rule', ['rounds', 'next_frame'])
+def test_a_stack_of_unchanged_nodes_under_the_lockstep_layer_records_the_same_bag_twice(
+        start_server, client, domain_id, tmp_path, bag, rule):
+    """
+    The stack's nodes on rclpy.spin, each under the lockstep layer: as with participant.spin.
+
+    Identical recordings and no inversion; in rounds the chain within one frame, at the next
+    frame each hop exactly a frame later.
+    """
+    path, chatter = bag
+    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, layer=rule)
+            for run in (1, 2)]
+    (first, seen), (second, _) = runs
+    assert set(first) == set(TOPICS[:-1]), first.keys()
+    for topic in TOPICS[:-1]:
+        assert first[topic], topic
+        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    for role, messages in seen.items():
+        assert messages, role
+        for topic, clock, sent, data in messages:
+            if topic == '/chatter':  # the bag's data: at the frame of its stamp
+                assert clock >= chatter[data] - START_NS, (role, topic, data, clock)
+            elif rule == 'rounds':  # within the frame it was published in
+                assert clock == sent, (role, topic, data, clock, sent)
+            else:  # exactly one frame later
+                assert clock == sent + 10 * MS, (role, topic, data, clock, sent)
 
 
 def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(
