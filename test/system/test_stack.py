@@ -54,22 +54,24 @@ NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
 def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
-                layer: str = '') -> dict:
+                layer: str = '', layered=None) -> dict:
     """
     Start each role's node in a process of its own; return them once all have joined.
 
     ``readers``: each node prints ``matched`` once its writers have matched that many readers.
-    ``layer``: each node on ``rclpy.spin`` (``--mode plain``) under the lockstep layer, with
-    that rule (doc/lockstep-layer.md); it joins through the layer once it spins.
+    ``layer``: the nodes of ``layered`` (None: all) on ``rclpy.spin`` (``--mode plain``), each
+    under the lockstep layer with that rule (doc/lockstep-layer.md), which joins for it once
+    it spins; the others on the participant helper in ``mode``.
     """
     matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items())
                ) if readers else ()
-    prefix = (executable('lockstep'),) if layer else ()
-    env = {'SIM_CLOCK_LOCKSTEP_RULE': layer} if layer else None
-    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
-                                args=(role, '--mode', 'plain' if layer else mode, *matched),
-                                env=env, prefix=prefix)
-             for role in roles}
+    under = set(roles if layered is None else layered) if layer else set()
+    nodes = {role: ChildProcess(
+        domain_id, NODE, str(tmp_path), args=(role, '--mode', 'plain' if role in under else mode,
+                                              *matched),
+        env={'SIM_CLOCK_LOCKSTEP_RULE': layer} if role in under else None,
+        prefix=(executable('lockstep'),) if role in under else ())
+        for role in roles}
     for node in nodes.values():
         node.expect('joined')
     return nodes
@@ -96,12 +98,12 @@ def processed(node: ChildProcess) -> list:
 
 
 def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
-               mode: str = 'deterministic', layer: str = ''):
+               mode: str = 'deterministic', layer: str = '', layered=None):
     """
     Replay the bag in lockstep with the stack; return (recording, what each node processed).
 
-    In rounds (``deterministic``) the C relay takes part too, unless the nodes run under the
-    lockstep ``layer`` (with that rule).
+    In rounds (``deterministic``) the C relay takes part too, unless nodes run under the
+    lockstep ``layer`` (with that rule: those of ``layered``, None for all; see start_stack).
     """
     relay = mode == 'deterministic' and not layer
     topics = TOPICS if relay else TOPICS[:-1]
@@ -111,10 +113,11 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
     player = start_server({'sync': True, 'time_step': 0.01}, argv=[bag, '--start-at-zero'],
                           executable=executable('bag_player'))
     client.status_when_ready()
-    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'), mode,
-                        readers, layer)
+    roles = ('perception', 'planning', 'control')
+    nodes = start_stack(domain_id, tmp_path, roles, mode, readers, layer, layered)
     if layer:
-        client.spin_until(lambda: {'/perception', '/planning', '/control'} <= set(
+        under = roles if layered is None else layered
+        client.spin_until(lambda: {f'/{role}' for role in under} <= set(
             client.status().participants), 'the nodes joined through the layer')
     if relay:
         nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
@@ -248,17 +251,21 @@ def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
     assert stage2 and all(data.startswith('planning@') for data in stage2)
 
 
-@pytest.mark.parametrize('rule', ['rounds', 'next_frame'])
+@pytest.mark.parametrize('rule,layered', [
+    ('rounds', None), ('next_frame', None), ('rounds', ('planning',))],
+    ids=['rounds', 'next_frame', 'rounds_mixed'])
 def test_a_stack_of_unchanged_nodes_under_the_lockstep_layer_records_the_same_bag_twice(
-        start_server, client, domain_id, tmp_path, bag, rule):
+        start_server, client, domain_id, tmp_path, bag, rule, layered):
     """
     The stack's nodes on rclpy.spin, each under the lockstep layer: as with participant.spin.
 
     Identical recordings and no inversion; in rounds the chain within one frame, at the next
-    frame each hop exactly a frame later.
+    frame each hop exactly a frame later. Mixed: planning under the layer, perception and
+    control on the participant helper, in rounds together.
     """
     path, chatter = bag
-    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, layer=rule)
+    mode = 'next_frame' if rule == 'next_frame' else 'deterministic'
+    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, mode, rule, layered)
             for run in (1, 2)]
     (first, seen), (second, _) = runs
     assert set(first) == set(TOPICS[:-1]), first.keys()
