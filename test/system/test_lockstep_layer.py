@@ -44,7 +44,8 @@ WORK_S = 0.02  # each callback's work: a step of FRAMES frames takes FRAMES * WO
 NODE_NAME = '/plain'
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
-#: A plain rclpy node, no sim_clock in it: prints each firing and each message with its clock.
+#: A plain rclpy node, no sim_clock in it: prints each firing (and its end) and each message
+#: with its clock.
 NODE = """
 import sys
 import time
@@ -61,8 +62,10 @@ node = rclpy.create_node('plain', parameter_overrides=[Parameter('use_sim_time',
 
 
 def tick():
-    print('fired', node.get_clock().now().nanoseconds, flush=True)
+    now = node.get_clock().now().nanoseconds
+    print('fired', now, flush=True)
     time.sleep(work)
+    print('ended', now, flush=True)
 
 
 def heard(msg):
@@ -259,6 +262,7 @@ def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
         printed = child.printed_by_now()
         fired = [int(t) for t, in _lines(printed, 'fired')]
         assert fired == [k * 10 * MS for k in range(1, FRAMES + 1)], child.output()
+        assert [int(t) for t, in _lines(printed, 'ended')] == fired, child.output()
         assert sorted(data for data, _ in _lines(printed, 'heard')) == [
             f'm{k}' for k in range(MESSAGES)], child.output()
         child.stop()
