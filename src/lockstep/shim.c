@@ -39,6 +39,14 @@
 // takeable at once. What the process publishes goes out at once and is counted by topic, for
 // the done (rmw_publish, rmw_publish_serialized_message, rmw_publish_loaned_message).
 //
+// In rounds (SIM_CLOCK_LOCKSTEP_RULE=rounds) it holds both ways: what the process publishes
+// is kept (serialized) until the server's next Round, and what it receives is released at
+// a new /clock (round 0: everything held) and at each Round once its counts have come, in
+// the order of the messages' bytes.
+//
+// rmw_create_client: a process that makes a client of the server's ~/join takes part on its
+// own (sim_clock's participant helper): the layer keeps out of its way.
+//
 // Until the agent has joined, each function only forwards (a thread-local and an atomic load).
 
 #define _GNU_SOURCE  // dladdr, dl_iterate_phdr, RTLD_NOLOAD
@@ -670,6 +678,20 @@ static void stop_agent(void)
   }
 }
 
+// A fork: the child (one that does not exec) has no agent thread, and a DDS participant it
+// cannot use: it takes no part. g_lock is held across the fork, so that the child's is free.
+static void before_fork(void) {pthread_mutex_lock(&g_lock);}
+static void after_fork(void) {pthread_mutex_unlock(&g_lock);}
+static void in_a_child(void)
+{
+  g_agent_started = false;
+  g_agent_failed = true;
+  g_helper = true;  // no node of the child joins
+  atomic_store(&g_active, false);
+  atomic_store(&g_adds_pending, false);
+  pthread_mutex_unlock(&g_lock);
+}
+
 // Under g_lock: load the agent (next to this library) and start its thread; once.
 static bool start_agent(size_t domain_id)
 {
@@ -741,6 +763,7 @@ static bool start_agent(size_t domain_id)
   g_agent_failed = false;
   g_agent_started = true;
   atexit(stop_agent);  // after the rmw's own exit handlers were registered: it runs before them
+  pthread_atfork(before_fork, after_fork, in_a_child);
   return true;
 }
 

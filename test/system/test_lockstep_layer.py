@@ -41,6 +41,9 @@ MS = 1_000_000
 FRAMES = 20
 MESSAGES = 5
 WORK_S = 0.02  # each callback's work: a step of FRAMES frames takes FRAMES * WORK_S at least
+#: How long a node may take to start, join and match: Python, rclpy and discovery on a loaded
+#: machine (seen: more than 15 s at a load average of 12 on two cores).
+START_S = 60.0
 NODE_NAME = '/plain'
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -205,14 +208,15 @@ class _Program(ChildProcess):
 def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
     child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
-    child.expect('ready')
+    child.expect('ready', timeout=START_S)
     return child
 
 
 def _chatter(client):
     """Return a /chatter publisher of the test once the node's reader has matched it."""
     publisher = client.node.create_publisher(String, '/chatter', QOS)
-    client.spin_until(lambda: publisher.get_subscription_count() >= 1, "the node's reader")
+    client.spin_until(lambda: publisher.get_subscription_count() >= 1, "the node's reader",
+                      timeout=START_S)
     return publisher
 
 
@@ -233,7 +237,7 @@ def _fired_at(client, clock, child, time_ns: int) -> int:
     """
     msg = Clock()
     msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS)
-    deadline = time.monotonic() + TIMEOUT
+    deadline = time.monotonic() + START_S
     while True:
         clock.publish(msg)
         client.executor.spin_once(timeout_sec=0)
@@ -255,7 +259,7 @@ def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
     child = _start_node(domain_id, tmp_path, layer=True)
     try:
         client.spin_until(lambda: NODE_NAME in client.status().participants,
-                          f'{NODE_NAME} among the participants')
+                          f'{NODE_NAME} among the participants', timeout=START_S)
         publisher = _chatter(client)
         response = _step_with_messages(client, publisher)
         assert response.success, response.message
@@ -270,7 +274,7 @@ def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
         assert len(_lines(child.output().splitlines(), 'fired')) == FRAMES, child.output()
         assert child.process.returncode == 0, child.output()
         client.spin_until(lambda: f"participant '{NODE_NAME}' left" in server.log(),
-                          'the leave at Ctrl-C')
+                          'the leave at Ctrl-C', timeout=START_S)
     finally:
         child.stop()
 
@@ -299,7 +303,8 @@ def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path)
     child = _start_node(domain_id, tmp_path, layer=True)
     try:
         clock = client.node.create_publisher(Clock, '/clock', QOS)
-        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock")
+        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock",
+                          timeout=START_S)
         # The layer is in the process and has started its participant, which found no server.
         with open(f'/proc/{child.pid}/maps') as maps:
             mapped = maps.read()
@@ -339,10 +344,10 @@ def test_next_frame_delivers_what_a_frame_published_at_the_next(
     talker = ChildProcess(domain_id, PAIR, str(tmp_path), args=('talker',), env=env,
                           prefix=prefix)
     try:
-        listener.expect('ready')
-        talker.expect('matched')
+        listener.expect('ready', timeout=START_S)
+        talker.expect('matched', timeout=START_S)
         client.spin_until(lambda: {'/talker', '/listener'} <= set(client.status().participants),
-                          'both nodes among the participants')
+                          'both nodes among the participants', timeout=START_S)
         response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
                                timeout=30.0)
         assert response.success, response.message
@@ -372,10 +377,10 @@ def test_rounds_carry_a_chain_through_within_its_frame(
              for role in ('listener', 'relay', 'talker')}
     try:
         for node in nodes.values():
-            node.expect('matched')
+            node.expect('matched', timeout=START_S)
         client.spin_until(
             lambda: {'/talker', '/relay', '/listener'} <= set(client.status().participants),
-            'the three nodes among the participants')
+            'the three nodes among the participants', timeout=START_S)
         response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
                                timeout=30.0)
         assert response.success, response.message
@@ -397,9 +402,9 @@ def test_a_node_on_participant_spin_under_the_layer_joins_once(
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
     child = ChildProcess(domain_id, HELPED, str(tmp_path), prefix=(executable('lockstep'),))
     try:
-        child.expect('ready')
+        child.expect('ready', timeout=START_S)
         client.spin_until(lambda: '/helped' in client.status().participants,
-                          '/helped among the participants')
+                          '/helped among the participants', timeout=START_S)
         response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
         assert response.success, response.message
         fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
@@ -410,7 +415,8 @@ def test_a_node_on_participant_spin_under_the_layer_joins_once(
     assert child.output().count('sim_clock lockstep') == 1, child.output()
     assert 'takes part on its own' in child.output()
     assert server.log().count("participant '/helped' joined") == 1, server.log()
-    client.spin_until(lambda: "participant '/helped' left" in server.log(), 'the leave')
+    client.spin_until(lambda: "participant '/helped' left" in server.log(), 'the leave',
+                      timeout=START_S)
 
 
 def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
@@ -421,9 +427,9 @@ def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
             '--work-ms', str(round(WORK_S * 1000))]
     child = _Program(domain_id, str(tmp_path), argv)
     try:
-        child.expect('ready')
+        child.expect('ready', timeout=START_S)
         client.spin_until(lambda: '/plain_c' in client.status().participants,
-                          '/plain_c among the participants')
+                          '/plain_c among the participants', timeout=START_S)
         response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
                                timeout=30.0)
         assert response.success, response.message
@@ -432,19 +438,21 @@ def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
     finally:
         child.stop()
     assert child.process.returncode == 0, child.output()
-    client.spin_until(lambda: "participant '/plain_c' left" in server.log(), 'the leave')
+    client.spin_until(lambda: "participant '/plain_c' left" in server.log(), 'the leave',
+                      timeout=START_S)
 
 
 def test_an_expected_node_under_the_layer_says_it_is_ready(
         start_server, client, domain_id, tmp_path):
     """Named in expected_participants, the node holds the first frame only until it is ready."""
     start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
-                  'expected_participants': [NODE_NAME], 'participant_timeout': 30.0})
+                  'expected_participants': [NODE_NAME], 'participant_timeout': START_S})
     client.status_when_ready()
     child = _start_node(domain_id, tmp_path, layer=True)
     try:
         # Stepped at once: the step waits until the node has joined and said Ready.
-        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5),
+                               timeout=START_S + 30.0)
         assert response.success, response.message
         fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
         assert fired == [k * 10 * MS for k in range(1, 6)], child.output()

@@ -73,7 +73,7 @@ def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
         prefix=(executable('lockstep'),) if role in under else ())
         for role in roles}
     for node in nodes.values():
-        node.expect('joined')
+        node.expect('joined', timeout=60.0)  # Python, rclpy, a join: slow on a loaded machine
     return nodes
 
 
@@ -118,7 +118,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
     if layer:
         under = roles if layered is None else layered
         client.spin_until(lambda: {f'/{role}' for role in under} <= set(
-            client.status().participants), 'the nodes joined through the layer')
+            client.status().participants), 'the nodes joined through the layer', timeout=60.0)
     if relay:
         nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
         nodes['relay'].expect('joined')
@@ -130,7 +130,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
                                   for topic, count in readers.items()),
                       'the recorder on every topic')
     for node in nodes.values():  # each writer matched its readers: nothing sent is lost
-        node.expect('matched')
+        node.expect('matched', timeout=60.0)
     wait_for_the_recorders_readers(client, topics)
     step_until_recorded(client, recorder, nodes, player)
     # A reader taken as stalled is skipped from then on: its data may come after its /clock.
