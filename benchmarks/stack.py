@@ -24,6 +24,7 @@ ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST:
     .venv/bin/python benchmarks/stack.py --runs 20 --mode participant    # the helper of old
     .venv/bin/python benchmarks/stack.py --runs 20 --mode plain          # rclpy.spin
     .venv/bin/python benchmarks/stack.py --bare                          # the bare barrier
+    .venv/bin/python benchmarks/stack.py --runs 20 --layer rounds        # unchanged nodes
 
 Each run starts, in processes of their own, a ``bag_player`` in sync mode (frames of 10 ms),
 the three nodes of ``examples/stack_node.py`` (perception, planning, control: a chain, a
@@ -35,7 +36,9 @@ Frames/s is the 200 frames over the wall time of the 20 step calls. ``--no-recor
 the recorder (a process that reads the five topics and writes the bag, on the same two cores),
 for the stack's frames/s alone; nothing is compared then. ``--bare``: the same
 processes' bare rclpy barrier, a loop that publishes a Clock and waits for one answer from
-each of three processes that answer every Clock at once, for as many frames.
+each of three processes that answer every Clock at once, for as many frames. ``--layer RULE``:
+the nodes on ``rclpy.spin`` (``--mode plain``), each under the lockstep layer
+(``lib/sim_clock/lockstep``, doc/lockstep-layer.md) with ``SIM_CLOCK_LOCKSTEP_RULE=RULE``.
 """
 
 import argparse
@@ -109,9 +112,12 @@ def write_inputs(path: str) -> Dict[str, int]:
     return stamps
 
 
-def run_once(workdir: str, domain: int, mode: str, record: bool = True) -> dict:
+def run_once(workdir: str, domain: int, mode: str, record: bool = True,
+             layer: str = '') -> dict:
     """Play, step and record once; return the recording, the inversions and the frames/s."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    node_env = dict(env, SIM_CLOCK_LOCKSTEP_RULE=layer) if layer else env
+    prefix = [executable('lockstep')] if layer else []
     inputs, output = os.path.join(workdir, 'inputs'), os.path.join(workdir, 'recorded')
     stamps = write_inputs(inputs)
     log_path = os.path.join(workdir, 'log.txt')
@@ -123,8 +129,9 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True) -> dict:
     outputs = {role: os.path.join(workdir, f'{role}.txt') for role in ROLES}
     for role in ROLES:
         processes.append(subprocess.Popen(
-            [sys.executable, STACK_NODE, role, '--mode', mode, '--readers',
-             *(f'{topic}={count - (not record)}' for topic, count in READERS.items())], env=env,
+            [*prefix, sys.executable, STACK_NODE, role, '--mode', mode, '--readers',
+             *(f'{topic}={count - (not record)}' for topic, count in READERS.items())],
+            env=node_env,
             stdout=open(outputs[role], 'w'), stderr=subprocess.STDOUT))
     recorder = None
     if record:
@@ -138,7 +145,7 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True) -> dict:
     node = rclpy.create_node('stack_probe', context=context)
     client = SimClockClient(node, timeout=TIMEOUT)
     try:
-        _ready(client, node, mode, log_path, outputs, record)
+        _ready(client, node, mode if not layer else 'layer', log_path, outputs, record)
         start = time.perf_counter()
         for _ in range(CALLS):
             client.step(FRAMES)
@@ -251,7 +258,11 @@ def main() -> int:
                         help='without the recorder: frames/s alone, nothing compared')
     parser.add_argument('--bare', action='store_true',
                         help='the bare rclpy barrier of the same processes, for frames/s')
+    parser.add_argument('--layer', choices=('participant', 'rounds', 'next_frame'), default='',
+                        help='the nodes on rclpy.spin under the lockstep layer, with this rule')
     options = parser.parse_args()
+    if options.layer:
+        options.mode = 'plain'
     domains = DomainIds()
     if options.bare:
         rates = [bare(CALLS * FRAMES, domains.take()) for _ in range(options.runs)]
@@ -264,18 +275,20 @@ def main() -> int:
         for index in range(options.runs):
             run_dir = os.path.join(workdir, f'run{index}')
             os.makedirs(run_dir)
-            result = run_once(run_dir, domains.take(), options.mode, not options.no_record)
+            result = run_once(run_dir, domains.take(), options.mode, not options.no_record,
+                              options.layer)
             first = first if first is not None else result['recording']
             identical += result['recording'] == first
             inversions.append(result['inversions'])
             rates.append(result['fps'])
+    name = f'{options.layer} under the lockstep layer' if options.layer else options.mode
     if options.no_record:
-        print(f'{options.mode}, without the recorder: frames/s median '
+        print(f'{name}, without the recorder: frames/s median '
               f'{sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '
               f'{max(rates):.0f}) over {options.runs} runs; runs with an inversion: '
               f'{sum(1 for n in inversions if n)}')
         return 0
-    print(f'{options.mode}: {identical} of {options.runs} recordings identical to the first '
+    print(f'{name}: {identical} of {options.runs} recordings identical to the first '
           f'(every topic: bytes, stamps, order); runs with an inversion: '
           f'{sum(1 for n in inversions if n)} (inversions per run: {inversions}); frames/s '
           f'median {sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '

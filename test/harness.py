@@ -420,6 +420,24 @@ class ChildProcess:
         self.lines.append(text + '\n')
         return text
 
+    def printed_by_now(self) -> list:
+        """
+        Return the lines the child has printed so far and not read yet, without waiting.
+
+        What a child wrote before an event the test saw (a step's answer that waited for the
+        child) is in the pipe by then: this tells what it had done at that moment.
+        """
+        fd = self.process.stdout.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self._pending += chunk
+        *lines, self._pending = self._pending.split(b'\n')
+        texts = [line.decode(errors='replace') for line in lines]
+        self.lines.extend(text + '\n' for text in texts)
+        return texts
+
     def expect(self, prefix: str, timeout: float = TIMEOUT) -> str:
         """Read lines until one starts with ``prefix``; return the rest of it."""
         while True:

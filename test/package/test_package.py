@@ -129,10 +129,10 @@ def missing_depends(package, imports: dict) -> list:
 
 
 def cmake_packages() -> set:
-    """Return the packages CMakeLists.txt finds with find_package (Python3 aside)."""
+    """Return the packages CMakeLists.txt finds with find_package (CMake's own modules aside)."""
     with open(os.path.join(ROOT, 'CMakeLists.txt')) as cmake:
         names = set(re.findall(r'find_package\((\w+)', cmake.read()))
-    return names - {'Python3'}
+    return names - {'Python3', 'Threads'}
 
 
 def test_manifest_declares_what_the_code_imports():

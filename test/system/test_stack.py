@@ -53,19 +53,27 @@ READERS = {'/stage1': 3, '/stage2': 3, '/ping': 2, '/pong': 2, '/result': 1, '/r
 NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
-def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None) -> dict:
+def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
+                layer: str = '', layered=None) -> dict:
     """
     Start each role's node in a process of its own; return them once all have joined.
 
     ``readers``: each node prints ``matched`` once its writers have matched that many readers.
+    ``layer``: the nodes of ``layered`` (None: all) on ``rclpy.spin`` (``--mode plain``), each
+    under the lockstep layer with that rule (doc/lockstep-layer.md), which joins for it once
+    it spins; the others on the participant helper in ``mode``.
     """
     matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items())
                ) if readers else ()
-    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
-                                args=(role, '--mode', mode, *matched))
-             for role in roles}
+    under = set(roles if layered is None else layered) if layer else set()
+    nodes = {role: ChildProcess(
+        domain_id, NODE, str(tmp_path), args=(role, '--mode', 'plain' if role in under else mode,
+                                              *matched),
+        env={'SIM_CLOCK_LOCKSTEP_RULE': layer} if role in under else None,
+        prefix=(executable('lockstep'),) if role in under else ())
+        for role in roles}
     for node in nodes.values():
-        node.expect('joined')
+        node.expect('joined', timeout=60.0)  # Python, rclpy, a join: slow on a loaded machine
     return nodes
 
 
@@ -90,13 +98,14 @@ def processed(node: ChildProcess) -> list:
 
 
 def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
-               mode: str = 'deterministic'):
+               mode: str = 'deterministic', layer: str = '', layered=None):
     """
     Replay the bag in lockstep with the stack; return (recording, what each node processed).
 
-    In rounds (``deterministic``) the C relay takes part too.
+    In rounds (``deterministic``) the C relay takes part too, unless nodes run under the
+    lockstep ``layer`` (with that rule: those of ``layered``, None for all; see start_stack).
     """
-    relay = mode == 'deterministic'
+    relay = mode == 'deterministic' and not layer
     topics = TOPICS if relay else TOPICS[:-1]
     readers = READERS if relay else {
         topic: count - (topic == '/stage2') for topic, count in READERS.items() if topic in topics}
@@ -104,8 +113,12 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
     player = start_server({'sync': True, 'time_step': 0.01}, argv=[bag, '--start-at-zero'],
                           executable=executable('bag_player'))
     client.status_when_ready()
-    nodes = start_stack(domain_id, tmp_path, ('perception', 'planning', 'control'), mode,
-                        readers)
+    roles = ('perception', 'planning', 'control')
+    nodes = start_stack(domain_id, tmp_path, roles, mode, readers, layer, layered)
+    if layer:
+        under = roles if layered is None else layered
+        client.spin_until(lambda: {f'/{role}' for role in under} <= set(
+            client.status().participants), 'the nodes joined through the layer', timeout=60.0)
     if relay:
         nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
         nodes['relay'].expect('joined')
@@ -117,7 +130,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
                                   for topic, count in readers.items()),
                       'the recorder on every topic')
     for node in nodes.values():  # each writer matched its readers: nothing sent is lost
-        node.expect('matched')
+        node.expect('matched', timeout=60.0)
     wait_for_the_recorders_readers(client, topics)
     step_until_recorded(client, recorder, nodes, player)
     # A reader taken as stalled is skipped from then on: its data may come after its /clock.
@@ -128,6 +141,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
         assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
+        assert 'sim_clock lockstep' not in node.output(), node.output()
     return read_recording(output), {role: processed(node) for role, node in nodes.items()}
 
 
@@ -235,6 +249,38 @@ def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
     # answer a frame after that.
     stage2 = [data for topic, _, _, data in seen['control'] if topic == '/stage2']
     assert stage2 and all(data.startswith('planning@') for data in stage2)
+
+
+@pytest.mark.parametrize('rule,layered', [
+    ('rounds', None), ('next_frame', None), ('rounds', ('planning',))],
+    ids=['rounds', 'next_frame', 'rounds_mixed'])
+def test_a_stack_of_unchanged_nodes_under_the_lockstep_layer_records_the_same_bag_twice(
+        start_server, client, domain_id, tmp_path, bag, rule, layered):
+    """
+    The stack's nodes on rclpy.spin, each under the lockstep layer: as with participant.spin.
+
+    Identical recordings and no inversion; in rounds the chain within one frame, at the next
+    frame each hop exactly a frame later. Mixed: planning under the layer, perception and
+    control on the participant helper, in rounds together.
+    """
+    path, chatter = bag
+    mode = 'next_frame' if rule == 'next_frame' else 'deterministic'
+    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, mode, rule, layered)
+            for run in (1, 2)]
+    (first, seen), (second, _) = runs
+    assert set(first) == set(TOPICS[:-1]), first.keys()
+    for topic in TOPICS[:-1]:
+        assert first[topic], topic
+        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    for role, messages in seen.items():
+        assert messages, role
+        for topic, clock, sent, data in messages:
+            if topic == '/chatter':  # the bag's data: at the frame of its stamp
+                assert clock >= chatter[data] - START_NS, (role, topic, data, clock)
+            elif rule == 'rounds':  # within the frame it was published in
+                assert clock == sent, (role, topic, data, clock, sent)
+            else:  # exactly one frame later
+                assert clock == sent + 10 * MS, (role, topic, data, clock, sent)
 
 
 def test_a_cycle_that_never_goes_quiet_stops_the_step_and_names_it(

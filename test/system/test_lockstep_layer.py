@@ -1,0 +1,461 @@
+# Copyright 2026 sim_clock maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The lockstep layer (doc/lockstep-layer.md): an unchanged rclpy node as a participant.
+
+The node below knows nothing of sim_clock: a ``use_sim_time`` timer of one frame and a
+subscription, each of whose callbacks works a while. Run under ``lib/sim_clock/lockstep``
+beside a server in sync mode, a step returns only once the node has run every firing due and
+taken every message it was sent; the same node without the layer holds nothing. Without a
+server the layer changes nothing: the node runs on a /clock the test publishes.
+"""
+
+import os
+import subprocess
+import time
+
+from harness import ChildProcess
+from harness import executable
+from harness import LIVE_CHILDREN
+from harness import NS
+from harness import TIMEOUT
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sim_clock.srv import Step
+from std_msgs.msg import String
+
+MS = 1_000_000
+FRAMES = 20
+MESSAGES = 5
+WORK_S = 0.02  # each callback's work: a step of FRAMES frames takes FRAMES * WORK_S at least
+#: How long a node may take to start, join and match: Python, rclpy and discovery on a loaded
+#: machine (seen: more than 15 s at a load average of 12 on two cores).
+START_S = 60.0
+NODE_NAME = '/plain'
+QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+#: A plain rclpy node, no sim_clock in it: prints each firing (and its end) and each message
+#: with its clock.
+NODE = """
+import sys
+import time
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+work = float(sys.argv[1])
+rclpy.init()
+node = rclpy.create_node('plain', parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+
+def tick():
+    now = node.get_clock().now().nanoseconds
+    print('fired', now, flush=True)
+    time.sleep(work)
+    print('ended', now, flush=True)
+
+
+def heard(msg):
+    print('heard', msg.data, node.get_clock().now().nanoseconds, flush=True)
+    time.sleep(work)
+
+
+node.create_timer(0.01, tick)
+node.create_subscription(String, '/chatter', heard,
+                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+#: Two plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
+#: frame (once its writer has matched a reader: it prints 'matched'); 'listener' prints each
+#: message it takes with its own clock.
+PAIR = """
+import sys
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+role = sys.argv[1]
+rclpy.init()
+node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
+qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def now():
+    return node.get_clock().now().nanoseconds
+
+
+if role == 'talker':
+    publisher = node.create_publisher(String, '/a', qos)
+    node.create_timer(0.01, lambda: publisher.publish(String(data=str(now()))))
+    while publisher.get_subscription_count() < 1:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    print('matched', flush=True)
+else:
+    node.create_subscription(
+        String, '/a', lambda msg: print('heard', msg.data, now(), flush=True), qos)
+    print('ready', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+#: Three plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
+#: frame, 'relay' answers each message of /a at once on /b with its own clock added, and
+#: 'listener' prints each message of /b it takes with its own clock. Each prints 'matched'
+#: once its writer has matched a reader (the listener at once).
+CHAIN = """
+import sys
+
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+role = sys.argv[1]
+rclpy.init()
+node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
+qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def now():
+    return node.get_clock().now().nanoseconds
+
+
+publisher = None
+if role == 'talker':
+    publisher = node.create_publisher(String, '/a', qos)
+    node.create_timer(0.01, lambda: publisher.publish(String(data=str(now()))))
+elif role == 'relay':
+    publisher = node.create_publisher(String, '/b', qos)
+    node.create_subscription(
+        String, '/a', lambda msg: publisher.publish(String(data=f'{msg.data}>{now()}')), qos)
+else:
+    node.create_subscription(
+        String, '/b', lambda msg: print('heard', msg.data, now(), flush=True), qos)
+while publisher is not None and publisher.get_subscription_count() < 1:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('matched', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+#: A node that takes part through sim_clock's participant helper itself: its timer prints
+#: each firing with its clock.
+HELPED = """
+import rclpy
+from rclpy.parameter import Parameter
+from sim_clock.client import participant
+
+rclpy.init()
+node = rclpy.create_node('helped', parameter_overrides=[Parameter('use_sim_time', value=True)])
+node.create_timer(0.01, lambda: print('fired', node.get_clock().now().nanoseconds, flush=True))
+print('ready', flush=True)
+participant.spin(node)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+class _Program(ChildProcess):
+    """A program of its own (not a Python script) in a process on a domain, read as a child."""
+
+    def __init__(self, domain_id: int, cwd: str, argv):
+        self.process = subprocess.Popen(
+            argv, env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+        self._pending = b''
+        LIVE_CHILDREN.add(self)
+
+
+def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
+    prefix = (executable('lockstep'),) if layer else ()
+    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
+    child.expect('ready', timeout=START_S)
+    return child
+
+
+def _chatter(client):
+    """Return a /chatter publisher of the test once the node's reader has matched it."""
+    publisher = client.node.create_publisher(String, '/chatter', QOS)
+    client.spin_until(lambda: publisher.get_subscription_count() >= 1, "the node's reader",
+                      timeout=START_S)
+    return publisher
+
+
+def _step_with_messages(client, publisher):
+    """Send MESSAGES on /chatter and step FRAMES frames at once; return the step's answer."""
+    for k in range(MESSAGES):
+        publisher.publish(String(data=f'm{k}'))
+    response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES), timeout=30.0)
+    return response
+
+
+def _fired_at(client, clock, child, time_ns: int) -> int:
+    """
+    Publish /clock at ``time_ns`` until the node says it fired; return the time it says.
+
+    Published again, as a server does while time stands: the node's reader (best effort, as
+    rclpy's time source makes it) drops what comes before it has matched the test's writer.
+    """
+    msg = Clock()
+    msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS)
+    deadline = time.monotonic() + START_S
+    while True:
+        clock.publish(msg)
+        client.executor.spin_once(timeout_sec=0)
+        try:
+            return int(child.expect('fired', timeout=0.1))
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _lines(lines, word):
+    return [line.split()[1:] for line in lines if line.startswith(word + ' ')]
+
+
+def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
+        start_server, client, domain_id, tmp_path):
+    """Under the layer a step returns once every firing due and every message ran, none late."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        client.spin_until(lambda: NODE_NAME in client.status().participants,
+                          f'{NODE_NAME} among the participants', timeout=START_S)
+        publisher = _chatter(client)
+        response = _step_with_messages(client, publisher)
+        assert response.success, response.message
+        printed = child.printed_by_now()
+        fired = [int(t) for t, in _lines(printed, 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, FRAMES + 1)], child.output()
+        assert [int(t) for t, in _lines(printed, 'ended')] == fired, child.output()
+        assert sorted(data for data, _ in _lines(printed, 'heard')) == [
+            f'm{k}' for k in range(MESSAGES)], child.output()
+        child.stop()
+        # None late: nothing ran after the step's answer (a firing of a frame not yet due).
+        assert len(_lines(child.output().splitlines(), 'fired')) == FRAMES, child.output()
+        assert child.process.returncode == 0, child.output()
+        client.spin_until(lambda: f"participant '{NODE_NAME}' left" in server.log(),
+                          'the leave at Ctrl-C', timeout=START_S)
+    finally:
+        child.stop()
+
+
+def test_the_same_node_without_the_layer_holds_nothing(
+        start_server, client, domain_id, tmp_path):
+    """Without the layer the step answers while the node is still at its first frames."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = _start_node(domain_id, tmp_path, layer=False)
+    try:
+        client.status_when_ready()
+        publisher = _chatter(client)
+        response = _step_with_messages(client, publisher)
+        assert response.success, response.message
+        printed = child.printed_by_now()
+        assert NODE_NAME not in client.status().participants
+        # FRAMES firings and MESSAGES messages take (FRAMES + MESSAGES) * WORK_S at least.
+        done = len(_lines(printed, 'fired')) + len(_lines(printed, 'heard'))
+        assert done < FRAMES + MESSAGES, printed
+    finally:
+        child.stop()
+
+
+def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path):
+    """No server: the node under the layer fires on each /clock the test publishes."""
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        clock = client.node.create_publisher(Clock, '/clock', QOS)
+        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock",
+                          timeout=START_S)
+        # The layer is in the process and has started its participant, which found no server.
+        with open(f'/proc/{child.pid}/maps') as maps:
+            mapped = maps.read()
+        assert 'libsim_clock_lockstep.so' in mapped and 'libsim_clock_lockstep_agent.so' in mapped
+        for k in range(1, 6):
+            assert _fired_at(client, clock, child, k * 10 * MS) == k * 10 * MS
+        child.stop()
+        assert child.process.returncode == 0, child.output()
+        assert 'sim_clock lockstep' not in child.output(), child.output()
+    finally:
+        child.stop()
+
+
+def test_the_wrapper_says_how_it_is_used():
+    """``lockstep --help`` says what it does; with no command it fails, saying so."""
+    done = subprocess.run([executable('lockstep'), '--help'], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0 and 'ros2 run --prefix' in done.stdout, done
+    bare = subprocess.run([executable('lockstep')], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert bare.returncode == 2 and 'a command to run is required' in bare.stderr, bare
+
+
+def test_next_frame_delivers_what_a_frame_published_at_the_next(
+        start_server, client, domain_id, tmp_path):
+    """
+    Under the next-frame rule a message published at t is taken at t + one frame, every time.
+
+    The talker's message reaches the listener within the frame it was sent in; the layer holds
+    it in the listener's process until the server's Round of the next frame releases it.
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'}
+    prefix = (executable('lockstep'),)
+    listener = ChildProcess(domain_id, PAIR, str(tmp_path), args=('listener',), env=env,
+                            prefix=prefix)
+    talker = ChildProcess(domain_id, PAIR, str(tmp_path), args=('talker',), env=env,
+                          prefix=prefix)
+    try:
+        listener.expect('ready', timeout=START_S)
+        talker.expect('matched', timeout=START_S)
+        client.spin_until(lambda: {'/talker', '/listener'} <= set(client.status().participants),
+                          'both nodes among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        heard = [(int(sent), int(taken)) for sent, taken in
+                 _lines(listener.printed_by_now(), 'heard')]
+        # Sent at frames 1 .. FRAMES - 1 (the last one's is taken at the frame after the step).
+        assert heard == [(k * 10 * MS, (k + 1) * 10 * MS) for k in range(1, FRAMES)], heard
+    finally:
+        talker.stop()
+        listener.stop()
+    assert talker.process.returncode == 0 and listener.process.returncode == 0
+
+
+def test_rounds_carry_a_chain_through_within_its_frame(
+        start_server, client, domain_id, tmp_path):
+    """
+    In rounds a message published at t goes down a chain of two hops and is taken at t.
+
+    The talker's message of each frame is held in its process until round 1, the relay's
+    answer until round 2: the listener takes it at the same clock, and the step returns only
+    once it has, every frame.
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'rounds'}
+    nodes = {role: ChildProcess(domain_id, CHAIN, str(tmp_path), args=(role,), env=env,
+                                prefix=(executable('lockstep'),))
+             for role in ('listener', 'relay', 'talker')}
+    try:
+        for node in nodes.values():
+            node.expect('matched', timeout=START_S)
+        client.spin_until(
+            lambda: {'/talker', '/relay', '/listener'} <= set(client.status().participants),
+            'the three nodes among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        heard = [(data, int(taken)) for data, taken in
+                 _lines(nodes['listener'].printed_by_now(), 'heard')]
+        assert heard == [(f'{k * 10 * MS}>{k * 10 * MS}', k * 10 * MS)
+                         for k in range(1, FRAMES + 1)], heard
+    finally:
+        for node in nodes.values():
+            node.stop()
+    for role, node in nodes.items():
+        assert node.process.returncode == 0, node.output()
+        assert 'sim_clock lockstep' not in node.output(), node.output()
+
+
+def test_a_node_on_participant_spin_under_the_layer_joins_once(
+        start_server, client, domain_id, tmp_path):
+    """The layer says once that the process takes part on its own, and stays out of its way."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = ChildProcess(domain_id, HELPED, str(tmp_path), prefix=(executable('lockstep'),))
+    try:
+        child.expect('ready', timeout=START_S)
+        client.spin_until(lambda: '/helped' in client.status().participants,
+                          '/helped among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, 6)], child.output()
+    finally:
+        child.stop()
+    assert child.process.returncode == 0, child.output()
+    assert child.output().count('sim_clock lockstep') == 1, child.output()
+    assert 'takes part on its own' in child.output()
+    assert server.log().count("participant '/helped' joined") == 1, server.log()
+    client.spin_until(lambda: "participant '/helped' left" in server.log(), 'the leave',
+                      timeout=START_S)
+
+
+def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
+        start_server, client, domain_id, tmp_path):
+    """A plain rcl node in C under the layer: each firing ran at its frame when a step answers."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    argv = [executable('lockstep'), executable('plain_rcl_node'),
+            '--work-ms', str(round(WORK_S * 1000))]
+    child = _Program(domain_id, str(tmp_path), argv)
+    try:
+        child.expect('ready', timeout=START_S)
+        client.spin_until(lambda: '/plain_c' in client.status().participants,
+                          '/plain_c among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, FRAMES + 1)], child.output()
+    finally:
+        child.stop()
+    assert child.process.returncode == 0, child.output()
+    client.spin_until(lambda: "participant '/plain_c' left" in server.log(), 'the leave',
+                      timeout=START_S)
+
+
+def test_an_expected_node_under_the_layer_says_it_is_ready(
+        start_server, client, domain_id, tmp_path):
+    """Named in expected_participants, the node holds the first frame only until it is ready."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                  'expected_participants': [NODE_NAME], 'participant_timeout': START_S})
+    client.status_when_ready()
+    child = _start_node(domain_id, tmp_path, layer=True)
+    try:
+        # Stepped at once: the step waits until the node has joined and said Ready.
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5),
+                               timeout=START_S + 30.0)
+        assert response.success, response.message
+        fired = [int(t) for t, in _lines(child.printed_by_now(), 'fired')]
+        assert fired == [k * 10 * MS for k in range(1, 6)], child.output()
+        assert list(client.status().expected_missing) == []
+    finally:
+        child.stop()
