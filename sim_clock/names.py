@@ -63,6 +63,11 @@ def _profiles() -> dict:
         'RESET_QOS': QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=1,
             reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        #: ~/resets, read by clients: as RESET_QOS, deep enough that resets back to back are
+        #: each taken (a depth of 1 kept only the last of those that came between two spins).
+        'RESET_READER_QOS': QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=100,
+            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
         #: ~/ready, written by each expected node: reliable and transient local, depth 1, so
         #: that a server that starts later gets each node's last report.
         'READY_QOS': QoSProfile(
@@ -81,8 +86,8 @@ def __getattr__(name: str):
 
     Lazily, so that the names alone load no rclpy: the bag read-ahead process imports them.
     """
-    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS', 'RESET_QOS', 'READY_QOS',
-                'READY_READER_QOS'):
+    if name in ('CLOCK_QOS', 'SERVICE_QOS', 'DONE_QOS', 'RESET_QOS', 'RESET_READER_QOS',
+                'READY_QOS', 'READY_READER_QOS'):
         globals().update(_profiles())
         return globals()[name]
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

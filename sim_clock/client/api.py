@@ -66,7 +66,7 @@ from sim_clock.core.units import NS_PER_SEC
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Reset
 from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import RESET_QOS
+from sim_clock.names import RESET_READER_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.progress_report import Playback
 from sim_clock.progress_report import ProgressReport
@@ -457,14 +457,15 @@ class SimClockClient:
         Call ``callback`` with a :class:`ResetEvent` at every reset of the server's time.
 
         The subscription (``~/resets``, reliable, transient local: the last reset before it
-        started comes too) is made on the node given to this client, so its executor runs the
-        callback; without one, on the client's private node, whose executor runs only during
-        this client's calls. Return the subscription (destroy it to stop).
+        started comes too; deep enough that resets back to back each come) is made on the node
+        given to this client, so its executor runs the callback; without one, on the client's
+        private node, whose executor runs only during this client's calls. Return the
+        subscription (destroy it to stop).
         """
         node = self._user_node or self._node
         return node.create_subscription(
             Reset, f'{self.server}/resets', lambda msg: callback(ResetEvent.from_msg(msg)),
-            RESET_QOS)
+            RESET_READER_QOS)
 
     def spin_until(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
         """

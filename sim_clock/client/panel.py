@@ -51,10 +51,7 @@ from aiohttp import WSMsgType
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import DurabilityPolicy
 from rclpy.qos import qos_profile_sensor_data
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.cli_format import format_step
@@ -77,7 +74,6 @@ from sim_clock.client.results import SimClockRefused
 from sim_clock.client.top import poll
 from sim_clock.client.top import RecentEvents
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.msg import Reset
 
 #: The port served unless --port says (0: any free port).
 DEFAULT_PORT = 8765
@@ -135,14 +131,10 @@ class Watch(threading.Thread):
         self.last_state: Optional[dict] = None
         self.last_tick: Optional[dict] = None
         self._node.create_subscription(Clock, '/clock', self._on_clock, qos_profile_sensor_data)
-        # Deeper than the writer's last one: resets back to back are each kept, by epoch.
-        self._node.create_subscription(Reset, f'{self._client.server}/resets', self._on_reset,
-                                       QoSProfile(depth=RESETS_KEPT,
-                                                  reliability=ReliabilityPolicy.RELIABLE,
-                                                  durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._client.on_reset(self._on_reset)
 
-    def _on_reset(self, msg: Reset) -> None:
-        reset = ResetEvent.from_msg(msg)
+    def _on_reset(self, reset: ResetEvent) -> None:
+        # By epoch: a reset that comes again (a late joiner's copy) is listed once.
         self._resets[reset.epoch] = reset
         if len(self._resets) > RESETS_KEPT:
             del self._resets[min(self._resets)]
