@@ -81,6 +81,13 @@ class Panel:
         self.browser.wait_for(f'Number(document.body.dataset.states || 0) >= {seen + count}',
                               f'{count} more states')
 
+    def step_once(self) -> None:
+        """Press step 1 once the page may control; wait until it is answered as done."""
+        self.browser.wait_for("document.body.dataset.control === 'true'", 'control')
+        self.browser.click('step1')
+        self.browser.wait_for("document.getElementById('message').className === 'done'",
+                              'the step')
+
     def close(self) -> int:
         """Close the browser; end the panel as Ctrl-C does; return its exit code."""
         if self.browser is not None:
@@ -194,10 +201,7 @@ def test_a_wrong_token_changes_nothing_and_read_only_presses_nothing(
     right = panels('--host', '0.0.0.0', folder='right')
     # Served on every address, the URL names the host as other machines know it.
     assert right.printed.startswith(f'http://{network_name()}:') and '/?token=' in right.printed
-    right.browser.wait_for("document.body.dataset.control === 'true'", 'control')
-    right.browser.click('step1')
-    right.browser.wait_for("document.getElementById('message').className === 'done'",
-                           'the step')
+    right.step_once()
     assert client.status().frame == 1
     watching = panels('--read-only', folder='read_only')
     assert watching.browser.evaluate(
@@ -217,10 +221,7 @@ def test_a_rebound_page_is_refused_and_the_loopback_names_work(start_server, cli
     start_server({'sync': True})
     client.status_when_ready()
     by_name = panels(folder='by_name', opened_as='localhost')
-    by_name.browser.wait_for("document.body.dataset.control === 'true'", 'control')
-    by_name.browser.click('step1')
-    by_name.browser.wait_for("document.getElementById('message').className === 'done'",
-                             'the step')
+    by_name.step_once()
     assert client.status().frame == 1
     port = by_name.port
 
@@ -235,11 +236,7 @@ def test_a_rebound_page_is_refused_and_the_loopback_names_work(start_server, cli
                     await session.ws_connect(f'http://127.0.0.1:{port}/ws', headers=headers)
                 assert refused.value.status == 403
     asyncio.run(rebound())
-    by_address = panels(folder='by_address', opened_as='127.0.0.1')
-    by_address.browser.wait_for("document.body.dataset.control === 'true'", 'control')
-    by_address.browser.click('step1')
-    by_address.browser.wait_for("document.getElementById('message').className === 'done'",
-                                'the step')
+    panels(folder='by_address', opened_as='127.0.0.1').step_once()
     assert client.status().frame == 2
 
 
@@ -274,8 +271,7 @@ def test_a_server_gone_silent_is_said_and_the_next_one_taken_up(
     page.wait_for("document.getElementById('epoch').textContent === '0'", 'its state')
     assert page.text('connection') == 'live'
     assert page.evaluate("document.querySelectorAll('#resets li').length") == 0
-    page.click('step1')
-    page.wait_for("document.getElementById('message').className === 'done'", 'a step')
+    panel.step_once()
     assert client.status().frame == 1
 
 
