@@ -201,18 +201,30 @@ def bag(tmp_path):
     return path, {r.key: r.time_ns for r in records if r.topic == '/chatter'}
 
 
+def recorded_twice(start_server, client, domain_id, tmp_path, path, topics, *rule):
+    """
+    Record the stack twice under ``rule`` (record_run's mode, layer, layered).
+
+    Both recordings hold every topic of ``topics``, none empty, byte for byte the same; each
+    node processed something. Return the first recording and what each node processed.
+    """
+    (first, seen), (second, _) = [
+        record_run(start_server, client, domain_id, tmp_path, path, run, *rule) for run in (1, 2)]
+    assert set(first) == set(topics), first.keys()
+    for topic in topics:
+        assert first[topic], topic
+        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    for role, messages in seen.items():
+        assert messages, role
+    return first, seen
+
+
 def test_a_stack_of_participants_records_the_same_bag_twice_and_stays_causal(
         start_server, client, domain_id, tmp_path, bag):
     """Chain, fan-in, an event-driven node and a cycle: identical recordings, no inversion."""
     path, chatter = bag
-    runs = [record_run(start_server, client, domain_id, tmp_path, path, run) for run in (1, 2)]
-    (first, seen), (second, _) = runs
-    assert set(first) == set(TOPICS), first.keys()
-    assert all(first[topic] for topic in TOPICS)
-    for topic in TOPICS:
-        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    first, seen = recorded_twice(start_server, client, domain_id, tmp_path, path, TOPICS)
     for role, messages in seen.items():
-        assert messages, role
         for topic, clock, sent, data in messages:
             stamp = chatter[data] - START_NS if topic == '/chatter' else sent
             assert clock >= stamp, f'{role} took {topic} {data!r} at {clock} ns, before {stamp}'
@@ -231,15 +243,9 @@ def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
         start_server, client, domain_id, tmp_path, bag):
     """The same stack, next_frame participants: identical recordings, each hop a frame later."""
     path, chatter = bag
-    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, 'next_frame')
-            for run in (1, 2)]
-    (first, seen), (second, _) = runs
-    assert set(first) == set(TOPICS[:-1]), first.keys()
-    for topic in TOPICS[:-1]:
-        assert first[topic], topic
-        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    _, seen = recorded_twice(start_server, client, domain_id, tmp_path, path, TOPICS[:-1],
+                             'next_frame')
     for role, messages in seen.items():
-        assert messages, role
         for topic, clock, sent, data in messages:
             if topic == '/chatter':  # the bag's data: at the frame of its stamp
                 assert clock >= chatter[data] - START_NS, (role, topic, data, clock)
@@ -265,15 +271,9 @@ def test_a_stack_of_unchanged_nodes_under_the_lockstep_layer_records_the_same_ba
     """
     path, chatter = bag
     mode = 'next_frame' if rule == 'next_frame' else 'deterministic'
-    runs = [record_run(start_server, client, domain_id, tmp_path, path, run, mode, rule, layered)
-            for run in (1, 2)]
-    (first, seen), (second, _) = runs
-    assert set(first) == set(TOPICS[:-1]), first.keys()
-    for topic in TOPICS[:-1]:
-        assert first[topic], topic
-        assert first[topic] == second[topic], f'{topic} differs between two runs'
+    _, seen = recorded_twice(start_server, client, domain_id, tmp_path, path, TOPICS[:-1], mode,
+                             rule, layered)
     for role, messages in seen.items():
-        assert messages, role
         for topic, clock, sent, data in messages:
             if topic == '/chatter':  # the bag's data: at the frame of its stamp
                 assert clock >= chatter[data] - START_NS, (role, topic, data, clock)
