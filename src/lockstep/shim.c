@@ -606,6 +606,19 @@ static bool own_topic(const char * topic)
          strncmp(topic, g_server_prefix, strlen(g_server_prefix)) != 0;
 }
 
+// Count an endpoint; write it to out while there is room (the count says how many there were).
+static void add_endpoint(
+  lockstep_endpoint_t * out, size_t capacity, size_t * size, const char * topic, bool writer,
+  size_t matched)
+{
+  if (*size < capacity) {
+    snprintf(out[*size].topic, sizeof(out[*size].topic), "%s", topic);
+    out[*size].writer = writer;
+    out[*size].matched = (uint32_t)matched;
+  }
+  (*size)++;
+}
+
 static size_t endpoints(const char * node_name, lockstep_endpoint_t * out, size_t capacity)
 {
   size_t size = 0;
@@ -623,12 +636,7 @@ static size_t endpoints(const char * node_name, lockstep_endpoint_t * out, size_
     {
       continue;
     }
-    if (size < capacity) {
-      snprintf(out[size].topic, sizeof(out[size].topic), "%s", pub->topic);
-      out[size].writer = true;
-      out[size].matched = (uint32_t)matched;
-    }
-    size++;
+    add_endpoint(out, capacity, &size, pub->topic, true, matched);
   }
   for (size_t i = 0; i < MAX_ENTITIES; i++) {
     sub_t * sub = &g_subs[i];
@@ -642,12 +650,7 @@ static size_t endpoints(const char * node_name, lockstep_endpoint_t * out, size_
     {
       continue;
     }
-    if (size < capacity) {
-      snprintf(out[size].topic, sizeof(out[size].topic), "%s", sub->topic);
-      out[size].writer = false;
-      out[size].matched = (uint32_t)matched;
-    }
-    size++;
+    add_endpoint(out, capacity, &size, sub->topic, false, matched);
   }
   pthread_mutex_unlock(&g_lock);
   return size;
