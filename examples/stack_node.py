@@ -23,7 +23,8 @@ each at once) -> ``/stage2``; control takes ``/stage1`` and ``/stage2`` (fan-in)
 which control takes (a cycle). ``loop_a`` and ``loop_b`` answer each other at once, for ever
 (a cycle that never goes quiet). Every message is ``<role>@<clock ns>|<payload>``; for each
 message it processes the node prints ``got <topic> <its clock> <sender's clock> <data>``
-(sender's clock -1: the bag's data), ``joined`` once it runs, and ``matched`` once each of its
+(sender's clock -1: the bag's data), for each it publishes ``sent <topic> <its clock>``,
+``joined`` once it runs, and ``matched`` once each of its
 writers named by ``--readers`` has matched that many readers (a message sent before its reader
 matched a writer is lost: step the stack only then).
 
@@ -119,7 +120,9 @@ class StackNode:
         return self.node.get_clock().now().nanoseconds
 
     def _publish(self, topic: str, payload: str) -> None:
-        self._publishers[topic].publish(String(data=f'{self.role}@{self._now()}|{payload}'))
+        now = self._now()
+        self._publishers[topic].publish(String(data=f'{self.role}@{now}|{payload}'))
+        print('sent', topic, now, flush=True)
 
     def _taken(self, topic: str, keep: bool = False, then=None):
         def callback(msg):

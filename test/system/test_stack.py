@@ -20,8 +20,9 @@ The stack of ``examples/stack_node.py``: perception (20 ms timer, takes the bag'
 (fan-in) and, on a 20 ms timer, publishes /result and /ping, which planning answers at once on
 /pong, which control takes (a cycle). Beside them the relay, a deterministic participant written
 in C against rcl (src/stack_relay.c), sends each /stage2 message on /relay unchanged. Recorded
-twice: the same messages, bytes, stamps and order on every topic, /relay carrying what /stage2
-did; and no node processed a message at a clock earlier than its publication (or, for the
+twice: each recording holds every message the nodes published before the end, at the clock
+they published it at; the same messages, bytes, stamps and order on every topic, /relay
+carrying what /stage2 did; and no node processed a message at a clock earlier than its publication (or, for the
 bag's data, its stamp). The same stack again with next_frame participants (without the relay):
 identical recordings, and every message between participants taken one frame after it went out.
 """
@@ -136,13 +137,46 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
     # A reader taken as stalled is skipped from then on: its data may come after its /clock.
     assert 'not acknowledged by every reliable reader' not in player.log(), player.log()
     assert 'without waiting for stalled reliable readers' not in player.log(), player.log()
+    assert 'ending without messages the stack announced' not in recorder.log(), recorder.log()
     if relay:  # it left the clock and ended cleanly on SIGINT
         assert nodes['relay'].process.wait(TIMEOUT) == 0, nodes['relay'].output()
         assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
         assert 'sim_clock lockstep' not in node.output(), node.output()
-    return read_recording(output), {role: processed(node) for role, node in nodes.items()}
+    recording = read_recording(output)
+    recorded_as_published(recording, nodes, recorder.log())
+    return recording, {role: processed(node) for role, node in nodes.items()}
+
+
+def published(node: ChildProcess) -> dict:
+    """Return topic -> the clock of each message the node published, in order."""
+    sent = {}
+    for line in node.output().splitlines():
+        if line.startswith('sent '):
+            _, topic, clock = line.split()
+            sent.setdefault(topic, []).append(int(clock))
+    return sent
+
+
+def recorded_as_published(recording: dict, nodes: dict, recorder_log: str) -> None:
+    """
+    Check that the recording holds every message the nodes published before --until.
+
+    Each at the clock it was published at, in the order it was published: a message lost on
+    its way to the recorder, or a node that stopped publishing, is named here, not only as a
+    difference between two runs.
+    """
+    until = STEPS * FRAMES * 10 * MS
+    for role, node in nodes.items():
+        for topic, clocks in published(node).items():
+            stamps = [stamp for stamp, _ in recording.get(topic, ())]
+            wanted = [clock for clock in clocks if clock < until]
+            assert stamps == wanted, (
+                f'{topic}: {role} published {len(wanted)} messages before --until, at '
+                f'{wanted[:3]}..{wanted[-3:]}; the recording has {len(stamps)}, at '
+                f'{stamps[:3]}..{stamps[-3:]}\nrecorder:\n{recorder_log}\n{role}:\n'
+                + node.output()[-3000:])
 
 
 def wait_for_the_recorders_readers(client, topics) -> None:
