@@ -46,7 +46,7 @@ The player publishes with DDS discovery off (``ROS_AUTOMATIC_DISCOVERY_RANGE=OFF
 leaves the process, nobody subscribes, and no DDS domain is shared with anyone. With
 ``--acknowledged``, the replay of each bag is measured again with a reader: an rclpy process
 on loopback (a DDS domain of its own) that subscribes to every topic reliably and keeps all,
-so that flow control (``sim_clock.node.flow``) holds each writer to what the reader has
+so that flow control (``sim_clock.node.flow_control``) holds each writer to what the reader has
 acknowledged; the rate is every message published *and* received, against the replay without
 a reader. Run with the installed package:
 ``AMENT_PREFIX_PATH=.venv .venv/bin/python benchmarks/replay.py``.

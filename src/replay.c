@@ -56,7 +56,7 @@ enum {PUBLISHERS, TOPICS, BLOB, OFFSETS, TIMES, BATCH_BUFFERS};
 enum {STOP, PUBLISH, SKIP};
 // The budget of a topic that is not held back (best effort, or free run): any negative value
 // other than DROPPED. Exported, with DROPPED and CLOCK_INDEX, as the module's constants: the
-// one definition that the Python side (sim_clock.bag.replay, sim_clock.node.flow) imports.
+// one definition that the Python side (sim_clock.bag.replay, sim_clock.node.flow_control) imports.
 #define UNLIMITED (-1)
 // The budget of a topic whose samples are not published (and count as played).
 #define DROPPED (-2)

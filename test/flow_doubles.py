@@ -17,9 +17,9 @@
 from types import SimpleNamespace
 
 from rclpy.qos import QoSProfile
-from sim_clock.node import flow as flow_module
+from sim_clock.node import flow_control as flow_module
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.flow import FlowControl
+from sim_clock.node.flow_control import FlowControl
 
 #: The stall wait for writers that never acknowledge (``Writer(acked=False)``), in ns: each
 #: wait for them lasts its whole timeout, in real time, so a test cuts WAIT_TIMEOUT_NS to this.

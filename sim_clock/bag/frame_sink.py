@@ -44,7 +44,7 @@ from rosbags.interfaces import QosDurability
 from rosbags.interfaces import QosReliability
 from sim_clock import _replay
 from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.flow import paced
+from sim_clock.bag.flow_controlled_run import paced
 from sim_clock.bag.progress import choose_output
 from sim_clock.bag.progress import Output
 from sim_clock.bag.progress import Playback
@@ -59,7 +59,7 @@ from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import native_run
 from sim_clock.bag.replay import python_run
 from sim_clock.compat import publisher_address
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.node.publishing import clock_in_c
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import pinned

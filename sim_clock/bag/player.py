@@ -371,7 +371,7 @@ def main(args=None) -> int:
     try:
         if options.follow_clock:
             # Imported here: only --follow-clock loads the follower.
-            from sim_clock.bag.follow import follow_clock
+            from sim_clock.bag.follower import follow_clock
             return follow_clock(bag, argv, start_at_zero=options.start_at_zero)
         players = []
 

@@ -28,7 +28,7 @@ from typing import Tuple
 from sim_clock import _replay
 from sim_clock.bag.cursor import Run
 from sim_clock.bag.read_ahead import EMPTY_BATCH
-from sim_clock.node.flow import PublisherDestroyed
+from sim_clock.node.flow_control import PublisherDestroyed
 
 #: A refused publish, telling where (``which``, ``done``, ``index``; see ``src/replay.c``).
 PublishRefused = _replay.PublishRefused
@@ -56,10 +56,10 @@ def python_run(emit: Callable[[tuple, int, int], object],
     For each frame, the messages ``start`` to ``stop`` (excluded) of the batch due by then, if
     any, in one call; then ``frame_done(t)`` with the frame's time. ``budgets``: as for
     ``sim_clock._replay.play``, by the topic indices in ``batch[1]``, then /clock (flow
-    control, :mod:`sim_clock.node.flow`). ``clock_times`` (the run's argument): None, or the
-    ascending times of the frames whose /clock goes out (the others publish messages only). A
-    refusal, ``emit``'s :class:`PublishRefused` (as
-    ``sim_clock._replay.publish`` raises it) or a RuntimeError of ``frame_done`` (other than
+    control, :mod:`sim_clock.node.flow_control`). ``clock_times`` (the run's argument): None,
+    or the ascending times of the frames whose /clock goes out (the others publish messages
+    only). A refusal, ``emit``'s :class:`PublishRefused` (as ``sim_clock._replay.publish``
+    raises it) or a RuntimeError of ``frame_done`` (other than
     :class:`PublisherDestroyed`), raises a PublishRefused that tells where, the budgets of what
     was not published given back. The model of ``sim_clock._replay.play``, and a run for
     batches of any kind whose first item is the times and second the topics.

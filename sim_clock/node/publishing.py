@@ -47,8 +47,8 @@ from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.engine_parts import Logger
-from sim_clock.node.flow import FlowControl
-from sim_clock.node.flow import PublisherDestroyed
+from sim_clock.node.flow_control import FlowControl
+from sim_clock.node.flow_control import PublisherDestroyed
 
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.
@@ -181,7 +181,7 @@ class ClockSink:
     """
     Publish each frame's /clock, ``offset_ns`` after the timeline's time, on ``publisher``.
 
-    ``flow``: the node's flow control (``node/flow.py``), which gives /clock its budget.
+    ``flow``: the node's flow control (``node/flow_control.py``), which gives /clock its budget.
     """
 
     #: /clock alone leaves nothing to do at the end of its frames.

@@ -54,9 +54,9 @@ from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine_parts import EngineParts
 from sim_clock.node.engine_parts import FrameSink
 from sim_clock.node.engine_parts import WaitParts
-from sim_clock.node.flow import FlowControl
-from sim_clock.node.frame_events import FrameTimeline
-from sim_clock.node.gates import OutputGates
+from sim_clock.node.flow_control import FlowControl
+from sim_clock.node.frame_timeline import FrameTimeline
+from sim_clock.node.gate_readers import OutputGates
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
@@ -65,8 +65,8 @@ from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
 from sim_clock.node.ticking import Ticker
-from sim_clock.node.views import ClockViews
-from sim_clock.node.views import declare_views
+from sim_clock.node.view_publishers import ClockViews
+from sim_clock.node.view_publishers import declare_views
 
 
 class ClockServer(Node):

@@ -16,26 +16,27 @@
 ``bag_player --follow-clock``'s windows, with a real node and writers that are doubles.
 
 The follower holds each bag topic to a window of unacknowledged messages, as flow control
-does (``sim_clock.node.flow``, ``test/node/test_flow.py``); its node is an rclpy one, so this
-test has an rclpy context of its own.
+does (``sim_clock.node.flow_control``, ``test/node/test_flow_control.py``); its node is an
+rclpy one, so this test has an rclpy context of its own.
 """
 
 from bags import write_string_bag
 from flow_doubles import KeepLast
 from flow_doubles import SHORT_WAIT_NS
-from sim_clock.bag import follow
+from sim_clock.bag import follower as follower_module
+from sim_clock.bag.follower import BagFollower
 from sim_clock.bag.reader import Bag
-from sim_clock.node.flow import window
+from sim_clock.node.flow_control import window
 
 
 def test_a_follower_waits_for_a_stalled_topic_at_every_window_too(
         monkeypatch, context, tmp_path):
     """``bag_player --follow-clock``: a /clock that releases a burst, a dead reader matched."""
-    monkeypatch.setattr(follow, 'DATA_ACK_TIMEOUT_NS', SHORT_WAIT_NS)
+    monkeypatch.setattr(follower_module, 'DATA_ACK_TIMEOUT_NS', SHORT_WAIT_NS)
     path = str(tmp_path / 'bag')
     write_string_bag(path, [(0, '/a', 'x')])
     bag = Bag(path)
-    follower = follow.BagFollower(bag, context=context)
+    follower = BagFollower(bag, context=context)
     try:
         topic = KeepLast(depth=100, readers={'live': 10, 'dead': 0})
         topic.topic_name = '/a'

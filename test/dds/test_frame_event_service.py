@@ -32,9 +32,9 @@ from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
 from sim_clock.core.frame_events import STEP
 from sim_clock.msg import FrameEvent as FrameEventMsg
-from sim_clock.node.frame_events import EVENTS_QOS
-from sim_clock.node.frame_events import FrameTimeline
-from sim_clock.node.frame_events import to_msg
+from sim_clock.node.frame_timeline import EVENTS_QOS
+from sim_clock.node.frame_timeline import FrameTimeline
+from sim_clock.node.frame_timeline import to_msg
 from sim_clock.srv import GetFrameEvents
 
 

@@ -30,7 +30,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.core.gates import parse_gates
-from sim_clock.node.gates import OutputGates
+from sim_clock.node.gate_readers import OutputGates
 from std_msgs.msg import String
 
 GATED_NS = 20 * MS

@@ -16,8 +16,9 @@
 The one policy for a refused sample (``FlowControl.retry``), without DDS.
 
 /clock and the views (``FlowControl.publish``) and the bag player's run
-(``sim_clock.bag.flow.paced``, ``test/bag/test_bag_flow.py``) ask it the same question: publish
-the refused sample again, or give up on that writer for the rest of the run of frames.
+(``sim_clock.bag.flow_controlled_run.paced``, ``test/bag/test_flow_controlled_run.py``) ask
+it the same question: publish the refused sample again, or give up on that writer for the rest
+of the run of frames.
 """
 
 from flow_doubles import make_flow

@@ -156,7 +156,7 @@ def test_node_classes_shadow_no_rclpy_node_attribute():
 
     from rclpy.node import Node
     node_attributes = set(_assigned(inspect.getsource(Node)))
-    for module in ('sim_clock.node.server', 'sim_clock.bag.recorder', 'sim_clock.bag.follow'):
+    for module in ('sim_clock.node.server', 'sim_clock.bag.recorder', 'sim_clock.bag.follower'):
         with open(MODULES[module]) as source:
             assert not set(_assigned(source.read())) & node_attributes, module
 

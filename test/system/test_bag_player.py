@@ -36,7 +36,7 @@ from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.names import RECORDER_NODE_NAME
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 STEP = 10 * MS
@@ -506,10 +506,10 @@ def test_a_reader_pausing_during_a_long_step_does_not_end_the_bag_player(
 
     Taken as stalled, it may lose samples, and Fast DDS 3 may refuse the bag writer's next
     ones (``sim_clock._replay.PublishRefused``), which ended the player before; here it has
-    not refused in the runs seen, so the refusal is placed exactly in test/node/test_flow.py
-    and test_replay_native.py. The step succeeds; what the reader gets is in order, none twice;
-    the next step's message comes (a topic left out is so only within its step); the player
-    exits 0 (the fixture checks).
+    not refused in the runs seen, so the refusal is placed exactly in
+    test/node/test_flow_control.py and test_replay_native.py. The step succeeds; what the
+    reader gets is in order, none twice; the next step's message comes (a topic left out is so
+    only within its step); the player exits 0 (the fixture checks).
     """
     from std_msgs.msg import String
     path = str(tmp_path / 'long')
@@ -537,5 +537,6 @@ def test_a_reader_pausing_during_a_long_step_does_not_end_the_bag_player(
         client.spin_until(lambda: seen[-1] == 30_002, "the next step's message", timeout=120)
     finally:
         client.close()
-    # A reader taken as stalled may lose samples (node/flow.py); never one twice or out of order.
+    # A reader taken as stalled may lose samples (node/flow_control.py); never one twice or
+    # out of order.
     assert seen == sorted(set(seen))

@@ -28,7 +28,7 @@ from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sim_clock.client import SimClockClient
 from sim_clock.compat import take_ready
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 NS = 1_000_000_000
@@ -163,7 +163,7 @@ def test_a_reader_pausing_during_a_long_step_does_not_end_the_server(
     A keep-all reader pausing past the stall wait, twice, in a long step: the server lives.
 
     Taken as stalled after WAIT_TIMEOUT_NS, its samples pile up; Fast DDS 3 then refuses the
-    writer's next samples, which ended the server before (node/flow.py). The step still
+    writer's next samples, which ended the server before (node/flow_control.py). The step still
     succeeds, the reader ends on the step's last time, and the server exits 0 (the fixture
     checks).
     """

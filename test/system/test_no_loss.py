@@ -18,8 +18,8 @@ No loss within steps: a reliable reader that keeps every message gets all of the
 The reader is an rclpy process of its own that keeps all (KEEP_ALL, reliable) and takes one
 message per executor turn, far slower than the server publishes. Steps of 1 to 10^4 frames
 put out every /clock frame, and a burst of thousands of messages on one topic whose writer
-holds 100: flow control (``sim_clock.node.flow``) holds each writer to what its readers have
-acknowledged, so nothing is overwritten before the reader has it.
+holds 100: flow control (``sim_clock.node.flow_control``) holds each writer to what its readers
+have acknowledged, so nothing is overwritten before the reader has it.
 """
 
 import os
@@ -34,8 +34,8 @@ from harness import executable
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
-from sim_clock.node.flow import MAX_WINDOW
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import MAX_WINDOW
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 #: A reliable reader that keeps every message of /clock and /burst, and says what it got once

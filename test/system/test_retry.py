@@ -32,7 +32,7 @@ import pytest
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
 MS = 1_000_000

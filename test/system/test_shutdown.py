@@ -39,7 +39,7 @@ from harness import ServerProcess
 from harness import stamp_ns
 from harness import UDP_LOOPBACK_ENV
 import pytest
-from sim_clock.node.flow import MAX_WINDOW
+from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.srv import Step
 
 MS = 1_000_000

@@ -22,9 +22,10 @@ The stack of ``examples/stack_node.py``: perception (20 ms timer, takes the bag'
 in C against rcl (src/stack_relay.c), sends each /stage2 message on /relay unchanged. Recorded
 twice: each recording holds every message the nodes published before the end, at the clock
 they published it at; the same messages, bytes, stamps and order on every topic, /relay
-carrying what /stage2 did; and no node processed a message at a clock earlier than its publication (or, for the
-bag's data, its stamp). The same stack again with next_frame participants (without the relay):
-identical recordings, and every message between participants taken one frame after it went out.
+carrying what /stage2 did; and no node processed a message at a clock earlier than its
+publication (or, for the bag's data, its stamp). The same stack again with next_frame
+participants (without the relay): identical recordings, and every message between participants
+taken one frame after it went out.
 """
 
 import os

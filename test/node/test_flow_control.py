@@ -18,7 +18,7 @@ A publish the writer refuses, without DDS: published again, or the rest dropped,
 The writer's refusal itself (Fast DDS 3 with a slow reader that keeps all) is produced through
 DDS in ``test/system/test_clock_views.py``, and rcl's refusal in C in
 ``test/system/test_replay_native.py``; here the refusals are placed exactly, on /clock and the
-views (``FlowControl.publish``). A bag's run: ``test/bag/test_bag_flow.py``.
+views (``FlowControl.publish``). A bag's run: ``test/bag/test_flow_controlled_run.py``.
 """
 
 from fractions import Fraction
@@ -33,11 +33,11 @@ from flow_doubles import short_waits
 from flow_doubles import Writer
 import pytest
 from rclpy.executors import ExternalShutdownException
-from sim_clock.node import flow as flow_module
+from sim_clock.node import flow_control as flow_module
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.flow import MAX_WINDOW
-from sim_clock.node.flow import PublisherDestroyed
-from sim_clock.node.flow import WAIT_TIMEOUT_NS
+from sim_clock.node.flow_control import MAX_WINDOW
+from sim_clock.node.flow_control import PublisherDestroyed
+from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 
 
 @pytest.mark.parametrize('free_running', [False, True], ids=['stepped', 'free-run'])

@@ -17,7 +17,7 @@
 from sim_clock.bag.cursor import Run
 from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import PublishRefused
-from sim_clock.node.flow import Writers
+from sim_clock.node.flow_control import Writers
 
 
 def paced(flow: Writers, run: Run) -> Run:

@@ -17,7 +17,7 @@
 
 :class:`BagFollower` publishes no /clock. It subscribes to the /clock another node publishes
 (a simulator, a clock server) and publishes each bag message once that /clock has reached the
-message's stamp (:class:`~sim_clock.bag.following.Following`). Where that node is a sim_clock
+message's stamp (:class:`~sim_clock.bag.follow_schedule.Following`). Where that node is a sim_clock
 server (it serves ``~/join``), the follower joins it as a participant, so that each of its
 frames waits until the data due up to it is published and acknowledged by every reliable
 reader; elsewhere it plays best effort, and says so (doc/bags.md, "Following another clock").
@@ -37,8 +37,8 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.following import Following
-from sim_clock.bag.following import Moved
+from sim_clock.bag.follow_schedule import Following
+from sim_clock.bag.follow_schedule import Moved
 from sim_clock.bag.frame_sink import DATA_ACK_TIMEOUT_NS
 from sim_clock.bag.frame_sink import qos_for
 from sim_clock.bag.reader import Bag
@@ -54,8 +54,8 @@ from sim_clock.names import DONE_QOS
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import full_name
-from sim_clock.node.flow import STALLED_WARNING_PERIOD_S
-from sim_clock.node.flow import window
+from sim_clock.node.flow_control import STALLED_WARNING_PERIOD_S
+from sim_clock.node.flow_control import window
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.ready import ReadyReports
 from sim_clock.srv import Join
@@ -106,7 +106,7 @@ class BagFollower(Node):
             for topic in bag.topics]
         #: Flow control as a stepped replay's: a writer has at most its window of samples out
         #: before its readers have acknowledged them, so a /clock that jumps over many
-        #: messages loses none at a reliable reader (:mod:`sim_clock.node.flow`).
+        #: messages loses none at a reliable reader (:mod:`sim_clock.node.flow_control`).
         self._windows = [window(publisher.qos_profile) for publisher in self._topic_publishers]
         self._out = [0] * len(self._topic_publishers)
         self.acks = Acknowledgements()
@@ -288,8 +288,9 @@ class BagFollower(Node):
         """
         Wait for the readers of writer ``which``, whose window is spent, stalled ones too.
 
-        As flow control's windows (:mod:`sim_clock.node.flow`): a topic whose readers stalled
-        is waited for at every window all the same, or its live readers could lose messages.
+        As flow control's windows (:mod:`sim_clock.node.flow_control`): a topic whose readers
+        stalled is waited for at every window all the same, or its live readers could lose
+        messages.
         """
         stalled = self._acknowledged([which], skip_stalled=False)
         if stalled:

@@ -55,9 +55,10 @@ bag player alike (:meth:`Writers.retry`): the writer's readers get :data:`WAIT_T
 more to acknowledge, then the sample is published again; if they still have not, or the same
 sample is refused again at once, the writer gives up on the rest of that run of frames, as free
 run drops frames for slow readers. :meth:`Writers.publish` then leaves the rest of its times
-out (a warning says how many); the bag player's run (``sim_clock.bag.flow.paced``), given the
-refusal ``sim_clock._replay.play`` raises, leaves that topic's messages out (played, not
-published) until the next run of frames (:meth:`Writers.start`).
+out (a warning says how many); the bag player's run
+(``sim_clock.bag.flow_controlled_run.paced``), given the refusal ``sim_clock._replay.play``
+raises, leaves that topic's messages out (played, not published) until the next run of frames
+(:meth:`Writers.start`).
 
 A node that stops (Ctrl-C, SIGTERM: ``Acknowledgements.stop``) waits for no reader and
 publishes no further window: the frames left of a step would only delay its end.

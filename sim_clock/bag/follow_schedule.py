@@ -18,7 +18,7 @@ Which bag messages a followed /clock makes due: in order, once, again after time
 No rclpy: :class:`Following` is handed a :class:`~sim_clock.bag.cursor.Cursor` and the
 :class:`~sim_clock.core.axes.Axes` that place the bag on the followed /clock, and hands the
 messages due out through the cursor's run. The bag player's ``--follow-clock`` node
-(:mod:`sim_clock.bag.follow`) owns the ROS side.
+(:mod:`sim_clock.bag.follower`) owns the ROS side.
 """
 
 from dataclasses import dataclass

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import pytest
 
 from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.following import Following
+from sim_clock.bag.follow_schedule import Following
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.replay import python_run
 from sim_clock.core.axes import Axes

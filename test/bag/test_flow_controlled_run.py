@@ -16,7 +16,7 @@
 A bag's run under flow control, without DDS: refusals placed exactly on its topics and /clock.
 
 rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the views alone in
-``test/node/test_flow.py``, with the same writers (``test/flow_doubles.py``).
+``test/node/test_flow_control.py``, with the same writers (``test/flow_doubles.py``).
 """
 
 from flow_doubles import KeepLast
@@ -27,13 +27,13 @@ from flow_doubles import Writer
 import pytest
 from rclpy.executors import ExternalShutdownException
 from sim_clock.bag.cursor import Cursor
-from sim_clock.bag.flow import paced
+from sim_clock.bag.flow_controlled_run import paced
 from sim_clock.bag.replay import DROPPED
 from sim_clock.bag.replay import PublishRefused
 from sim_clock.bag.replay import python_run
 from sim_clock.bag.replay import refused
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.flow import MAX_WINDOW
+from sim_clock.node.flow_control import MAX_WINDOW
 
 
 class Topics:

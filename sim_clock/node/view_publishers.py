@@ -36,8 +36,8 @@ from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
-from sim_clock.node.flow import FlowControl
-from sim_clock.node.flow import MAX_WINDOW
+from sim_clock.node.flow_control import FlowControl
+from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import pinned
 from sim_clock.node.publishing import publisher_destroyed
@@ -89,7 +89,7 @@ class ClockViews:
         #: The views' writers, pinned while their frames go out through their addresses.
         self._pinned = pinned(self._publishers)
         # Stepped view frames are flow-controlled as /clock's are, by the node's one owner
-        # (node/flow.py): a window's wait for /clock waits for the views too.
+        # (node/flow_control.py): a window's wait for /clock waits for the views too.
         self._flow = flow.writers(self._publishers)
 
     @property

@@ -27,10 +27,10 @@ from flow_doubles import Writer
 import pytest
 from sim_clock.core.axes import Axes
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.flow import MAX_WINDOW
+from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.publishing import ClockSink
-from sim_clock.node.views import ClockViews
-from sim_clock.node.views import load_views
+from sim_clock.node.view_publishers import ClockViews
+from sim_clock.node.view_publishers import load_views
 
 MS = 1_000_000
 
