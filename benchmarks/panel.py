@@ -51,7 +51,7 @@ import rclpy
 from sim_clock.client import SimClockClient
 from sim_clock.client.domains import domain_for_run
 from sim_clock.client.domains import DOMAIN_HELP
-from sim_clock.client.testing import parameter_arguments
+from sim_clock.client.lockstep_harness import parameter_arguments
 
 
 class Page(threading.Thread):

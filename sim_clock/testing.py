@@ -12,9 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The lockstep test harness, at its documented path: :mod:`sim_clock.client.testing`."""
+"""The lockstep test harness, at its documented path: :mod:`sim_clock.client.lockstep_harness`."""
 
-from sim_clock.client.testing import LockstepHarness
-from sim_clock.client.testing import parameter_arguments
+from sim_clock.client.lockstep_harness import LockstepHarness
+from sim_clock.client.lockstep_harness import parameter_arguments
 
 __all__ = ['LockstepHarness', 'parameter_arguments']

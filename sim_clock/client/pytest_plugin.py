@@ -22,9 +22,9 @@ The ``sim_clock`` pytest fixture, registered with pytest when sim_clock is insta
         ...
 
 The fixture starts a clock server in sync mode as a separate process, on a DDS domain of its
-own, holds sync mode and yields a :class:`sim_clock.client.testing.LockstepHarness`. The marker's
-keyword arguments are clock server parameters, but for ``domain_id``. Nothing here imports rclpy
-until a test asks for the fixture.
+own, holds sync mode and yields a :class:`sim_clock.client.lockstep_harness.LockstepHarness`.
+The marker's keyword arguments are clock server parameters, but for ``domain_id``. Nothing here
+imports rclpy until a test asks for the fixture.
 
 The domain is one that no DDS participant of this host is on and no other test run claimed
 (:mod:`sim_clock.client.domains`), so a test never steps or resets the clock of a simulation
@@ -57,7 +57,7 @@ def pytest_configure(config):
 def sim_clock(request, tmp_path):
     """Yield a LockstepHarness: a clock server in sync mode held by the test."""
     from sim_clock.client.domains import DomainInUse
-    from sim_clock.client.testing import LockstepHarness
+    from sim_clock.client.lockstep_harness import LockstepHarness
     marker = request.node.get_closest_marker('sim_clock')
     parameters = dict(marker.kwargs) if marker is not None else {}
     domain_id = parameters.pop('domain_id', None)

@@ -237,3 +237,14 @@ def test_suite_imports_the_installed_package():
     expected = os.environ.get('SIM_CLOCK_EXPECTED_PREFIX')
     if expected:
         assert location.startswith(os.path.join(os.path.realpath(expected), '')), location
+
+
+def test_no_two_modules_share_a_name():
+    """A module's file name says which it is: none is named as a module of another part."""
+    by_name = {}
+    for name in MODULES:
+        if not name.endswith('__init__') and name != 'sim_clock':
+            by_name.setdefault(name.rsplit('.', 1)[1], []).append(name)
+    shared = {short: names for short, names in by_name.items()
+              if len(names) > 1 and short != '__init__'}
+    assert not shared, shared

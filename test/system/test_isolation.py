@@ -55,8 +55,8 @@ rclpy.shutdown()
 #: alone shows a graph that a person or another tool started.
 UNLUCKY_DRAW = """
 from sim_clock.client import domains
-from sim_clock.client import testing
-testing.DOMAINS = domains.DomainIds(first={domain}, port_base={port_base})
+from sim_clock.client import lockstep_harness
+lockstep_harness.DOMAINS = domains.DomainIds(first={domain}, port_base={port_base})
 """
 
 
