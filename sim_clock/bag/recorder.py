@@ -17,14 +17,16 @@ Recording in simulated time: chosen topics, raw, into a bag (MCAP or sqlite3) st
 
 Each message is written with the ``/clock`` published last before it (what
 ``ros2 bag record --use-sim-time`` means to do), never with wall time, and each frame's messages
-in an order that depends on the messages alone (:mod:`.frame_order`), into files whose names do
-not depend on the run (:mod:`.bag_file`): two runs of a deterministic stack give the same bytes.
+in an order that depends on the messages alone (:mod:`.recorder_frame_order`), into files whose
+names do not depend on the run (:mod:`.recorder_bag_file`): two runs of a deterministic stack
+give the same bytes.
 Messages that come before any ``/clock`` are counted and left out. A topic given with its type,
 or whose type the graph shows (a subscriber), is subscribed at once; any other once a publisher
 shows its type. The QoS matches every publisher (reliable and transient local only if all
 are). At the end (Ctrl-C, SIGTERM, or ``--until`` simulated seconds) the bag is closed and a
 summary printed: messages per topic and the simulated time span. At ``--until``, what the
-server's Rounds announced for the frames before it is waited for first (:mod:`.round_tally`).
+server's Rounds announced for the frames before it is waited for first
+(:mod:`.recorder_round_tally`).
 """
 
 from dataclasses import dataclass
@@ -51,17 +53,17 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.arguments import check_ros_args
 from sim_clock.arguments import InvalidRosArguments
 from sim_clock.arguments import split_command_line
-from sim_clock.bag.bag_file import close_bag
-from sim_clock.bag.bag_file import create_bag
-from sim_clock.bag.bag_file import message_definition
-from sim_clock.bag.bag_file import offered_qos
-from sim_clock.bag.bag_file import qos_key
-from sim_clock.bag.bag_file import typestore_hash
-from sim_clock.bag.frame_order import FrameOrder
-from sim_clock.bag.record_options import is_recorded_by_all
-from sim_clock.bag.record_options import parse_arguments
-from sim_clock.bag.recording_summary import RecordingSummary
-from sim_clock.bag.round_tally import RoundTally
+from sim_clock.bag.recorder_bag_file import close_bag
+from sim_clock.bag.recorder_bag_file import create_bag
+from sim_clock.bag.recorder_bag_file import message_definition
+from sim_clock.bag.recorder_bag_file import offered_qos
+from sim_clock.bag.recorder_bag_file import qos_key
+from sim_clock.bag.recorder_bag_file import typestore_hash
+from sim_clock.bag.recorder_frame_order import FrameOrder
+from sim_clock.bag.recorder_options import is_recorded_by_all
+from sim_clock.bag.recorder_options import parse_arguments
+from sim_clock.bag.recorder_round_tally import RoundTally
+from sim_clock.bag.recorder_summary import RecordingSummary
 from sim_clock.compat import take_ready
 from sim_clock.core.units import join_ns
 from sim_clock.message_types import get_message
@@ -77,7 +79,7 @@ from sim_clock.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
 DISCOVERY_PERIOD = 0.2
 #: At --until, how long the recording waits at most for the messages the server's Rounds
-#: announced and that have not come (:mod:`.round_tally`), in steady ns.
+#: announced and that have not come (:mod:`.recorder_round_tally`), in steady ns.
 END_WAIT_NS = 10_000_000_000
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
@@ -126,8 +128,8 @@ class Recorder(Node):
     Order of arrival would not do: a recorder that falls behind takes the messages of each
     subscription in turn, and would give data a /clock older than the one it came after.
     Frames are written once the frame after them has ended and the queues were emptied, each
-    sorted by topic (:mod:`.frame_order`). Source timestamps of publishers on other hosts are
-    only as close as the hosts' clocks.
+    sorted by topic (:mod:`.recorder_frame_order`). Source timestamps of publishers on other
+    hosts are only as close as the hosts' clocks.
     """
 
     def __init__(self, writer, topics: List[str], until_ns: Optional[int] = None,

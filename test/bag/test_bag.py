@@ -42,7 +42,7 @@ from sim_clock.bag.frame_sink import qos_for
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import get_message
-from sim_clock.bag.recording_summary import RecordingSummary
+from sim_clock.bag.recorder_summary import RecordingSummary
 from sim_clock.bag.replay import python_run
 from sim_clock.core.units import NS_PER_SEC
 

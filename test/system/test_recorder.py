@@ -22,7 +22,7 @@ from harness import ChildProcess
 from harness import executable
 from harness import TIMEOUT
 import pytest
-from sim_clock.bag.record_options import is_recorded_by_all
+from sim_clock.bag.recorder_options import is_recorded_by_all
 
 MS = 1_000_000
 #: Topics the test publishes; recorders are asked for the first two.

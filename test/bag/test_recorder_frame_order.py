@@ -16,7 +16,7 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
-from sim_clock.bag.frame_order import FrameOrder
+from sim_clock.bag.recorder_frame_order import FrameOrder
 
 MS = 1_000_000
 #: A frame's messages as three topics publish them (source timestamp, topic, data).

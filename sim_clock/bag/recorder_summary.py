@@ -20,7 +20,7 @@ from typing import List
 from typing import Optional
 from typing import Tuple
 
-from sim_clock.bag.frame_order import MAX_HELD_BYTES
+from sim_clock.bag.recorder_frame_order import MAX_HELD_BYTES
 from sim_clock.core.units import format_seconds
 
 

@@ -16,8 +16,8 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
-from sim_clock.bag.frame_order import FrameOrder
-from sim_clock.bag.round_tally import RoundTally
+from sim_clock.bag.recorder_frame_order import FrameOrder
+from sim_clock.bag.recorder_round_tally import RoundTally
 
 MS = 1_000_000
 
