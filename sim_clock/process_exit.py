@@ -15,23 +15,15 @@
 """
 End an executable once its work is done, without the middleware's teardown at exit.
 
-On ROS 2 Kilted (Fast DDS 3) a short-lived process such as ``simclock status`` ended, rarely
-(fewer than 1 in 2,000 runs), by SIGSEGV after it had printed its answer: a crash of the
-libraries' teardown at process exit, a known class (static destructors of Fast
-DDS's singletons, objects freed while the interpreter shuts down; ros2/rmw_fastrtps#761,
-ros2/rosbag2#1311). By then the process has destroyed its nodes, and with the last one its
-DDS participant, and shut its context down itself: that teardown has nothing left to do for
-it. :func:`exit_without_teardown` ends the process with what Python's own exit would have
-done for the user (atexit functions, stdout and stderr flushed, the exit code), then
-``os._exit``: no interpreter finalization, no C or C++ static destructor. It also ends
-``simclock`` sooner: 8 ms from its answer to its exit on Kilted, against 140 ms.
-
-The destruction the process does itself before that still runs: a participant that ends
-without its deletion leaves its shared-memory port behind, and the next ``simclock`` of that
-host, given the same port, waited 2 to 3 times longer for its answer. It crashed too, once in
-about 3,300 runs on Kilted, in Fast DDS 3's type lookup service (a reply thread writing
-through the lookup's writer while ``rcl_node_fini`` deleted the participant); the
-executables' profile turns that service off (doc/design.md, "Fast DDS type lookup").
+:func:`exit_without_teardown` is for a process that has destroyed its nodes and shut its
+context down itself: its DDS participant is then deleted in order, its shared-memory port with
+it (a port left behind slows the next process of the host that is given it). It then ends
+the process with what Python's own exit does for the user (atexit functions, stdout and stderr
+flushed, the exit code) and ``os._exit``: no interpreter finalization and no C or C++ static
+destructor. The libraries' teardown at process exit is a
+known source of crashes after the work is done (static destructors of Fast DDS's singletons,
+objects freed while the interpreter shuts down; ros2/rmw_fastrtps#761, ros2/rosbag2#1311),
+and a short-lived command such as ``simclock status`` has nothing left for it to do.
 """
 
 import atexit

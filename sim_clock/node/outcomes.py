@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What the server's public methods return: a service's answer, field for field."""
+"""What ServerControl returns to the services: each service's answer, field for field."""
 
 from dataclasses import dataclass
 from dataclasses import field

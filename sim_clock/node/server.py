@@ -15,10 +15,13 @@
 """
 The clock server node: publishes ``/clock`` from a :class:`Timeline` and serves its control.
 
-Thin by design: parameters (:mod:`.parameters`) and services (:mod:`.services`) become calls
-on the public methods here, which call the time core; frames go to a :class:`FrameSink`.
-Timers are steady (wall) timers only, so the server works with ``use_sim_time`` true or false
-and never waits on its own clock.
+:class:`ClockServer` makes the server's parts and wires them: the time core, the frame engine
+(:mod:`.engine`), :class:`ServerControl` (sync mode, pause, resume, reset, status), the
+participants, gates, acknowledgements, flow control and views. It hands each part only the
+parts it uses, never itself; the services (:mod:`.services`) and parameters
+(:mod:`.parameters`) call those parts, and frames go to a :class:`FrameSink`. Timers are steady
+(wall) timers only, so the server works with ``use_sim_time`` true or false and never waits on
+its own clock.
 """
 
 import argparse

@@ -15,7 +15,7 @@
 """
 The simulation_interfaces services and action, served where that package is importable.
 
-simulation_interfaces (ros-simulation/simulation_interfaces, 2.1.0) is the standard vocabulary
+simulation_interfaces (ros-simulation/simulation_interfaces) is the standard vocabulary
 for simulator control. A clock server owns only time, so it serves the time set of it, with the
 standard's semantics:
 
@@ -45,10 +45,9 @@ time in the order they came (the frame engine), so a SimulateSteps goal's frames
 interleaved with another step's.
 
 The action's execute callback is a coroutine that awaits the frame engine's outcome (an rclpy
-Future): rclpy's ActionServer runs it as a task, which the EventsExecutor runs on Jazzy (rclpy
-7.1.6) and Kilted (9.1.2) alike (``test/system/test_simulation_interfaces.py`` runs the server
-on the package's executor); rclpy's SingleThreadedExecutor runs such a task too (measured on
-Jazzy).
+Future): rclpy's ActionServer runs it as a task of the executor that spins the node, the
+package's executor or rclpy's SingleThreadedExecutor
+(``test/system/test_simulation_interfaces.py``).
 """
 
 from typing import Callable
