@@ -176,7 +176,7 @@ def _step_through(node, bag, step_ms: int) -> None:
     while frames > 0:
         steps = min(frames, 100_000)
         outcomes = []
-        node.engine.step(StepRequest(user_id='', steps=steps, reply=outcomes.append))
+        node.engine.steps.step(StepRequest(user_id='', steps=steps, reply=outcomes.append))
         # Nothing to wait for (no participant, no ack_timeout): answered before it returns.
         [outcome] = outcomes
         assert outcome.success, outcome.message

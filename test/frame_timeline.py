@@ -167,7 +167,7 @@ def check_worked_holds(holds: dict, worked: dict) -> None:
     ``holds``: frame time -> the hold the server recorded; ``worked``: frame time -> the work
     the participant timed in that frame (a sleep lasts longer on a loaded machine). Each hold
     of a worked frame holds its work: the done came after the work, and the hold starts when
-    the server's publish of the frame returned (``FrameEngine.publish``), a little after its
+    the server's publish of the frame returned (``Frames.publish``), a little after its
     /clock left, so the participant may start working a few microseconds before the hold does
     (2.8 us seen in a run): at least 90% of the work, a margin no scheduling delay of the
     server between the send and its stamp comes near. The rest of a hold, taking /clock and

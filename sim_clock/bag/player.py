@@ -168,8 +168,8 @@ class BagPlayer:
         node.create_service(Seek, '~/seek', self._on_seek, qos_profile=SERVICE_QOS)
         node.create_service(GetProgress, '~/get_progress', self._on_get_progress,
                             qos_profile=SERVICE_QOS)
-        self._playback = PlaybackServices(node, node.control, node.engine.step, node.timeline,
-                                          self.frames, node.axes, self._end)
+        self._playback = PlaybackServices(node, node.control, node.engine.steps.step,
+                                          node.timeline, self.frames, node.axes, self._end)
         self._log_start()
         self._keyboard = self._keys_timer = None
         if keyboard and user_terminal(_stdin_fd()):

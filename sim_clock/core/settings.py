@@ -107,7 +107,7 @@ class Core:
 
         No participant or gate holds frames (:meth:`holds_frames`), no expected node, no
         ``ack_timeout``. What lets a step be answered within its call
-        (``StepRunner.step_now``). Read from the settings as they are, never kept: nothing to
+        (``StepRunner.step``). Read from the settings as they are, never kept: nothing to
         invalidate when they change.
         """
         return not (self.ack_timeout_ns or self.roster.expected or self.holds_frames())

@@ -38,7 +38,6 @@ from typing import Tuple
 
 from rclpy.clock import Clock
 from sim_clock.core.axes import Axes
-from sim_clock.core.hold import Late
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 
@@ -238,67 +237,6 @@ class AckWaits(Protocol):
 
         Its ``stalled`` names the topics not acknowledged once the iteration ends.
         """
-
-
-class Steps(Protocol):
-    """Steps as the services take them (the frame engine's :class:`~.engine.StepRunner`)."""
-
-    def step_now(self, user_id: str, steps: int, target_frame: int = 0,
-                 epoch: Optional[int] = None,
-                 service: str = '~/step') -> Optional[StepOutcome]:
-        """Take a step nothing can wait for, within the call; None (nothing done) if not."""
-
-    def queue(self, request) -> None:
-        """Take a step after those before it; its outcome goes to ``request.reply``."""
-
-
-class FramesOut(Protocol):
-    """
-    The frame engine as its steps and its free run use it (:class:`~.engine.FrameEngine`).
-
-    The runner of the steps and the free-run tick are made by the engine and given it by this
-    interface: they import nothing of it.
-    """
-
-    #: What the frames out left to do at their end, not done yet (a change), or None.
-    at_frames_end: Optional[Callable[[], object]]
-
-    def publish(self, frames: range, holds: bool) -> None:
-        """
-        Publish new frames: data, /clock and views; note them for participants; settle.
-
-        ``holds``: what :meth:`holds_frames` answered for them.
-        """
-
-    def limit(self, limit: int) -> int:
-        """Return how many frames free run may advance now: the sink's, the rate cap's."""
-
-    def empty_frames(self) -> int:
-        """Return how many of the next frames carry nothing (the sink's; 0: none known)."""
-
-    def holds_frames(self) -> bool:
-        """Whether frames wait for participants or output gates now."""
-
-    def expected_hold(self) -> bool:
-        """Whether frames wait for expected participants that are not ready yet."""
-
-    def run_length(self, limit: int) -> int:
-        """Return how many frames go out up to the next one due for a participant or gated."""
-
-    def unready(self, count: int, start: bool = True) -> List[str]:
-        """Return the gates of the last of the next ``count`` frames with no writer ready."""
-
-    def finish_frames(self) -> None:
-        """Apply what the frames out left to do at their end, once no one works on them."""
-
-    def republish(self) -> None:
-        """Publish the current time again (not a new frame)."""
-
-    def missed(self, late: Late) -> None:
-        """Record the participants and gated outputs a frame stopped waiting for."""
-
-    def no_writer(self, topics: List[str]) -> None:
-        """Record the gates that held a frame for their timeout with no writer matched."""
 
 
 @dataclass

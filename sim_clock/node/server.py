@@ -166,15 +166,15 @@ class ClockServer(Node):
         self.control = ServerControl(
             core, self.changes, axes, self.get_logger(), self.views.describe,
             lambda: alarm.others, self.expected.describe_missing)
-        self._control = ControlServices(self, self.control, self.engine)
-        self.ticker.start(self.engine.tick)
+        self._control = ControlServices(self, self.control, self.engine.steps)
+        self.ticker.start(self.engine.free_run.tick)
         self.output_gates.refresh()
-        self.engine.republish()
+        self.engine.frames.republish()
         self._diagnostics = ClockDiagnostics(
             self, self._timeline, core.hold, self.steady_clock, self.alarm)
         self._simulation_interfaces = (
             simulation_interfaces.SimulationInterfaces(self, self._timeline, self.changes,
-                                                       self.engine.step)
+                                                       self.engine.steps.step)
             if simulation_interfaces.AVAILABLE else None)
         status = self._timeline.status()
         self.get_logger().info(
@@ -205,7 +205,7 @@ class ClockServer(Node):
         engine = getattr(self, 'engine', None)
         if engine is not None:
             engine.close()
-            engine.sink.close()
+            engine.frames.sink.close()
         interfaces = getattr(self, '_simulation_interfaces', None)
         if interfaces is not None:
             interfaces.close()

@@ -16,10 +16,10 @@
 The control services: each callback is one call on a part it was given.
 
 As rclpy's ``ParameterService``, a plain class handed the node for its services; a step goes
-to the frame engine (``steps``: answered within the call by ``step_now`` when nothing can
-wait, else queued), every other request to one method of the control part (:class:`Control`,
-``node/control.py``'s ``ServerControl``). The answers are filled from the outcomes those
-return. Expected failures are in the response, never raised.
+to the frame engine (``steps``: :meth:`StepRunner.step`, answered within the call when
+nothing can wait, else queued), every other request to one method of the control part
+(:class:`Control`, ``node/control.py``'s ``ServerControl``). The answers are filled from the
+outcomes those return. Expected failures are in the response, never raised.
 """
 
 import dataclasses
@@ -34,8 +34,8 @@ from sim_clock.core.units import split_ns
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
+from sim_clock.node.engine import StepRunner
 from sim_clock.node.engine_parts import StepOutcome
-from sim_clock.node.engine_parts import Steps
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
@@ -139,10 +139,12 @@ class ControlServices:
     """
     ``~/sync_mode_cmd``, ``~/step``, ``~/get_status`` and the std_srvs services, on ``node``.
 
-    ``control``: the control part (``ServerControl``); ``steps``: takes steps (the engine).
+    ``control``: the control part (``ServerControl``); ``steps``: the engine's step runner.
+    Each step is one :meth:`StepRunner.step`, its response deferred: a step answered within
+    the call releases it before the callback returns, and it goes out as any other.
     """
 
-    def __init__(self, node, control: Control, steps: Steps):
+    def __init__(self, node, control: Control, steps: StepRunner):
         self._control = control
         self._steps = steps
         # The steps answer once their frames are finished, which may be after the callback
@@ -161,25 +163,16 @@ class ControlServices:
             (SetBool, '~/set_sync', self._on_set_sync)))
 
     def _on_step(self, request, response):
-        epoch = request.epoch if request.check_epoch else None
-        outcome = self._steps.step_now(request.user_id, request.steps, request.target_frame,
-                                       epoch)
-        if outcome is not None:  # the quick path: answered within the call
-            return fill_step(response, outcome)
-        self._steps.queue(StepRequest(
+        self._steps.step(StepRequest(
             user_id=request.user_id, steps=request.steps, target_frame=request.target_frame,
-            epoch=epoch,
+            epoch=request.epoch if request.check_epoch else None,
             reply=self._step_replies.defer(response, functools.partial(fill_step, response))))
         return response
 
     def _on_step_once(self, request, response):
         def answer(outcome):
             response.success, response.message = outcome.success, outcome.message
-        outcome = self._steps.step_now(ANONYMOUS_USER, 1, service='~/step_once')
-        if outcome is not None:
-            answer(outcome)
-            return response
-        self._steps.queue(StepRequest(
+        self._steps.step(StepRequest(
             user_id=ANONYMOUS_USER, steps=1, reply=self._step_once_replies.defer(response, answer),
             service='~/step_once'))
         return response

@@ -94,7 +94,7 @@ def held(gates: Gates, before_ns: int, time_ns: int, now_ns: int, start: bool = 
     """
     Return the gates that hold the frame at ``time_ns``; hold it for them if ``start``.
 
-    As the engine asks and holds (``FrameEngine.unready``).
+    As the engine asks and holds (``Frames.unready``).
     """
     topics = gates.unready(before_ns, time_ns, now_ns)
     gates.hold(topics if start else (), time_ns, now_ns)

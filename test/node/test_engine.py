@@ -23,7 +23,6 @@ output, and a refused step. The time core and the change dispatch are the real o
 from typing import List
 
 from node_doubles import Logger
-import pytest
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
 from sim_clock.core.frame_events import FrameEventRing
@@ -234,7 +233,8 @@ class Rig:
         self.resets.append((epoch, before_ns, after_ns, cause))
 
     def step(self, steps: int, user_id: str = ''):
-        self.engine.step(StepRequest(user_id=user_id, steps=steps, reply=self.answers.append))
+        self.engine.steps.step(
+            StepRequest(user_id=user_id, steps=steps, reply=self.answers.append))
 
     def answer(self):
         assert len(self.answers) == 1, self.answers
@@ -298,11 +298,12 @@ def _both_paths(calls):
         outcomes = []
         for later_ms, user_id, steps, target_frame, epoch in calls:
             rig.clock.now += later_ms * MS
+            request = StepRequest(user_id=user_id, steps=steps, reply=outcomes.append,
+                                  target_frame=target_frame, epoch=epoch)
             if path == 'now':
-                outcomes.append(rig.engine.step_now(user_id, steps, target_frame, epoch))
+                rig.engine.steps.step(request)
             else:
-                rig.engine.queue(StepRequest(user_id=user_id, steps=steps, reply=outcomes.append,
-                                             target_frame=target_frame, epoch=epoch))
+                rig.engine.steps.queue(request)
             assert len(outcomes) == calls.index((later_ms, user_id, steps, target_frame,
                                                  epoch)) + 1, 'answered within the call'
         results.append((outcomes, rig.sink.all_frames(), rig.events.calls, rig.logger.lines,
@@ -331,30 +332,22 @@ def test_the_quick_path_and_the_queue_answer_every_step_alike():
     assert holder == '' and any('lapsed' in line for _, line in lines), lines
 
 
-@pytest.mark.parametrize('setting', [{'ack_timeout': 0.5}, {'expected_participants': ['/n']}])
-def test_anything_that_may_wait_leaves_the_step_to_the_queue(setting):
-    """With ack_timeout or expected nodes, step_now does nothing and says so."""
-    rig = Rig(sync=True, time_step=0.01, **setting)
-    assert rig.engine.step_now('', 3) is None
-    assert rig.sink.frames == [] and rig.timeline.frame == 0 and rig.events.calls == []
-
-
 def test_free_run_publishes_the_frames_due_by_the_steady_clock():
     rig = Rig(sync=False, time_step=0.01, real_time_factor=1.0)
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames() == []
     rig.clock.now += 35 * MS    # three and a half frames of 10 ms at real time
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
     rig.clock.now += 10 * MS
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames()[-1] == 40 * MS and rig.timeline.frame == 4
 
 
 def test_full_speed_free_run_publishes_batches_while_its_time_lasts():
     rig = Rig(SteadyClock(auto_ns=1_000), sync=False, time_step=0.001, real_time_factor=0.0)
     rig.pace.full_speed = True
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     frames = rig.sink.all_frames()
     assert len(frames) > 1
     assert frames == [MS * (k + 1) for k in range(len(frames))]     # every frame, in order
@@ -364,7 +357,7 @@ def test_real_time_publishes_the_steady_time_elapsed():
     rig = Rig(mode='real_time', sync=False)
     start = rig.timeline.time_ns
     rig.clock.now += 5 * MS
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames() == [start + 5 * MS]
 
 
@@ -393,7 +386,7 @@ def test_a_step_held_by_a_participant_goes_on_at_its_done():
         due = rig.sink.all_frames()[-1]
         rig.clock.now += MS
         assert rig.core.barrier.done('planner', due, rig.clock.now)
-        rig.engine.wake()
+        rig.engine.steps.wake()
         if rig.answers:
             break
     outcome = rig.answer()
@@ -454,7 +447,7 @@ def test_a_gated_frame_waits_for_its_output():
     assert rig.gate_readers.drained == 1
     rig.clock.now += MS
     assert gates.arrived('/cmd', rig.clock.now)
-    rig.engine.wake()
+    rig.engine.steps.wake()
     outcome = rig.answer()
     assert outcome.success and outcome.frame == 3, outcome
     assert rig.sink.all_frames() == [10 * MS, 20 * MS, 30 * MS]
@@ -465,10 +458,10 @@ def test_a_release_in_free_run_sends_the_frames_due_at_once():
     rig = Rig(sync=False, time_step=0.01, real_time_factor=1.0)
     rig.core.barrier.join('planner', 0)
     rig.clock.now += 10 * MS
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames() == [10 * MS]           # held there for the participant
     rig.clock.now += 20 * MS
-    rig.engine.tick()
+    rig.engine.free_run.tick()
     assert rig.sink.all_frames() == [10 * MS]
     assert rig.core.barrier.done('planner', 10 * MS, rig.clock.now)
     rig.engine.released()                               # no tick: the release itself
@@ -500,8 +493,8 @@ def capped(max_rate=100.0, **values) -> Rig:
 def run(rig: Rig, wall_ms: int) -> range:
     """Let ``wall_ms`` of wall time pass; publish the frames due as a tick does."""
     rig.clock.now += wall_ms * MS
-    frames = rig.timeline.poll(rig.engine.limit(10 ** 6))
-    rig.engine.publish(frames, rig.core.holds_frames())
+    frames = rig.timeline.poll(rig.engine.frames.limit(10 ** 6))
+    rig.engine.frames.publish(frames, rig.core.holds_frames())
     return frames
 
 
@@ -530,7 +523,7 @@ def test_participants_due_keep_the_last_frame_of_a_run():
     rig.core.barrier.join('participant', MS)
     assert rig.core.holds_frames()
     rig.clock.now += 15 * MS
-    rig.engine.publish(rig.timeline.poll(15), True)
+    rig.engine.frames.publish(rig.timeline.poll(15), True)
     assert rig.sink.clock == [[10 * MS, 15 * MS]]
 
 
@@ -546,7 +539,7 @@ def test_steps_are_not_capped_and_a_republish_after_one_carries_its_time():
     rig = capped(sync=True)
     rig.step(5)
     assert rig.answer().success
-    rig.engine.republish()
+    rig.engine.frames.republish()
     assert rig.sink.clock == [[MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]]
     assert rig.sink.times == [5 * MS]
 
@@ -563,8 +556,8 @@ def test_an_idle_republish_carries_the_last_time_that_went_out():
     """Capped: the time published again is the last grid frame out, never a frame left out."""
     rig = capped()
     run(rig, 15)
-    rig.engine.republish()
-    rig.engine.republish()
+    rig.engine.frames.republish()
+    rig.engine.frames.republish()
     assert rig.sink.times == [10 * MS, 10 * MS]
 
 
@@ -574,15 +567,15 @@ def test_a_reset_forgets_the_last_time_out():
     run(rig, 15)
     rig.changes.apply(lambda: rig.timeline.reset('test'))
     assert rig.sink.times[-1] == 0
-    rig.engine.republish()
+    rig.engine.frames.republish()
     assert rig.sink.times[-1] == 0
 
 
 def test_the_limit_is_the_sinks_boundary_and_the_caps():
     """Never past the sink's boundary; paced, held back by the cap's bucket."""
     rig = Rig(clock=SteadyClock(), boundary=3, time_step=0.001, max_clock_rate=100.0)
-    assert rig.engine.limit(100) == 3
+    assert rig.engine.frames.limit(100) == 3
     assert len(run(rig, 50)) == 3
     # The bucket holds 10 grid frames a burst: at most up to frame 109 now.
-    assert capped().engine.limit(10 ** 6) == 109
-    assert capped(max_rate=0.0).engine.limit(10 ** 6) == 10 ** 6
+    assert capped().engine.frames.limit(10 ** 6) == 109
+    assert capped(max_rate=0.0).engine.frames.limit(10 ** 6) == 10 ** 6

@@ -188,10 +188,10 @@ def test_destroyed_server_refuses_to_publish(domain_id):
     rclpy.init(context=context, domain_id=domain_id)
     try:
         server = ClockServer(context=context)
-        server.engine.sink.publish_time(0)
+        server.engine.frames.sink.publish_time(0)
         server.destroy_node()
         with pytest.raises(RuntimeError, match='the node is destroyed'):
-            server.engine.sink.publish_time(1)
+            server.engine.frames.sink.publish_time(1)
     finally:
         rclpy.try_shutdown(context=context)
 

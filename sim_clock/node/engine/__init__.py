@@ -15,14 +15,15 @@
 """
 The frame engine: every frame of every mode, from the timer or the service call to the answer.
 
-:class:`FrameEngine` (``frames``) publishes each frame and says what holds it;
-:class:`StepRunner` (``steps``) carries a step from its request to its answer;
-:class:`FreeRun` (``free_run``) publishes the frames of free run and real time at each tick.
-It is given its collaborators by their interfaces (``sim_clock.node.engine_parts``) and
-imports no other module of the node.
+:class:`FrameEngine` (``frame_engine``) makes and wires the three others: :class:`Frames`
+(``frames``) publishes each frame and says what holds it; :class:`StepRunner` (``steps``)
+carries a step from its request to its answer; :class:`FreeRun` (``free_run``) publishes the
+frames of free run and real time at each tick. It is given its collaborators by their
+interfaces (``sim_clock.node.engine_parts``) and imports no other module of the node.
 """
 
-from sim_clock.node.engine.frames import FrameEngine
+from sim_clock.node.engine.frame_engine import FrameEngine
 from sim_clock.node.engine.steps import StepRequest
+from sim_clock.node.engine.steps import StepRunner
 
-__all__ = ['FrameEngine', 'StepRequest']
+__all__ = ['FrameEngine', 'StepRequest', 'StepRunner']

@@ -13,17 +13,17 @@
 # limitations under the License.
 
 """
-The frame engine: every frame of every mode goes out here, and what holds it is said here.
+The frames out: every frame of every mode goes out here, and what holds it is said here.
 
-A frame is, in this order (:meth:`FrameEngine.publish`): its data and its /clock (the sink: a
-bag's messages, then /clock, then the clock views, flow-controlled while stepped), then the
+A frame is, in this order (:meth:`Frames.publish`): its data and its /clock (the sink: a bag's
+messages, then /clock, then the clock views, flow-controlled while stepped), then the
 participants it is due for and the output gates that hold it; then what the frames left to do
 at their end (a bag's loop or its pause at the end) once those participants have finished
-them and the gated outputs came (:meth:`FrameEngine.finish_frames`). Frames come from the
-free-run tick (:class:`~.free_run.FreeRun`) and from the steps (:class:`~.steps.StepRunner`),
-whose runs end on the next frame due for a participant or gated
-(:meth:`FrameEngine.run_length`); a gated frame is held, in both, until each of its gates has
-a writer that can deliver to it (:meth:`FrameEngine.unready`).
+them and the gated outputs came (:meth:`Frames.finish_frames`). Frames come from the free-run
+tick (:class:`~.free_run.FreeRun`) and from the steps (:class:`~.steps.StepRunner`), whose runs
+end on the next frame due for a participant or gated (:meth:`Frames.run_length`); a gated
+frame is held, in both, until each of its gates has a writer that can deliver to it
+(:meth:`Frames.unready`). Both are given the one :class:`Frames` of their engine.
 """
 
 from typing import Callable
@@ -34,22 +34,17 @@ from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import HOLDING_MODES
-from sim_clock.node.engine.free_run import FreeRun
-from sim_clock.node.engine.steps import StepRunner
 from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
 
 
-class FrameEngine(EngineMember):
+class Frames(EngineMember):
     """
-    The frames of one clock server, from :class:`EngineParts`: no node, no server.
+    The frames of one clock server going out, and what holds them: no node, no server.
 
     The time core in ``parts.core`` (timeline, the hold of participants and gates, pacing, rate
-    cap, roster, ack timeout) decides; the engine publishes through ``parts.sink``, says each
-    frame to the participants and gates, and announces changes through ``parts.changes``.
-    :meth:`step` takes a step (its runner waits for what holds its frames and answers it);
-    :meth:`tick` publishes the free-run and real-time frames due. The server hands
-    :meth:`on_change` every change of the timeline.
+    cap, roster) decides; this publishes through ``parts.sink`` and says each frame to the
+    participants and gates. Its engine's steps and free run call it; it calls neither.
     """
 
     def __init__(self, parts: EngineParts):
@@ -67,58 +62,8 @@ class FrameEngine(EngineMember):
         #: Whether frames wait for participants or output gates now: the core's answer.
         self.holds_frames = core.holds_frames
         #: What the frames out left to do once finished (:meth:`finish_frames`): a change of
-        #: the timeline, or None. Read by free run at every tick.
+        #: the timeline, or None. Read by free run at every tick; a reset drops it.
         self.at_frames_end: Optional[Callable] = None
-        self._steps = StepRunner(self, parts)
-        self._free_run = FreeRun(self, parts)
-        #: Take a step: :meth:`StepRunner.step`.
-        self.step = self._steps.step
-        #: Take a step nothing can wait for, within the call: :meth:`StepRunner.step_now`.
-        self.step_now = self._steps.step_now
-        #: Take a step after those before it: :meth:`StepRunner.queue`.
-        self.queue = self._steps.queue
-        #: Look again at what the running step waits for: :meth:`StepRunner.wake`.
-        self.wake = self._steps.wake
-        #: Free run and real time: :meth:`FreeRun.tick`.
-        self.tick = self._free_run.tick
-        # What ends a wait calls the engine itself.
-        self._participants.when_released(self.released)
-        self._gate_readers.when_released(self.released)
-        self._expected.when_ready(self.expected_ready)
-        self._changes.after_dispatch(self._after_changes)
-
-    def close(self) -> None:
-        """Drop the steps not answered: the node is being destroyed."""
-        self._steps.close()
-
-    def released(self) -> None:
-        """Go on with a step or free run: a wait may have ended (a done, a leave, an output)."""
-        self._steps.wake()
-        if self._timeline.free_running:
-            self.tick()
-
-    def expected_ready(self) -> None:
-        """
-        Every expected node is ready: the current time again, then a waiting step goes on.
-
-        Their readers of /clock have just matched: the time published again reaches each
-        before the first frame's data (one writer, in order), so a recorder stamps that data
-        and a participant has the time it starts from. Free run goes on at its next tick.
-        """
-        self.republish()
-        self._steps.wake()
-
-    def _after_changes(self, changes: list) -> None:
-        """After a dispatch with a reset: the new time at once, for every reader of /clock."""
-        if any(change.reset for change in changes):
-            self.republish()
-
-    def on_change(self, change) -> None:
-        """Follow a change of the timeline: a step waiting may go on."""
-        if change.reset:
-            # A reset supersedes what the old epoch's frames left to do (a loop, a pause).
-            self.at_frames_end = None
-        self._steps.wake()
 
     # -- what holds frames -----------------------------------------------------------------------
 

@@ -30,15 +30,15 @@ from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.pacing import SKIP_EMPTY_FRAMES
 from sim_clock.core.units import MAX_TIME_NS
+from sim_clock.node.engine.frames import Frames
 from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
-from sim_clock.node.engine_parts import FramesOut
 
 
 class FreeRun(EngineMember):
     """The frames of free run and real time, one tick at a time (:meth:`tick`)."""
 
-    def __init__(self, frames: FramesOut, parts: EngineParts):
+    def __init__(self, frames: Frames, parts: EngineParts):
         super().__init__(parts)
         self._frames = frames
         self._pace = parts.pace

@@ -16,7 +16,7 @@
 The steps of the frame engine: each ``~/step`` (and the calls like it), from request to answer.
 
 A step that nothing can wait for is answered within its call, in one pass from request to
-answer (:meth:`StepRunner.step_now`). Any other is one generator
+answer (:meth:`StepRunner.step`). Any other is one generator
 (:meth:`StepRunner._run_step`) that yields the steady time it waits until, and that the runner
 resumes itself then or whenever what it waits for may have changed (a participant's done or
 leave, a change of the timeline, a message on a gated topic): it needs no executor that awaits
@@ -35,9 +35,9 @@ from typing import Optional
 from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import Refused
+from sim_clock.node.engine.frames import Frames
 from sim_clock.node.engine_parts import EngineMember
 from sim_clock.node.engine_parts import EngineParts
-from sim_clock.node.engine_parts import FramesOut
 from sim_clock.node.engine_parts import StepOutcome
 
 
@@ -79,7 +79,7 @@ class StepRunner(EngineMember):
     timeline, waits for what holds them, and answers.
     """
 
-    def __init__(self, frames: FramesOut, parts: EngineParts):
+    def __init__(self, frames: Frames, parts: EngineParts):
         super().__init__(parts)
         self._frames = frames
         self._acks = parts.acks
@@ -93,25 +93,28 @@ class StepRunner(EngineMember):
         self._timer.cancel()
         self._armed = False
 
-    def step_now(self, user_id: str, steps: int, target_frame: int = 0,
-                 epoch: Optional[int] = None, service: str = '~/step') -> Optional[StepOutcome]:
+    def step(self, request: StepRequest) -> None:
         """
-        Take a step that nothing can wait for, within this call; return its outcome.
+        Take a step; its outcome goes to ``request.reply``, within this call if it can.
 
-        None, with nothing done, when something might wait: a step running or queued, or any
-        participant, gate, expected node or ``ack_timeout`` (:meth:`step` queues it then).
-        The whole quick path, in order: the request, the rules, the frames out, the answer.
+        A step that nothing can wait for is answered here, in one pass (the quick path): the
+        request, the rules, the frames out, the answer. Any other (a step running or queued,
+        any participant, gate, expected node or ``ack_timeout``, or a step with ``progress``)
+        goes to :meth:`queue`.
         """
         # The request: answered now only if nothing could wait, before it or after it.
-        if self._running is not None or self._steps or not self._core.nothing_to_wait_for():
-            return None
+        if (request.progress is not None or self._running is not None or self._steps
+                or not self._core.nothing_to_wait_for()):
+            self.queue(request)
+            return
         timeline, acks = self._timeline, self._acks
         start, frame, epoch_before = self._now(), timeline.frame, timeline.epoch
         if acks.waited:
             acks.take_waits()  # what held earlier frames back is not this step's
         # The rules: the timeline checks the step and advances (a lapsed holder announced).
         try:
-            frames = timeline.step(user_id, steps, target_frame, epoch)
+            frames = timeline.step(request.user_id, request.steps, request.target_frame,
+                                   request.epoch)
         except Refused as refused:
             frames, outcome = None, self._refused(refused)
         finally:
@@ -128,20 +131,10 @@ class StepRunner(EngineMember):
         # The answer, recorded in the frame timeline.
         if self._events.ring.length:
             self._events.step(
-                service, user_id, outcome.clock_ns, start,
+                request.service, request.user_id, outcome.clock_ns, start,
                 outcome.frame - frame if outcome.epoch == epoch_before else outcome.frame,
                 outcome.success, outcome.message)
-        return outcome
-
-    def step(self, request: StepRequest) -> None:
-        """Take a step; its outcome goes to ``request.reply`` (before this returns if it can)."""
-        if request.progress is None:
-            outcome = self.step_now(request.user_id, request.steps, request.target_frame,
-                                    request.epoch, request.service)
-            if outcome is not None:
-                request.reply(outcome)
-                return
-        self.queue(request)
+        request.reply(outcome)
 
     def queue(self, request: StepRequest) -> None:
         """
