@@ -34,7 +34,7 @@ from sim_clock.core.pacing import Pacing
 from sim_clock.core.settings import Core
 from sim_clock.core.timeline import Timeline
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.engine_parts import WaitParts
+from sim_clock.node.engine.parts import WaitParts
 from sim_clock.node.flow_control import FlowControl
 
 MS = 1_000_000

@@ -29,7 +29,7 @@ from typing import TypeVar
 from sim_clock.core.axes import Axes
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
-from sim_clock.node.engine_parts import Logger
+from sim_clock.node.engine.parts import Logger
 from sim_clock.node.resets import log_change
 
 T = TypeVar('T')

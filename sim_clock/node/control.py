@@ -29,8 +29,8 @@ from sim_clock.core.rules import Refused
 from sim_clock.core.settings import Core
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.node.engine_parts import Changes
-from sim_clock.node.engine_parts import Logger
+from sim_clock.node.engine.parts import Changes
+from sim_clock.node.engine.parts import Logger
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome

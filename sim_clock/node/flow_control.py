@@ -75,7 +75,7 @@ from rclpy.qos import ReliabilityPolicy
 from sim_clock._replay import DROPPED
 from sim_clock._replay import UNLIMITED
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.engine_parts import Logger
+from sim_clock.node.engine.parts import Logger
 
 #: The most samples a writer has out, unacknowledged, between two waits.
 MAX_WINDOW = 500

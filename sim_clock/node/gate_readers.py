@@ -35,8 +35,8 @@ from rclpy.qos import ReliabilityPolicy
 from sim_clock.compat import drop_pending
 from sim_clock.core.gates import Gates
 from sim_clock.message_types import get_message
-from sim_clock.node.engine_parts import nothing
-from sim_clock.node.engine_parts import WaitParts
+from sim_clock.node.engine.parts import nothing
+from sim_clock.node.engine.parts import WaitParts
 
 #: How often gated topics not subscribed yet are looked for in the graph, in s.
 DISCOVERY_PERIOD_S = 0.1

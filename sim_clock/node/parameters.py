@@ -58,7 +58,7 @@ from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import time_step_from_seconds
 from sim_clock.core.timeline import Timeline
-from sim_clock.node.engine_parts import Changes
+from sim_clock.node.engine.parts import Changes
 
 
 def _seconds(value) -> str:

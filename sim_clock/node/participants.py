@@ -32,8 +32,8 @@ from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
 from sim_clock.names import DONE_QOS
-from sim_clock.node.engine_parts import nothing
-from sim_clock.node.engine_parts import WaitParts
+from sim_clock.node.engine.parts import nothing
+from sim_clock.node.engine.parts import WaitParts
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
 from sim_clock.srv import Join

@@ -15,7 +15,7 @@
 """
 Frames to messages: /clock serialized once and published raw, in C where rclpy lays it out so.
 
-A frame sink (``engine_parts.FrameSink``) is what the server tells each frame to publish;
+A frame sink (``engine.parts.FrameSink``) is what the server tells each frame to publish;
 :class:`ClockSink`
 publishes /clock only, and the bag player's sink publishes the bag's messages before each
 frame's /clock (``sim_clock.bag.player``).
@@ -46,7 +46,7 @@ from sim_clock.core.units import split_ns
 from sim_clock.names import CLOCK_QOS
 from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.acks import Acknowledgements
-from sim_clock.node.engine_parts import Logger
+from sim_clock.node.engine.parts import Logger
 from sim_clock.node.flow_control import FlowControl
 from sim_clock.node.flow_control import PublisherDestroyed
 

@@ -54,9 +54,9 @@ from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.control import ServerControl
 from sim_clock.node.diagnostics import ClockDiagnostics
 from sim_clock.node.engine import FrameEngine
-from sim_clock.node.engine_parts import EngineParts
-from sim_clock.node.engine_parts import FrameSink
-from sim_clock.node.engine_parts import WaitParts
+from sim_clock.node.engine.parts import EngineParts
+from sim_clock.node.engine.parts import FrameSink
+from sim_clock.node.engine.parts import WaitParts
 from sim_clock.node.flow_control import FlowControl
 from sim_clock.node.frame_timeline import FrameTimeline
 from sim_clock.node.gate_readers import OutputGates

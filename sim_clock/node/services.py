@@ -35,7 +35,7 @@ from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine import StepRunner
-from sim_clock.node.engine_parts import StepOutcome
+from sim_clock.node.engine.parts import StepOutcome
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome

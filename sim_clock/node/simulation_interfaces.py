@@ -63,7 +63,7 @@ from sim_clock.core.timeline import Timeline
 from sim_clock.names import ANONYMOUS_USER
 from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
-from sim_clock.node.engine_parts import Changes
+from sim_clock.node.engine.parts import Changes
 from sim_clock.node.services import serve
 
 try:

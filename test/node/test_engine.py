@@ -29,7 +29,7 @@ from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine import StepRequest
-from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine.parts import EngineParts
 
 MS = 1_000_000
 SECOND = 1_000 * MS

@@ -22,7 +22,7 @@ import pytest
 from sim_clock.bag.player import SeekOutcome
 from sim_clock.bag.progress import ProgressReport
 from sim_clock.core.units import join_ns
-from sim_clock.node.engine_parts import StepOutcome
+from sim_clock.node.engine.parts import StepOutcome
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome

@@ -77,15 +77,13 @@ def test_part_keeps_its_rule(part):
     assert not broken
 
 
-def test_engine_imports_of_the_node_only_its_parts_interfaces():
-    """The frame engine is given its collaborators: of the node it imports their interfaces."""
+def test_engine_imports_of_the_node_only_its_own_folder():
+    """The frame engine is given its collaborators by the interfaces in its own folder."""
     engine = [name for name in MODULES if within(name, 'sim_clock.node.engine')]
     assert 'sim_clock.node.engine.steps' in engine and 'sim_clock.node.engine.free_run' in engine
     imported = {imported for name in engine for imported in _imports(MODULES[name])
                 if within(imported, 'sim_clock.node')}
-    outside = {name for name in imported
-               if not within(name, 'sim_clock.node.engine')
-               and not within(name, 'sim_clock.node.engine_parts')}
+    outside = {name for name in imported if not within(name, 'sim_clock.node.engine')}
     assert not outside
 
 

@@ -19,7 +19,7 @@ The frame engine: every frame of every mode, from the timer or the service call 
 (``frames``) publishes each frame and says what holds it; :class:`StepRunner` (``steps``)
 carries a step from its request to its answer; :class:`FreeRun` (``free_run``) publishes the
 frames of free run and real time at each tick. It is given its collaborators by their
-interfaces (``sim_clock.node.engine_parts``) and imports no other module of the node.
+interfaces (``sim_clock.node.engine.parts``) and imports no other module of the node.
 """
 
 from sim_clock.node.engine.frame_engine import FrameEngine

@@ -23,8 +23,8 @@ step waiting and to free run. None of the three calls back into it.
 
 from sim_clock.node.engine.frames import Frames
 from sim_clock.node.engine.free_run import FreeRun
+from sim_clock.node.engine.parts import EngineParts
 from sim_clock.node.engine.steps import StepRunner
-from sim_clock.node.engine_parts import EngineParts
 
 
 class FrameEngine:

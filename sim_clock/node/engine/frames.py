@@ -34,8 +34,8 @@ from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import HOLDING_MODES
-from sim_clock.node.engine_parts import EngineMember
-from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine.parts import EngineMember
+from sim_clock.node.engine.parts import EngineParts
 
 
 class Frames(EngineMember):

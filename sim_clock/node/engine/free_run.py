@@ -31,8 +31,8 @@ from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.pacing import SKIP_EMPTY_FRAMES
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.node.engine.frames import Frames
-from sim_clock.node.engine_parts import EngineMember
-from sim_clock.node.engine_parts import EngineParts
+from sim_clock.node.engine.parts import EngineMember
+from sim_clock.node.engine.parts import EngineParts
 
 
 class FreeRun(EngineMember):

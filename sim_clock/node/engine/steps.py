@@ -36,9 +36,9 @@ from sim_clock.core.barrier import MAX_ROUNDS
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import Refused
 from sim_clock.node.engine.frames import Frames
-from sim_clock.node.engine_parts import EngineMember
-from sim_clock.node.engine_parts import EngineParts
-from sim_clock.node.engine_parts import StepOutcome
+from sim_clock.node.engine.parts import EngineMember
+from sim_clock.node.engine.parts import EngineParts
+from sim_clock.node.engine.parts import StepOutcome
 
 
 #: The shortest wait the runner's timer is armed for, in ns (a turn of the executor).
