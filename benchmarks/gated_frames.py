@@ -46,9 +46,9 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.client.domains import domain_for_run
 from sim_clock.client.domains import DOMAIN_HELP
 from sim_clock.client.lockstep_harness import parameter_arguments
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import Step
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import SERVICE_QOS
 from std_msgs.msg import String
 
 TIME_STEP_NS = 10_000_000

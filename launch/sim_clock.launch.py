@@ -33,9 +33,9 @@ from launch.actions import DeclareLaunchArgument
 from launch.actions import OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from sim_clock.launch_arguments import describe
-from sim_clock.launch_arguments import FROM_PARAMS_FILE
-from sim_clock.launch_arguments import parameter_overrides
+from sim_clock.process.launch_arguments import describe
+from sim_clock.process.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.process.launch_arguments import parameter_overrides
 import yaml
 
 # name -> description. The defaults are those of config/sim_clock.yaml, as installed.

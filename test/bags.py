@@ -28,7 +28,7 @@ from rosbags.rosbag2 import StoragePlugin
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
-from sim_clock.names import TIME_STEP_KEY
+from sim_clock.wire.names import TIME_STEP_KEY
 
 MS = 1_000_000
 #: The bags' first timestamp: 1000 s and a few ns, so that time is checked to the nanosecond.

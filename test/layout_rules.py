@@ -17,7 +17,12 @@
 #: part -> (its modules' prefix, the imports it must never make)
 RULES = {
     'core': ('sim_clock.core', ('rclpy', 'rosbags', 'sim_clock.node', 'sim_clock.bag',
-                                'sim_clock.client', 'sim_clock.names', 'sim_clock._replay')),
+                                'sim_clock.client', 'sim_clock.wire', 'sim_clock.process',
+                                'sim_clock._replay')),
+    'wire': ('sim_clock.wire', ('rosbags', 'sim_clock.node', 'sim_clock.bag', 'sim_clock.client',
+                                'sim_clock.process', 'sim_clock._replay')),
+    'process': ('sim_clock.process', ('rosbags', 'sim_clock.node', 'sim_clock.bag',
+                                      'sim_clock.client', 'sim_clock.wire', 'sim_clock._replay')),
     'node': ('sim_clock.node', ('rosbags', 'sim_clock.bag', 'sim_clock.client')),
     'bag': ('sim_clock.bag', ('sim_clock.client',)),
     'client': ('sim_clock.client', ('sim_clock.node', 'sim_clock.bag', 'sim_clock._replay')),

@@ -56,12 +56,12 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.msg import Done
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import SERVICE_QOS
 from std_srvs.srv import Trigger
 
 NS_PER_SEC = 1_000_000_000

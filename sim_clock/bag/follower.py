@@ -49,17 +49,17 @@ from sim_clock.core.units import join_ns
 from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
-from sim_clock.names import CLOCK_TOPIC
-from sim_clock.names import DONE_QOS
-from sim_clock.names import SERVICE_QOS
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import full_name
 from sim_clock.node.flow_control import STALLED_WARNING_PERIOD_S
 from sim_clock.node.flow_control import window
 from sim_clock.node.runtime import spin_until_stopped
-from sim_clock.ready import ReadyReports
 from sim_clock.srv import Join
 from sim_clock.srv import Leave
+from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.names import DONE_QOS
+from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.ready import ReadyReports
 
 #: The follower's node name: not the clock server's, which it may follow.
 FOLLOWER_NODE_NAME = 'bag_player'

@@ -32,7 +32,6 @@ from rclpy.parameter import Parameter
 from sim_clock.compat import DeferredReplies
 from sim_clock.core.axes import Axes
 from sim_clock.core.rules import frames_until
-from sim_clock.names import ANONYMOUS_USER
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.services import Control
@@ -42,6 +41,7 @@ from sim_clock.srv import Burst
 from sim_clock.srv import GetRate
 from sim_clock.srv import IsPaused
 from sim_clock.srv import SetRate
+from sim_clock.wire.names import ANONYMOUS_USER
 from std_srvs.srv import Trigger
 
 #: Why ~/play_next and ~/burst refuse while time advances by itself (rosbag2's rule too).

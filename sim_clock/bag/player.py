@@ -38,9 +38,6 @@ from rclpy.clock import ClockType
 from rclpy.duration import Duration
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
-from sim_clock.arguments import check_ros_args
-from sim_clock.arguments import InvalidRosArguments
-from sim_clock.arguments import split_command_line
 from sim_clock.bag.accounting import Account
 from sim_clock.bag.accounting import account
 from sim_clock.bag.accounting import describe_left_out
@@ -63,15 +60,18 @@ from sim_clock.core.state import ChangeKind
 from sim_clock.core.units import format_seconds
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.names import NODE_NAME
-from sim_clock.names import SERVICE_QOS
 from sim_clock.node.outcomes import Answer
 from sim_clock.node.publishing import SinkParts
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.server import ClockServer
 from sim_clock.node.services import fill
+from sim_clock.process.arguments import check_ros_args
+from sim_clock.process.arguments import InvalidRosArguments
+from sim_clock.process.arguments import split_command_line
 from sim_clock.srv import GetProgress
 from sim_clock.srv import Seek
+from sim_clock.wire.names import NODE_NAME
+from sim_clock.wire.names import SERVICE_QOS
 
 LOOP_DESCRIPTOR = ParameterDescriptor(
     description='At the end of the bag, start again from its beginning (a reset: epoch + 1). '

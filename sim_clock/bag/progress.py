@@ -31,9 +31,9 @@ from typing import Optional
 from typing import TextIO
 
 from sim_clock.core.units import NS_PER_SEC
-from sim_clock.progress_report import Playback
-from sim_clock.progress_report import ProgressReport
-from sim_clock.progress_report import UNKNOWN_TIME_LEFT
+from sim_clock.wire.progress_report import Playback
+from sim_clock.wire.progress_report import ProgressReport
+from sim_clock.wire.progress_report import UNKNOWN_TIME_LEFT
 
 #: The terminal line is rewritten at most this often (five times a second).
 LINE_PERIOD_NS = NS_PER_SEC // 5

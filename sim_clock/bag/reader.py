@@ -43,8 +43,8 @@ from sim_clock.bag.storage import StorageError
 from sim_clock.bag.storage import StoredBag
 from sim_clock.bag.storage import zstd
 from sim_clock.core.units import MAX_TIME_NS
-from sim_clock.message_types import get_message
-from sim_clock.names import CLOCK_TOPIC
+from sim_clock.wire.message_types import get_message
+from sim_clock.wire.names import CLOCK_TOPIC
 
 #: A batch holds at most this many messages ...
 BATCH_MESSAGES = 1000

@@ -50,9 +50,6 @@ from rosbags.rosbag2 import WriterError
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sim_clock.arguments import check_ros_args
-from sim_clock.arguments import InvalidRosArguments
-from sim_clock.arguments import split_command_line
 from sim_clock.bag.recorder_bag_file import close_bag
 from sim_clock.bag.recorder_bag_file import create_bag
 from sim_clock.bag.recorder_bag_file import message_definition
@@ -66,16 +63,19 @@ from sim_clock.bag.recorder_round_tally import RoundTally
 from sim_clock.bag.recorder_summary import RecordingSummary
 from sim_clock.compat import take_ready
 from sim_clock.core.units import join_ns
-from sim_clock.message_types import get_message
 from sim_clock.msg import Round
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import CLOCK_TOPIC
-from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import DONE_QOS
-from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
 from sim_clock.node.runtime import loopback_udp_only
 from sim_clock.node.runtime import spin_until_stopped
-from sim_clock.ready import ReadyReports
+from sim_clock.process.arguments import check_ros_args
+from sim_clock.process.arguments import InvalidRosArguments
+from sim_clock.process.arguments import split_command_line
+from sim_clock.wire.message_types import get_message
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.names import DEFAULT_SERVER
+from sim_clock.wire.names import DONE_QOS
+from sim_clock.wire.names import RECORDER_NODE_NAME as NODE_NAME
+from sim_clock.wire.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
 DISCOVERY_PERIOD = 0.2
 #: At --until, how long the recording waits at most for the messages the server's Rounds

@@ -40,7 +40,7 @@ from rosbags.rosbag2 import StoragePlugin
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_types_from_msg
 from rosbags.typesys import TypesysError
-from sim_clock.names import TIME_STEP_KEY
+from sim_clock.wire.names import TIME_STEP_KEY
 
 #: The data file's name without its extension, whatever the bag's directory is called.
 DATA_NAME = 'recording'

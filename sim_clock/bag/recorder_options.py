@@ -25,10 +25,10 @@ from rclpy.expand_topic_name import expand_topic_name
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from sim_clock.core.rules import Refused
 from sim_clock.core.rules import seconds_to_ns
-from sim_clock.message_types import get_message
-from sim_clock.names import CLOCK_TOPIC
-from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import RECORDER_NODE_NAME as NODE_NAME
+from sim_clock.wire.message_types import get_message
+from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.names import DEFAULT_SERVER
+from sim_clock.wire.names import RECORDER_NODE_NAME as NODE_NAME
 
 #: The type of /clock and of clock views: never recorded by --all.
 CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'

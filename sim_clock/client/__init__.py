@@ -32,8 +32,8 @@ from sim_clock.client.results import SimClockServerGone
 from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
-from sim_clock.progress_report import Playback
-from sim_clock.progress_report import ProgressReport
+from sim_clock.wire.progress_report import Playback
+from sim_clock.wire.progress_report import ProgressReport
 
 __all__ = [
     'FrameEvents', 'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient',

@@ -65,11 +65,6 @@ from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Reset
-from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import RESET_READER_QOS
-from sim_clock.names import SERVICE_QOS
-from sim_clock.progress_report import Playback
-from sim_clock.progress_report import ProgressReport
 from sim_clock.srv import GetFrameEvents
 from sim_clock.srv import GetProgress
 from sim_clock.srv import GetStatus
@@ -78,6 +73,11 @@ from sim_clock.srv import Leave
 from sim_clock.srv import Seek
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
+from sim_clock.wire.names import DEFAULT_SERVER
+from sim_clock.wire.names import RESET_READER_QOS
+from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.progress_report import Playback
+from sim_clock.wire.progress_report import ProgressReport
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 

@@ -37,7 +37,7 @@ from typing import Tuple
 import apsw
 from rosbags.rosbag2 import Reader
 from rosbags.rosbag2 import ReaderError
-from sim_clock.names import TIME_STEP_KEY
+from sim_clock.wire.names import TIME_STEP_KEY
 import yaml
 
 #: Bytes shown each side of the first differing byte.

@@ -146,7 +146,7 @@ def run(args) -> int:
     from sim_clock.client.api import SimClockRefused
     from sim_clock.client.api import SimClockServerGone
     from sim_clock.client.api import SimClockTimeout
-    from sim_clock.fastdds_profiles import our_profile_meanwhile
+    from sim_clock.process.fastdds_profiles import our_profile_meanwhile
 
     # Ctrl-C ends every command, also where the parent started this one with SIGINT ignored
     # (a background job of a non-interactive shell): rclpy chains its handler to this one.
@@ -203,7 +203,7 @@ def run(args) -> int:
     finally:
         # All of this process's middleware ends here, while it is whole: the node (the last
         # one takes the DDS participant with it), then the context. The executable's exit
-        # then skips the libraries' teardown (sim_clock.process_exit).
+        # then skips the libraries' teardown (sim_clock.process.process_exit).
         client.close()
         rclpy.try_shutdown(context=context)
         context.destroy()

@@ -29,7 +29,7 @@ from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.core.rules import real_time_factor_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import seconds_text_to_ns
-from sim_clock.names import DEFAULT_SERVER
+from sim_clock.wire.names import DEFAULT_SERVER
 
 USER_ID_COMMANDS = {
     'step': "the user_id to step as (the sync holder's, if one holds sync mode)",

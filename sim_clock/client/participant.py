@@ -57,10 +57,10 @@ from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
-from sim_clock.names import CLOCK_TOPIC
-from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import DONE_QOS
-from sim_clock.ready import ReadyReports
+from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.names import DEFAULT_SERVER
+from sim_clock.wire.names import DONE_QOS
+from sim_clock.wire.ready import ReadyReports
 
 #: The participant's own /clock subscription: reliable and deep, so it sees every frame.
 CLOCK_QOS = QoSProfile(

@@ -22,8 +22,8 @@ from rclpy import signals
 from rclpy.clock import ClockType
 from rclpy.event_handler import EventHandler
 from rclpy.executors import TimeoutException
-from sim_clock.stop_signals import hand_back_stop_signals
-from sim_clock.stop_signals import STOP_SIGNALS
+from sim_clock.process.stop_signals import hand_back_stop_signals
+from sim_clock.process.stop_signals import STOP_SIGNALS
 
 
 def sim_timers(executor):
@@ -77,7 +77,7 @@ def signals_noted():
     Note SIGINT and SIGTERM in the list yielded, in place of rclpy's handlers, then restore.
 
     Once one came, the process is on its way out: SIGINT and SIGTERM are then ignored to the
-    end, as in the executables (``sim_clock.stop_signals``), in place of the handlers of
+    end, as in the executables (``sim_clock.process.stop_signals``), in place of the handlers of
     before, and rclpy's come back over that. Only in the main thread, the one Python runs
     signal handlers in; elsewhere rclpy's handlers stay and the list stays empty.
     """

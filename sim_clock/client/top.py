@@ -46,7 +46,7 @@ from sim_clock.core.units import format_seconds
 from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.core.units import seconds_text_to_ns
-from sim_clock.names import DEFAULT_SERVER
+from sim_clock.wire.names import DEFAULT_SERVER
 
 #: Seconds between refreshes, unless --interval says.
 DEFAULT_INTERVAL_S = 0.5

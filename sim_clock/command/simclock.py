@@ -17,7 +17,7 @@
 from ros2cli.command import CommandExtension
 from sim_clock.client.cli import run
 from sim_clock.client.cli_arguments import add_arguments
-from sim_clock.process_exit import exit_without_teardown
+from sim_clock.process.process_exit import exit_without_teardown
 
 
 class SimclockCommand(CommandExtension):
@@ -32,7 +32,7 @@ class SimclockCommand(CommandExtension):
         Carry out one command, then end the process with its exit code.
 
         As the simclock executable does: without the libraries' teardown at exit, which can
-        crash once the answer is printed (sim_clock.process_exit). ros2cli has nothing left
+        crash once the answer is printed (sim_clock.process.process_exit). ros2cli has nothing left
         to do after its verb but exit with the code returned.
         """
         exit_without_teardown(run(args))

@@ -22,7 +22,7 @@ on ``/clock`` is logged once as an error naming it, shown by ``~/get_status`` an
 
 from typing import List
 
-from sim_clock.names import CLOCK_TOPIC
+from sim_clock.wire.names import CLOCK_TOPIC
 
 #: How often the graph is looked at, in s.
 CHECK_PERIOD_S = 1.0

@@ -35,7 +35,7 @@ from sim_clock.core.hold import Hold
 from sim_clock.core.hold import Late
 from sim_clock.core.rules import Mode
 from sim_clock.core.timeline import Timeline
-from sim_clock.names import DIAGNOSTICS_TOPIC
+from sim_clock.wire.names import DIAGNOSTICS_TOPIC
 
 DIAGNOSTICS_PERIOD_S = 1.0
 #: Free run slower than this fraction of its configured pace is reported as WARN.

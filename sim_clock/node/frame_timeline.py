@@ -40,8 +40,8 @@ from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
 from sim_clock.core.frame_events import STEP
 from sim_clock.msg import FrameEvent as FrameEventMsg
-from sim_clock.names import SERVICE_QOS
 from sim_clock.srv import GetFrameEvents
+from sim_clock.wire.names import SERVICE_QOS
 
 #: ~/frame_events: reliable and volatile, deep enough for a burst of frames.
 EVENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,

@@ -34,9 +34,9 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.compat import drop_pending
 from sim_clock.core.gates import Gates
-from sim_clock.message_types import get_message
 from sim_clock.node.engine.parts import nothing
 from sim_clock.node.engine.parts import WaitParts
+from sim_clock.wire.message_types import get_message
 
 #: How often gated topics not subscribed yet are looked for in the graph, in s.
 DISCOVERY_PERIOD_S = 0.1

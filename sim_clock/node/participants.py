@@ -31,13 +31,13 @@ from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
-from sim_clock.names import DONE_QOS
 from sim_clock.node.engine.parts import nothing
 from sim_clock.node.engine.parts import WaitParts
 from sim_clock.node.services import fill
 from sim_clock.node.services import serve
 from sim_clock.srv import Join
 from sim_clock.srv import Leave
+from sim_clock.wire.names import DONE_QOS
 
 #: How often the graph is looked at for participants whose node has gone, in s.
 GRAPH_CHECK_PERIOD_S = 0.5

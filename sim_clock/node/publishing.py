@@ -43,12 +43,12 @@ from sim_clock.compat import raw_publish
 from sim_clock.core.axes import Axes
 from sim_clock.core.settings import Core
 from sim_clock.core.units import split_ns
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.engine.parts import Logger
 from sim_clock.node.flow_control import FlowControl
 from sim_clock.node.flow_control import PublisherDestroyed
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import CLOCK_TOPIC
 
 
 #: The encapsulation header of CDR, little-endian: what sim_clock._replay writes.

@@ -30,9 +30,9 @@ from sim_clock.core.roster import Report
 from sim_clock.core.roster import Roster
 from sim_clock.core.roster import WriterView
 from sim_clock.msg import Ready
-from sim_clock.names import READY_READER_QOS
 from sim_clock.node.engine.parts import nothing
-from sim_clock.ready import readers_seen
+from sim_clock.wire.names import READY_READER_QOS
+from sim_clock.wire.ready import readers_seen
 
 #: How often the server looks again while an expected node is missing, in s.
 LOOK_PERIOD_S = 0.05

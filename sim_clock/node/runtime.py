@@ -33,13 +33,13 @@ from rclpy.qos_overriding_options import InvalidQosOverridesError
 from rclpy.signals import SignalHandlerOptions
 from rclpy.utilities import try_shutdown
 from sim_clock.core.rules import Refused
-from sim_clock.fastdds_profiles import answer_late_clients
-from sim_clock.fastdds_profiles import fast_dds_major
-from sim_clock.fastdds_profiles import GIVEN_PROFILES
-from sim_clock.fastdds_profiles import LOOPBACK_PROFILE_FILES
-from sim_clock.fastdds_profiles import PROFILES_VARIABLES
-from sim_clock.stop_signals import hand_back_stop_signals
-from sim_clock.stop_signals import STOP_SIGNALS
+from sim_clock.process.fastdds_profiles import answer_late_clients
+from sim_clock.process.fastdds_profiles import fast_dds_major
+from sim_clock.process.fastdds_profiles import GIVEN_PROFILES
+from sim_clock.process.fastdds_profiles import LOOPBACK_PROFILE_FILES
+from sim_clock.process.fastdds_profiles import PROFILES_VARIABLES
+from sim_clock.process.stop_signals import hand_back_stop_signals
+from sim_clock.process.stop_signals import STOP_SIGNALS
 
 try:
     from rclpy.experimental import EventsExecutor

@@ -35,16 +35,11 @@ import rclpy
 from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.node import Node
-from sim_clock.arguments import check_ros_args
-from sim_clock.arguments import InvalidRosArguments
-from sim_clock.arguments import split_command_line
 from sim_clock.compat import detach_time_source
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
 from sim_clock.core.state import Change
 from sim_clock.core.timeline import Timeline
-from sim_clock.names import CLOCK_TOPIC
-from sim_clock.names import NODE_NAME
 from sim_clock.node import parameters
 from sim_clock.node import resets
 from sim_clock.node import simulation_interfaces
@@ -70,6 +65,11 @@ from sim_clock.node.services import ControlServices
 from sim_clock.node.ticking import Ticker
 from sim_clock.node.view_publishers import ClockViews
 from sim_clock.node.view_publishers import declare_views
+from sim_clock.process.arguments import check_ros_args
+from sim_clock.process.arguments import InvalidRosArguments
+from sim_clock.process.arguments import split_command_line
+from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.names import NODE_NAME
 
 
 class ClockServer(Node):

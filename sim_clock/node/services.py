@@ -31,8 +31,6 @@ from typing import Tuple
 
 from sim_clock.compat import DeferredReplies
 from sim_clock.core.units import split_ns
-from sim_clock.names import ANONYMOUS_USER
-from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine import StepRunner
 from sim_clock.node.engine.parts import StepOutcome
@@ -42,6 +40,8 @@ from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
+from sim_clock.wire.names import ANONYMOUS_USER
+from sim_clock.wire.names import SERVICE_QOS
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 

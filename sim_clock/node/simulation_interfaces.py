@@ -60,11 +60,11 @@ from sim_clock.compat import DeferredReplies
 from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.core.timeline import Timeline
-from sim_clock.names import ANONYMOUS_USER
-from sim_clock.names import SERVICE_QOS
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine.parts import Changes
 from sim_clock.node.services import serve
+from sim_clock.wire.names import ANONYMOUS_USER
+from sim_clock.wire.names import SERVICE_QOS
 
 try:
     from simulation_interfaces.action import SimulateSteps

@@ -34,13 +34,13 @@ from sim_clock.core.rules import Refused
 from sim_clock.core.timeline import Timeline
 from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import CLOCK_TOPIC
 from sim_clock.node.flow_control import FlowControl
 from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.publishing import pinned
 from sim_clock.node.publishing import publisher_destroyed
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import CLOCK_TOPIC
 import yaml
 
 VIEWS_PARAMETER = 'clock_views_file'

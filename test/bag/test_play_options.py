@@ -20,13 +20,13 @@ from bags import write_string_bag
 import pytest
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import ReliabilityPolicy
-from sim_clock.arguments import empty_parameter_values
-from sim_clock.arguments import split_ros_args
 from sim_clock.bag.play_options import parse_arguments
 from sim_clock.bag.play_options import qos_overrides_from_yaml
 from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagError
 from sim_clock.bag.reader import TopicFilter
+from sim_clock.process.arguments import empty_parameter_values
+from sim_clock.process.arguments import split_ros_args
 
 
 def test_flags_map_onto_parameters_and_options():

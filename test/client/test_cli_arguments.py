@@ -21,7 +21,7 @@ from sim_clock.client.cli_arguments import add_arguments
 from sim_clock.client.cli_arguments import check_arguments
 from sim_clock.client.cli_arguments import DEFAULT_TIMEOUT
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
-from sim_clock.names import DEFAULT_SERVER
+from sim_clock.wire.names import DEFAULT_SERVER
 
 
 def parse(*argv):

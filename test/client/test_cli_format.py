@@ -28,8 +28,8 @@ from sim_clock.client.cli_format import measured_rate
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
-from sim_clock.progress_report import Playback
-from sim_clock.progress_report import ProgressReport
+from sim_clock.wire.progress_report import Playback
+from sim_clock.wire.progress_report import ProgressReport
 
 STATUS = Status(mode='simulation', sync=True, paused=False, frame=12, time_ns=120_000_000,
                 epoch=2, owner='alice', real_time_factor=1.0, time_step_ns=10_000_000,

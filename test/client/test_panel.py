@@ -46,8 +46,8 @@ from sim_clock.client.results import Status
 from sim_clock.core.frame_events import DONE
 from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEventRing
-from sim_clock.progress_report import Playback
-from sim_clock.progress_report import ProgressReport
+from sim_clock.wire.progress_report import Playback
+from sim_clock.wire.progress_report import ProgressReport
 
 MS = 1_000_000
 SEC = 1_000_000_000

@@ -30,9 +30,9 @@ from rclpy.node import Node
 from sim_clock.core.rules import Mode
 from sim_clock.msg import Done
 from sim_clock.msg import Round
-from sim_clock.names import DONE_QOS
 from sim_clock.node.participants import Participants
 from sim_clock.srv import Join
+from sim_clock.wire.names import DONE_QOS
 
 
 class Rig:

@@ -31,9 +31,9 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.core.roster import Roster
 from sim_clock.core.roster import WriterView
 from sim_clock.msg import Ready
-from sim_clock.names import CLOCK_QOS
-from sim_clock.names import READY_QOS
 from sim_clock.node.readiness import ExpectedParticipants
+from sim_clock.wire.names import CLOCK_QOS
+from sim_clock.wire.names import READY_QOS
 from std_msgs.msg import String
 
 PLANNER = '/planner'

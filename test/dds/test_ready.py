@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""``sim_clock.ready``: what a node says on ``~/ready``, through real nodes on DDS."""
+"""``sim_clock.wire.ready``: what a node says on ``~/ready``, through real nodes on DDS."""
 
 import time
 
@@ -21,12 +21,12 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import QoSProfile
 from sim_clock.msg import Ready
-from sim_clock.names import READY_QOS
-from sim_clock.ready import LOOK_NS
-from sim_clock.ready import readers_seen
-from sim_clock.ready import ReadyReports
-from sim_clock.ready import SeenReaders
-from sim_clock.ready import UNKNOWN_NODE
+from sim_clock.wire.names import READY_QOS
+from sim_clock.wire.ready import LOOK_NS
+from sim_clock.wire.ready import readers_seen
+from sim_clock.wire.ready import ReadyReports
+from sim_clock.wire.ready import SeenReaders
+from sim_clock.wire.ready import UNKNOWN_NODE
 from std_msgs.msg import String
 
 TIMEOUT_S = 10.0

@@ -30,12 +30,12 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.core.axes import Axes
 from sim_clock.core.rules import Refused
 from sim_clock.core.timeline import Timeline
-from sim_clock.names import CLOCK_QOS
 from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.flow_control import PublisherDestroyed
 from sim_clock.node.view_publishers import ClockViews
 from sim_clock.node.view_publishers import declare_views
 from sim_clock.node.view_publishers import load_views
+from sim_clock.wire.names import CLOCK_QOS
 
 OFFSET_NS = 100 * SECOND
 VIEWS = 'views:\n  fast: {offset: 0.5, drift_ppm: 100000}\n  late: {offset: -2}\n'

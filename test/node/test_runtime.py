@@ -17,12 +17,12 @@
 import importlib.metadata
 
 import pytest
-from sim_clock.fastdds_profiles import answer_late_clients
-from sim_clock.fastdds_profiles import fast_dds_major
-from sim_clock.fastdds_profiles import GIVEN_PROFILES
-from sim_clock.fastdds_profiles import LOOPBACK_PROFILE_FILES
-from sim_clock.fastdds_profiles import PROFILE_FILES
 from sim_clock.node.runtime import loopback_udp_only
+from sim_clock.process.fastdds_profiles import answer_late_clients
+from sim_clock.process.fastdds_profiles import fast_dds_major
+from sim_clock.process.fastdds_profiles import GIVEN_PROFILES
+from sim_clock.process.fastdds_profiles import LOOPBACK_PROFILE_FILES
+from sim_clock.process.fastdds_profiles import PROFILE_FILES
 
 
 @pytest.mark.parametrize('environ, variable, expected', [

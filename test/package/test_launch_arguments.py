@@ -12,14 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Launch arguments over params_file (``sim_clock.launch_arguments``): given ones win."""
+"""Launch arguments over params_file (``sim_clock.process.launch_arguments``): given ones win."""
 
 import pytest
 from sim_clock.core import settings
-from sim_clock.launch_arguments import describe
-from sim_clock.launch_arguments import FROM_PARAMS_FILE
-from sim_clock.launch_arguments import parameter_overrides
-from sim_clock.launch_arguments import parameter_value
+from sim_clock.process.launch_arguments import describe
+from sim_clock.process.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.process.launch_arguments import parameter_overrides
+from sim_clock.process.launch_arguments import parameter_value
 
 #: The launch files' parameter arguments and their defaults (config/sim_clock.yaml's).
 DEFAULTS = dict(settings.DEFAULTS, loop=False, use_sim_time=False)

@@ -26,8 +26,8 @@ from harness import ROOT
 import pytest
 from sim_clock.bag.player import PLAYER_PARAMETERS
 from sim_clock.core import settings
-from sim_clock.launch_arguments import FROM_PARAMS_FILE
-from sim_clock.names import RECORDER_NODE_NAME
+from sim_clock.process.launch_arguments import FROM_PARAMS_FILE
+from sim_clock.wire.names import RECORDER_NODE_NAME
 import yaml
 
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')

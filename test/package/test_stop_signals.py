@@ -17,10 +17,10 @@
 import signal
 import sys
 
-from sim_clock.stop_signals import hand_back_stop_signals
-from sim_clock.stop_signals import ignore_stop_signals
-from sim_clock.stop_signals import ignoring_late_stop_signals
-from sim_clock.stop_signals import STOP_SIGNALS
+from sim_clock.process.stop_signals import hand_back_stop_signals
+from sim_clock.process.stop_signals import ignore_stop_signals
+from sim_clock.process.stop_signals import ignoring_late_stop_signals
+from sim_clock.process.stop_signals import STOP_SIGNALS
 
 
 class Unraisable:

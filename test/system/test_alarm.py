@@ -20,7 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 import rclpy
 from rosgraph_msgs.msg import Clock
-from sim_clock.names import CLOCK_QOS
+from sim_clock.wire.names import CLOCK_QOS
 
 TIMEOUT = 15.0
 

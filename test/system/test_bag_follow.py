@@ -41,7 +41,7 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.compat import take_ready
 from sim_clock.core.units import split_ns
 from sim_clock.msg import Ready
-from sim_clock.names import READY_READER_QOS
+from sim_clock.wire.names import READY_READER_QOS
 
 FOLLOWER = '/bag_player'
 DEEP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000,

@@ -35,9 +35,9 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
+from sim_clock.wire.names import RECORDER_NODE_NAME
 
 STEP = 10 * MS
 SYNC = {'sync': True, 'time_step': STEP / NS}

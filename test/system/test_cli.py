@@ -333,7 +333,7 @@ def test_the_executable_prints_and_ends_into_pipes_as_the_command_does(
 
     An answer (status, 0), a refusal (1), no such server (3) and, without a server, a
     difference printed on stdout with 1: the executable ends without the libraries' teardown
-    (sim_clock.process_exit), and loses nothing of what it printed.
+    (sim_clock.process.process_exit), and loses nothing of what it printed.
     """
     start_server(SYNC)
     client.status_when_ready()

@@ -37,10 +37,10 @@ import pytest
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
-from sim_clock.fastdds_profiles import fast_dds_major
-from sim_clock.fastdds_profiles import PROFILE_FILES
-from sim_clock.fastdds_profiles import PROFILES_VARIABLES
-from sim_clock.names import RECORDER_NODE_NAME
+from sim_clock.process.fastdds_profiles import fast_dds_major
+from sim_clock.process.fastdds_profiles import PROFILE_FILES
+from sim_clock.process.fastdds_profiles import PROFILES_VARIABLES
+from sim_clock.wire.names import RECORDER_NODE_NAME
 from test_stack import FRAMES
 from test_stack import MS
 from test_stack import NODE

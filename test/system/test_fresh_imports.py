@@ -46,8 +46,8 @@ def test_core_loads_no_ros(tmp_path):
 
 def test_launch_arguments_load_no_ros(tmp_path):
     """The launch files' argument rules load neither rclpy nor launch: tested where neither is."""
-    loaded = _loaded_by('import sim_clock.launch_arguments', str(tmp_path))
-    assert 'sim_clock.launch_arguments' in loaded
+    loaded = _loaded_by('import sim_clock.process.launch_arguments', str(tmp_path))
+    assert 'sim_clock.process.launch_arguments' in loaded
     assert not {name for name in loaded if name.split('.')[0] in ('rclpy', 'launch', 'launch_ros')}
 
 

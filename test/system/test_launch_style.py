@@ -34,7 +34,7 @@ from harness import NS
 from harness import soak
 import pytest
 from sim_clock.client.bag_diff import compare
-from sim_clock.names import RECORDER_NODE_NAME
+from sim_clock.wire.names import RECORDER_NODE_NAME
 from test_stack import FRAMES
 from test_stack import MS
 from test_stack import NODE

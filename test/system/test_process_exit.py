@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-``sim_clock.process_exit``: what the user sees of an exit is kept, the teardown skipped.
+``sim_clock.process.process_exit``: what the user sees of an exit is kept, the teardown skipped.
 
 Each case runs a child Python twice, once ending with ``sys.exit`` and once with
 ``exit_without_teardown``, its stdout and stderr pipes (block-buffered): both must print the
@@ -30,7 +30,7 @@ import pytest
 #: tears the module down, an atexit function, and output left in the buffers of Python and C.
 PRELUDE = """
 import atexit, ctypes, sys, threading, time
-from sim_clock.process_exit import exit_without_teardown
+from sim_clock.process.process_exit import exit_without_teardown
 
 
 class TornDown:

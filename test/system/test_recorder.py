@@ -135,7 +135,7 @@ def test_until_waits_for_what_the_rounds_announced(
     from rosbags.rosbag2 import Reader
     from sim_clock.bag.recorder import END_WAIT_NS
     from sim_clock.msg import Round
-    from sim_clock.names import DONE_QOS
+    from sim_clock.wire.names import DONE_QOS
     from std_msgs.msg import String
     start_server({'sync': True, 'time_step': 0.01})
     client.wait_for_clock()

@@ -21,8 +21,8 @@ from harness import executable
 from sim_clock.client import ResetEvent
 from sim_clock.client import SimClockClient
 from sim_clock.msg import Reset
-from sim_clock.names import RESET_QOS
 from sim_clock.srv import Seek
+from sim_clock.wire.names import RESET_QOS
 
 
 def _subscribe(client, server='/sim_clock'):

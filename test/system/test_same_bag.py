@@ -40,8 +40,8 @@ from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from sim_clock.client.bag_diff import compare
-from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.srv import Step
+from sim_clock.wire.names import RECORDER_NODE_NAME
 
 MS = 1_000_000
 #: The topics in the order the player publishes them within a frame.

@@ -68,7 +68,7 @@ FLOODED = {
 import signal, sys
 from sim_clock.core.rules import Refused
 from sim_clock.node.runtime import spin_until_stopped
-from sim_clock.process_exit import exit_without_teardown
+from sim_clock.process.process_exit import exit_without_teardown
 def refused():
     raise Refused('no node in this test')
 signal.signal(signal.SIGINT, lambda signum, frame: None)
@@ -84,7 +84,7 @@ import signal, sys
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 from sim_clock.client.spinning import signals_noted
-from sim_clock.process_exit import exit_without_teardown
+from sim_clock.process.process_exit import exit_without_teardown
 signal.signal(signal.SIGINT, lambda signum, frame: None)
 rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 print('ready', flush=True)

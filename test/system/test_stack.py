@@ -41,9 +41,9 @@ from harness import ROOT
 from harness import TIMEOUT
 import pytest
 from sim_clock.msg import Ready
-from sim_clock.names import READY_READER_QOS
-from sim_clock.names import RECORDER_NODE_NAME
 from sim_clock.srv import Step
+from sim_clock.wire.names import READY_READER_QOS
+from sim_clock.wire.names import RECORDER_NODE_NAME
 
 MS = 1_000_000
 STEPS, FRAMES = 20, 10

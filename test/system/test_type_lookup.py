@@ -27,7 +27,7 @@ import subprocess
 
 from harness import executable
 import pytest
-from sim_clock.fastdds_profiles import fast_dds_major
+from sim_clock.process.fastdds_profiles import fast_dds_major
 
 pytestmark = pytest.mark.skipif(
     fast_dds_major() != 3, reason='Fast DDS 2 starts no type lookup service unless asked')

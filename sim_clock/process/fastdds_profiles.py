@@ -30,7 +30,7 @@ from typing import Optional
 #: and warns that the first is deprecated), and ours for each: they spell one element apart.
 PROFILES_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_PROFILES_FILE'}
 #: The folder of the profiles files.
-PROFILES_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'node')
+PROFILES_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'node')
 PROFILE_FILES = {major: os.path.join(PROFILES_FOLDER, f'fastdds{major}_profile.xml')
                  for major in PROFILES_VARIABLES}
 #: The recorder's under a LOCALHOST discovery range: the same over UDPv4 on 127.0.0.1 only.

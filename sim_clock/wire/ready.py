@@ -31,8 +31,8 @@ from rclpy.node import Node
 from rclpy.qos import qos_check_compatible
 from rclpy.qos import QoSCompatibility
 from sim_clock.msg import Ready
-from sim_clock.names import DEFAULT_SERVER
-from sim_clock.names import READY_QOS
+from sim_clock.wire.names import DEFAULT_SERVER
+from sim_clock.wire.names import READY_QOS
 
 #: ROS's own topics, which no stack waits for.
 ROS_TOPICS = ('/parameter_events', '/rosout')
