@@ -53,7 +53,7 @@ def start_server(domain_id: int) -> subprocess.Popen:
 
 def client_costs(context, calls: int) -> list:
     """Time ``calls`` one-frame steps through SimClockClient, in seconds each."""
-    client = SimClockClient(context=context, timeout=30.0)
+    client = SimClockClient(context=context, timeout_sec=30.0)
     client.status()  # discovery done before timing
     costs = []
     for _ in range(calls):

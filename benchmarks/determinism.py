@@ -122,7 +122,7 @@ def run_once(workdir: str, domain: int, participant: bool) -> List[Message]:
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)
     node = rclpy.create_node('determinism_probe', context=context)
-    client = SimClockClient(node, timeout=TIMEOUT)
+    client = SimClockClient(node, timeout_sec=TIMEOUT)
     try:
         _ready(client, node, participant, os.path.join(workdir, 'log.txt'))
         for _ in range(CALLS):

@@ -169,7 +169,7 @@ def main(argv=None) -> int:
         stdout=subprocess.PIPE, text=True)
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)
-    clock = SimClockClient(context=context, timeout=30.0)
+    clock = SimClockClient(context=context, timeout_sec=30.0)
     pages = []
     try:
         said = panel.stdout.readline()

@@ -143,7 +143,7 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True,
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=domain)
     node = rclpy.create_node('stack_probe', context=context)
-    client = SimClockClient(node, timeout=TIMEOUT)
+    client = SimClockClient(node, timeout_sec=TIMEOUT)
     try:
         _ready(client, node, mode if not layer else 'layer', log_path, outputs, record)
         start = time.perf_counter()

@@ -45,7 +45,7 @@ def main(argv=None):
     rclpy.init()
     try:
         # Entering takes sync mode with the fixed delta; leaving gives it back.
-        with SimClockClient(server=args.server, timeout=10.0,
+        with SimClockClient(server=args.server, timeout_sec=10.0,
                             time_step=args.fixed_delta) as world:
             for _ in range(args.ticks):
                 result = world.step()  # frame = world.tick()

@@ -119,7 +119,7 @@ def main(argv=None):
     executor = rclpy.executors.SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        with SimClockClient(node, server=args.server, timeout=10.0, time_step=0.01) as client:
+        with SimClockClient(node, server=args.server, timeout_sec=10.0, time_step=0.01) as client:
             env = ClockEnv(client, node, executor, horizon=args.horizon)
             for episode in range(args.episodes):
                 env.reset()

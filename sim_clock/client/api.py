@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Callable
 from typing import Optional
+import warnings
 
 from rcl_interfaces.srv import SetParameters
 import rclpy
@@ -99,6 +100,19 @@ SERVICE_TYPES = {
 _instances = itertools.count()
 
 
+def renamed(value, old_value, old: str, new: str, stacklevel: int = 3):
+    """
+    Return ``old_value`` where a caller gave ``old`` (and say it is deprecated), else ``value``.
+
+    The client's arguments follow rclpy's names (``timeout_sec``); the old names keep working
+    for one release, with a DeprecationWarning that names the new one.
+    """
+    if old_value is None:
+        return value
+    warnings.warn(f'{old}= is deprecated: use {new}=', DeprecationWarning, stacklevel=stacklevel)
+    return old_value
+
+
 class SimClockClient:
     """
     Drive a sim_clock server: take sync mode, step, read status, give sync mode back.
@@ -107,7 +121,8 @@ class SimClockClient:
         makes a private node in ``context``.
     :param server: the server node's full name, ``/sim_clock`` unless namespaced or renamed.
     :param user_id: the id to hold sync mode under; empty: the server assigns one.
-    :param timeout: seconds each call waits for the service and for its answer.
+    :param timeout_sec: seconds each call waits for the service and for its answer (``timeout``
+        before; that name still works, with a DeprecationWarning).
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
     :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
@@ -120,14 +135,15 @@ class SimClockClient:
     """
 
     def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
-                 user_id: str = '', timeout: float = DEFAULT_TIMEOUT,
+                 user_id: str = '', timeout_sec: float = DEFAULT_TIMEOUT,
                  context: Optional[Context] = None, time_step: Optional[float] = None,
-                 retries: int = 2):
+                 retries: int = 2, timeout: Optional[float] = None):
         self.server = server.rstrip('/')
         self._interrupted = threading.Event()
         self._time_step = time_step
         self.user_id = user_id
-        self.timeout = timeout
+        #: Seconds each call waits for the service and for its answer.
+        self.timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
         if node is not None:
             context = node.context
         base = node.get_name() if node is not None else 'sim_clock_client'
@@ -467,24 +483,39 @@ class SimClockClient:
             Reset, f'{self.server}/resets', lambda msg: callback(ResetEvent.from_msg(msg)),
             RESET_READER_QOS)
 
-    def spin_until(self, condition: Callable[[], bool], timeout: Optional[float] = None) -> None:
+    @property
+    def timeout(self) -> float:
+        """Return :attr:`timeout_sec` (this name is deprecated)."""
+        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
+        return self.timeout_sec
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
+        self.timeout_sec = value
+
+    def spin_until(self, condition: Callable[[], bool], timeout_sec: Optional[float] = None,
+                   *, timeout: Optional[float] = None) -> None:
         """
         Run this client's callbacks (on_reset without a node) until ``condition()`` is true.
 
-        Raise :class:`SimClockTimeout` after ``timeout`` s (None: wait as long as it takes).
+        Raise :class:`SimClockTimeout` after ``timeout_sec`` s (None: wait as long as it takes).
         """
-        deadline = math.inf if timeout is None else time.monotonic() + timeout
-        self._spin_until(condition, deadline, f'not done within {timeout} s')
+        timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
+        deadline = math.inf if timeout_sec is None else time.monotonic() + timeout_sec
+        self._spin_until(condition, deadline, f'not done within {timeout_sec} s')
 
-    def wait_for_services(self, names, timeout: Optional[float] = None) -> list:
+    def wait_for_services(self, names, timeout_sec: Optional[float] = None, *,
+                          timeout: Optional[float] = None) -> list:
         """
         Wait until the server serves every service of ``names`` (``'step'``, ``'seek'``, ...).
 
-        Return those that did not appear within ``timeout`` s (None: the client's timeout), in
-        the order given; an empty list once all are there.
+        Return those that did not appear within ``timeout_sec`` s (None: the client's
+        :attr:`timeout_sec`), in the order given; an empty list once all are there.
         """
+        timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
         clients = {name: self._client_for(SERVICE_TYPES[name], name) for name in names}
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        deadline = time.monotonic() + (self.timeout_sec if timeout_sec is None else timeout_sec)
         try:
             self._spin_until(lambda: all(c.service_is_ready() for c in clients.values()),
                              deadline, '')
@@ -521,7 +552,7 @@ class SimClockClient:
     def _call(self, srv_type, name: str, request, patience: int = 1):
         for attempt in itertools.count():
             try:
-                return self._call_once(srv_type, name, request, patience * self.timeout)
+                return self._call_once(srv_type, name, request, patience * self.timeout_sec)
             except SimClockNoService:
                 raise  # asked again, a service that never appeared only makes the wait longer
             except SimClockTimeout:

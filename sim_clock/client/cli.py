@@ -157,7 +157,7 @@ def run(args) -> int:
         context = rclpy.Context()
         rclpy.init(args=[], context=context)
         client = SimClockClient(
-            server=args.server, user_id=getattr(args, 'user_id', ''), timeout=args.timeout,
+            server=args.server, user_id=getattr(args, 'user_id', ''), timeout_sec=args.timeout,
             context=context)
     started = time.monotonic()
     try:
@@ -224,7 +224,7 @@ def _missing_server(client, args) -> str:
     missing = client.wait_for_services([service, 'get_status'] if bag else [service])
     if not missing:
         return ''
-    server, waited = client.server, f'{client.timeout:g} s'
+    server, waited = client.server, f'{client.timeout_sec:g} s'
     looked_for = f"looked for {server}/{service} for {waited}, for 'simclock {command}'"
     if bag and 'get_status' not in missing:
         return (f'the clock server at {server} is not a bag player ({looked_for}): seek and '

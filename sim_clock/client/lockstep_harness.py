@@ -98,7 +98,7 @@ class LockstepHarness:
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.executor = SingleThreadedExecutor(context=self.context)
         self._nodes = []
-        self.client = SimClockClient(context=self.context, timeout=timeout)
+        self.client = SimClockClient(context=self.context, timeout_sec=timeout)
         try:
             self.client.acquire()
         except BaseException:

@@ -114,7 +114,7 @@ class Watch(threading.Thread):
         self._executor = SingleThreadedExecutor(context=context)
         self._executor.add_node(self._node)
         self._client = SimClockClient(self._node, server=server, retries=0,
-                                      timeout=min(timeout, POLL_TIMEOUT_S))
+                                      timeout_sec=min(timeout, POLL_TIMEOUT_S))
         self._recent = RecentEvents(window_ns)
         #: epoch -> the reset, of the server that answers now.
         self._resets: Dict[int, ResetEvent] = {}
@@ -170,7 +170,7 @@ class Watch(threading.Thread):
             poll(self._client, self._recent)
             if not self._bag_known:
                 self._bag_known = True
-                if not self._client.wait_for_services(['get_progress'], timeout=0):
+                if not self._client.wait_for_services(['get_progress'], 0):
                     self._bag = bag_span(self._client.progress(), status.time_ns)
         except SimClockInterrupted:
             return
@@ -216,7 +216,7 @@ class Control(threading.Thread):
 
     def __init__(self, context, server: str, timeout: float):
         super().__init__(name='sim_clock panel control', daemon=True)
-        self._client = SimClockClient(context=context, server=server, timeout=timeout)
+        self._client = SimClockClient(context=context, server=server, timeout_sec=timeout)
         self._queue: 'queue.Queue' = queue.Queue()
 
     def submit(self, command: Command, answer: Callable[[bool, str], None]) -> None:

@@ -39,6 +39,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
+from sim_clock.client.api import renamed
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
 from sim_clock.client.rounds import RoundDelivery
@@ -83,10 +84,16 @@ class Participant:
     """
     A node taking part in the clock: join on creation, say done after each time, leave on close.
 
+    ``with Participant(node) as participant:`` leaves at the end of the block, as
+    :meth:`close` does.
+
     :param node: the node (with ``use_sim_time``), not spun by anything else.
     :param executor: what spins it; None: a SingleThreadedExecutor of its own.
     :param name: the participant's name; None: the node's full name.
     :param period: simulated seconds between the frames it must finish; 0: every frame.
+    :param server: the server node's full name.
+    :param timeout_sec: seconds each call to the server, and the join's match, waits
+        (``timeout`` before; that name still works, with a DeprecationWarning).
     :param deterministic: take part in the rounds of every frame (doc/frames.md): the
         messages between participants are delivered by round, in a fixed order, so that a
         stack of participants runs the same way every time and never sees a message of its
@@ -98,8 +105,9 @@ class Participant:
 
     def __init__(self, node: Node, executor=None, *, name: Optional[str] = None,
                  period: float = 0.0, server: str = DEFAULT_SERVER,
-                 timeout: float = DEFAULT_TIMEOUT, deterministic: bool = False,
-                 next_frame: bool = False):
+                 timeout_sec: float = DEFAULT_TIMEOUT, deterministic: bool = False,
+                 next_frame: bool = False, timeout: Optional[float] = None):
+        timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
         self.node = node
         self.executor = executor or SingleThreadedExecutor(context=node.context)
         #: Whether the executor is its own, shut down by :meth:`close`.
@@ -131,7 +139,7 @@ class Participant:
         self._next_frame = next_frame
         self._carried: List[Round] = []
         self._said: Dict[str, int] = {}
-        self._timeout_ns = seconds_to_ns(timeout, 'timeout')
+        self._timeout_ns = seconds_to_ns(timeout_sec, 'timeout_sec')
         self._delivery = None
         self._spun_ns = 0
         self._lean = LeanWait(node.context)
@@ -145,7 +153,7 @@ class Participant:
             own.append(rounds)
             self._server_subs = [sub for sub in (self._clock_sub, rounds) if sub is not None]
             self._delivery = RoundDelivery(node, own, hold=not next_frame)
-        self._client = SimClockClient(node, server=server, timeout=timeout)
+        self._client = SimClockClient(node, server=server, timeout_sec=timeout_sec)
         self._closed = False
         #: The signals :meth:`spin` took (SIGINT, SIGTERM): a wait for messages ends on one.
         self._signals: List[int] = []
@@ -157,8 +165,9 @@ class Participant:
             deadline = time.monotonic_ns() + self._timeout_ns
             while rounds.get_publisher_count() < 1 or self._done.get_subscription_count() < 1:
                 if time.monotonic_ns() > deadline:
-                    raise SimClockError(f'participant {self.name!r}: the server at {server} '
-                                        f'did not match its rounds and done topics in {timeout} s')
+                    raise SimClockError(
+                        f'participant {self.name!r}: the server at {server} did not match its '
+                        f'rounds and done topics in {timeout_sec} s')
                 self.executor.spin_once(timeout_sec=0.05)
         # Joined, and the server's ends of its rounds and done topics matched (which no
         # report counts): it says what its own endpoints matched.
@@ -416,6 +425,15 @@ class Participant:
         if received:
             self.node.context.try_shutdown()
 
+    def __enter__(self) -> 'Participant':
+        """Own the participation for a block: :meth:`close` (leave) at its end."""
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        """Leave the clock, also when the block raised; never hides its exception."""
+        self.close()
+        return False
+
     def close(self) -> None:
         """
         Leave the clock, if the server answers within LEAVE_TIMEOUT_S; release the client; once.
@@ -434,12 +452,12 @@ class Participant:
             # The leave's own client, matched since the join: the graph's list of nodes (from
             # each process's discovery info) can lag its endpoints, and a server that serves
             # may not be listed yet right after a join.
-            if self._client.wait_for_services(['leave'], timeout=0):
+            if self._client.wait_for_services(['leave'], 0):
                 self.node.get_logger().info(
                     f'participant {self.name!r} left without ~/leave: the server '
                     f'{self._client.server} is gone')
                 return
-            self._client.timeout = min(self._client.timeout, LEAVE_TIMEOUT_S)
+            self._client.timeout_sec = min(self._client.timeout_sec, LEAVE_TIMEOUT_S)
             self._client.leave(self.name)
         except SimClockError as error:
             self.node.get_logger().info(

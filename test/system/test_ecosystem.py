@@ -49,7 +49,7 @@ MS = 1_000_000
 @pytest.fixture
 def sim_client(client):
     """Return a SimClockClient on the test client's context."""
-    sim = SimClockClient(client.node, timeout=15.0)
+    sim = SimClockClient(client.node, timeout_sec=15.0)
     yield sim
     sim.close()
 
@@ -63,7 +63,7 @@ def test_client_acquires_steps_and_releases(start_server, client):
     And puts back the time_step it found (the server's 10 ms, not the client's 2 ms).
     """
     start_server()
-    with SimClockClient(client.node, timeout=15.0, time_step=0.002) as sim:
+    with SimClockClient(client.node, timeout_sec=15.0, time_step=0.002) as sim:
         assert client.status().owner == sim.user_id != ''
         first = sim.step()
         assert (first.frame, first.time_ns) == (1, 2 * MS)
@@ -80,7 +80,7 @@ def test_client_releases_when_the_block_raises(start_server, client):
     """An exception inside the block still gives sync mode back, and is not hidden."""
     start_server()
     with pytest.raises(KeyError):
-        with SimClockClient(client.node, user_id='crashy', timeout=15.0) as sim:
+        with SimClockClient(client.node, user_id='crashy', timeout_sec=15.0) as sim:
             sim.step()
             raise KeyError('in the user code')
     assert client.status().owner == ''
@@ -103,7 +103,7 @@ def test_client_refusal_names_the_holder(start_server, client, sim_client):
 
 def test_client_timeout_names_the_server_and_what(domain_id, client):
     """Without a server, a call ends in SimClockTimeout naming the service, on time."""
-    sim = SimClockClient(client.node, server='/nobody_here', timeout=1.0)
+    sim = SimClockClient(client.node, server='/nobody_here', timeout_sec=1.0)
     start = time.monotonic()
     with pytest.raises(SimClockTimeout, match='/nobody_here/get_status did not appear'):
         sim.status()
@@ -119,7 +119,7 @@ def test_client_works_inside_a_busy_single_threaded_callback(start_server, clien
         parameter_overrides=[Parameter('use_sim_time', value=True)])
     executor = rclpy.executors.SingleThreadedExecutor(context=client.context)
     executor.add_node(node)
-    sim = SimClockClient(node, timeout=15.0)
+    sim = SimClockClient(node, timeout_sec=15.0)
     results = []
 
     def tick():

@@ -352,6 +352,26 @@ def test_a_node_taken_from_the_participant_is_an_error(start_server, client, dom
         rclpy.try_shutdown(context=context)
 
 
+def test_a_participant_in_a_with_block_leaves_at_its_end(start_server, client, domain_id):
+    """``with Participant(node)``: joined inside the block, left at its end, also on an error."""
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    client.status()
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    try:
+        node = rclpy.create_node('scoped', context=context)
+        with Participant(node, name='scoped', timeout_sec=10.0) as participant:
+            assert participant.name == 'scoped'
+            assert list(client.status().participants) == ['scoped'], server.log()
+        assert list(client.status().participants) == [], server.log()
+        with pytest.raises(RuntimeError, match='inside'):
+            with Participant(node, name='scoped'):
+                raise RuntimeError('inside')
+        assert list(client.status().participants) == [], server.log()
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
 #: A node as launch_ros starts one: its name remapped by the process's --ros-args, spun by
 #: participant.spin until a signal. Prints 'ended' and whether rclpy is still up at the end.
 LAUNCHED_PARTICIPANT = """

@@ -93,7 +93,7 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
         try:
             clock.acquire()  # with the default timeout: discovery may take a while under load
             clock.status()  # the status service's first answer, which may be slow, too
-            clock.timeout = ANSWER_S  # from now on, each answer comes after the client gave up
+            clock.timeout_sec = ANSWER_S  # from now on, each answer comes after the client gave up
             os.kill(reader.pid, signal.SIGSTOP)
             started = time.monotonic()
             result = clock.step(10)
@@ -101,7 +101,7 @@ def test_the_client_retries_a_lost_answer_without_stepping_twice(
             assert elapsed > 2 * ANSWER_S  # the first answer was given up on, and a retry too
             assert result.frame == 10 and result.time_ns == 10 * MS
             assert client.status().frame == 10
-            clock.timeout = 10.0  # the rest does not wait for the frozen reader
+            clock.timeout_sec = 10.0  # the rest does not wait for the frozen reader
             assert clock.step(5).frame == 15  # the frozen topic is skipped now: no retry
             assert clock.step_to(15).frame == 15
             assert clock.step_to(40).frame == 40
@@ -124,7 +124,7 @@ def test_calls_safe_to_repeat_ride_over_a_frozen_server(start_server, client):
     clock = SimClockClient(context=client.context, retries=20)
     try:
         assert clock.status().epoch == 0  # discovered, with the default timeout
-        clock.timeout = 0.5
+        clock.timeout_sec = 0.5
         with _frozen(server):
             assert 'paused' in clock.pause()  # asked again until the server answered
         assert client.status().paused
@@ -155,7 +155,7 @@ def test_a_reset_whose_answer_is_lost_is_told_by_the_epoch(start_server, client,
     start_server({'sync': True, 'time_step': 0.001})
     # Long enough for discovery beside a loaded machine (2 s was not: a fresh-clone run); the
     # lost answer below is raised at once, so the test does not wait for it.
-    clock = SimClockClient(context=client.context, timeout=30.0, retries=0)
+    clock = SimClockClient(context=client.context, timeout_sec=30.0, retries=0)
     try:
         assert clock.status().epoch == 0
         send = clock._call_once
