@@ -31,6 +31,7 @@ from harness import executable
 from harness import LIVE_CHILDREN
 from harness import NS
 from harness import TIMEOUT
+import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -48,40 +49,54 @@ NODE_NAME = '/plain'
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 #: A plain rclpy node, no sim_clock in it: prints each firing (and its end) and each message
-#: with its clock.
+#: with its clock. On the executor argv[2] names: ``single`` (rclpy.spin's), ``multi``
+#: (a MultiThreadedExecutor), ``multi_reentrant`` (the same, each callback in a reentrant
+#: group: rclpy waits on its entity again as soon as it is taken, and two callbacks may run
+#: at once: each line is printed whole).
 NODE = """
 import sys
+import threading
 import time
 
 import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 
-work = float(sys.argv[1])
+work, kind = float(sys.argv[1]), sys.argv[2]
 rclpy.init()
 node = rclpy.create_node('plain', parameter_overrides=[Parameter('use_sim_time', value=True)])
+group = ReentrantCallbackGroup() if kind == 'multi_reentrant' else None
+printing = threading.Lock()
+
+
+def say(*words):
+    with printing:
+        print(*words, flush=True)
 
 
 def tick():
     now = node.get_clock().now().nanoseconds
-    print('fired', now, flush=True)
+    say('fired', now)
     time.sleep(work)
-    print('ended', now, flush=True)
+    say('ended', now)
 
 
 def heard(msg):
-    print('heard', msg.data, node.get_clock().now().nanoseconds, flush=True)
+    say('heard', msg.data, node.get_clock().now().nanoseconds)
     time.sleep(work)
 
 
-node.create_timer(0.01, tick)
+node.create_timer(0.01, tick, callback_group=group)
 node.create_subscription(String, '/chatter', heard,
-                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+                         callback_group=group)
 print('ready', flush=True)
 try:
-    rclpy.spin(node)
+    rclpy.spin(node, executor=None if kind == 'single' else MultiThreadedExecutor())
 except KeyboardInterrupt:
     pass
 node.destroy_node()
@@ -205,9 +220,11 @@ class _Program(ChildProcess):
         LIVE_CHILDREN.add(self)
 
 
-def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
+def _start_node(domain_id, tmp_path, layer: bool, executor: str = 'single',
+                env: dict = None) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
-    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
+    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S, executor), env=env,
+                         prefix=prefix)
     child.expect('ready', timeout=START_S)
     return child
 
@@ -252,11 +269,18 @@ def _lines(lines, word):
     return [line.split()[1:] for line in lines if line.startswith(word + ' ')]
 
 
+@pytest.mark.parametrize('executor', ['single', 'multi', 'multi_reentrant'])
 def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
-        start_server, client, domain_id, tmp_path):
-    """Under the layer a step returns once every firing due and every message ran, none late."""
+        start_server, client, domain_id, tmp_path, executor):
+    """
+    Under the layer a step returns once every firing due and every message ran, none late.
+
+    On rclpy's MultiThreadedExecutor each callback runs on a worker of its pool while the
+    waiting thread blocks again at once: the step still answers only once the last callback
+    has ended (doc/lockstep-layer.md, "Work handed on").
+    """
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
-    child = _start_node(domain_id, tmp_path, layer=True)
+    child = _start_node(domain_id, tmp_path, layer=True, executor=executor)
     try:
         client.spin_until(lambda: NODE_NAME in client.status().participants,
                           f'{NODE_NAME} among the participants', timeout=START_S)
