@@ -30,7 +30,9 @@ from harness import ChildProcess
 from harness import executable
 from harness import LIVE_CHILDREN
 from harness import NS
+from harness import SERVICE_QOS
 from harness import TIMEOUT
+from harness import UDP_LOOPBACK_ENV
 import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
@@ -206,6 +208,32 @@ participant.spin(node)
 node.destroy_node()
 rclpy.try_shutdown()
 """
+
+
+#: A plain rclpy node whose timer prints each firing with its clock, and from STUCK_NS on does
+#: not come back from its callback (the test kills it there).
+STUCK = """
+import time
+
+import rclpy
+from rclpy.parameter import Parameter
+
+rclpy.init()
+node = rclpy.create_node('stuck', parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+
+def tick():
+    now = node.get_clock().now().nanoseconds
+    print('fired', now, flush=True)
+    if now >= 30_000_000:  # STUCK_NS
+        time.sleep(3600)
+
+
+node.create_timer(0.01, tick)
+print('ready', flush=True)
+rclpy.spin(node)
+"""
+STUCK_NS = 30 * MS
 
 
 class _Program(ChildProcess):
@@ -483,3 +511,41 @@ def test_an_expected_node_under_the_layer_says_it_is_ready(
         assert list(client.status().expected_missing) == []
     finally:
         child.stop()
+
+
+def test_a_node_killed_mid_frame_is_named_and_the_next_step_goes_on(
+        start_server, client, domain_id, tmp_path):
+    """
+    Killed (SIGKILL) while the server waits for its done: the step names it; then it is dropped.
+
+    The node is stuck in its callback of frame 3 when it is killed, so no done of that frame
+    ever comes: the step answers at ``participant_timeout`` naming it. Once its process has
+    left the graph (the end of its lease) the server drops it, and the next step runs without
+    it. (UDP only: a process killed while it receives over Fast DDS shared memory can freeze
+    its peers, test_faults.py says why.)
+    """
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                           'participant_timeout': 3.0})
+    child = ChildProcess(domain_id, STUCK, str(tmp_path), env=UDP_LOOPBACK_ENV,
+                         prefix=(executable('lockstep'),))
+    try:
+        child.expect('ready', timeout=START_S)
+        client.spin_until(lambda: '/stuck' in client.status().participants,
+                          '/stuck among the participants', timeout=START_S)
+        step = client.node.create_client(Step, '/sim_clock/step', qos_profile=SERVICE_QOS)
+        client.spin_until(step.service_is_ready, 'the step service')
+        future = step.call_async(Step.Request(user_id='', steps=5))
+        fired = [int(child.expect('fired', timeout=START_S)) for _ in range(3)]
+        assert fired == [10 * MS, 20 * MS, STUCK_NS], child.output()
+        child.kill()  # in its callback of frame 3: the server waits for its done
+        client.spin_until(future.done, 'the answer of the step', timeout=START_S)
+        response = future.result()
+        assert not response.success and response.frame == 3, response
+        assert list(response.late) == ['/stuck'] and '/stuck' in response.message, response
+        client.spin_until(lambda: "participant '/stuck' dropped" in server.log(),
+                          '/stuck dropped once its process left the graph', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        assert response.success and response.frame == 8, response
+        assert list(client.status().participants) == []
+    finally:
+        child.kill()
