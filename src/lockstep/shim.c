@@ -51,6 +51,11 @@
 // rmw_create_client: a process that makes a client of the server's ~/join takes part on its
 // own (sim_clock's participant helper): the layer keeps out of its way.
 //
+// What it cannot hold it says once on stderr: a timer on the steady or system clock that
+// fires (rcl_timer_call), a publish from a thread that neither waits nor runs a callback it
+// took, an event callback set on /clock (rmw_subscription_set_on_new_message_callback: an
+// EventsExecutor, which never calls rmw_wait).
+//
 // Until the agent has joined, each function only forwards (a thread-local and an atomic load).
 
 #define _GNU_SOURCE  // dladdr, dl_iterate_phdr, RTLD_NOLOAD
@@ -124,12 +129,19 @@ typedef rmw_ret_t (* take_response_t)(const rmw_client_t *, rmw_service_info_t *
 typedef rmw_ret_t (* destroy_service_t)(rmw_node_t *, rmw_service_t *);
 typedef rmw_ret_t (* destroy_client_t)(rmw_node_t *, rmw_client_t *);
 typedef rmw_ret_t (* destroy_guard_condition_t)(rmw_guard_condition_t *);
+typedef rmw_ret_t (* set_on_new_message_t)(rmw_subscription_t *, rmw_event_callback_t,
+  const void *);
 
 // rcl's timers, wrapped too: a timer's call is the take of a worker that runs its callback.
 // Declared here, opaque: the layer is built against the rmw headers only.
 typedef struct rcl_timer_s rcl_timer_t;
 typedef struct rcl_timer_call_info_s rcl_timer_call_info_t;
 typedef struct rcl_guard_condition_s rcl_guard_condition_t;
+typedef struct rcl_clock_s rcl_clock_t;
+typedef rmw_ret_t (* timer_clock_t)(const rcl_timer_t *, rcl_clock_t **);
+// rcl_clock_t begins with its rcl_clock_type_t: 1 ROS time, 2 system time, 3 steady time.
+#define ROS_TIME 1
+#define STEADY_TIME 3
 typedef rmw_ret_t (* timer_call_t)(rcl_timer_t *);
 typedef rmw_ret_t (* timer_call_with_info_t)(rcl_timer_t *, rcl_timer_call_info_t *);
 typedef const rcl_guard_condition_t * (* timer_get_guard_condition_t)(const rcl_timer_t *);
@@ -163,6 +175,7 @@ static struct
   destroy_service_t destroy_service;
   destroy_client_t destroy_client;
   destroy_guard_condition_t destroy_guard_condition;
+  set_on_new_message_t set_on_new_message;
 } g_real;
 static pthread_once_t g_resolved = PTHREAD_ONCE_INIT;
 
@@ -173,6 +186,7 @@ static struct
   timer_call_with_info_t timer_call_with_info;
   timer_get_guard_condition_t timer_get_guard_condition;
   guard_condition_get_rmw_handle_t guard_condition_get_rmw_handle;
+  timer_clock_t timer_clock;
 } g_rcl;
 static pthread_once_t g_rcl_resolved = PTHREAD_ONCE_INIT;
 
@@ -192,6 +206,8 @@ static struct
 static __thread bool t_agent = false;
 // The agent has joined: the waits and takes of the process are tracked.
 static atomic_bool g_active = false;
+// Said once: what the layer cannot hold (doc/lockstep-layer.md, "What it does not do yet").
+static atomic_bool g_wall_timer_said = false, g_events_said = false, g_outside_said = false;
 
 // What a thread that waits is doing. BUSY: anything but waiting idle. PROBING: in a wait that
 // would block, looking whether anything is ready. IDLE: in a wait that found nothing ready.
@@ -416,6 +432,8 @@ static void resolve(void)
     *(void **)&g_real.destroy_service = dlsym(rmw, "rmw_destroy_service");
     *(void **)&g_real.destroy_client = dlsym(rmw, "rmw_destroy_client");
     *(void **)&g_real.destroy_guard_condition = dlsym(rmw, "rmw_destroy_guard_condition");
+    *(void **)&g_real.set_on_new_message =
+      dlsym(rmw, "rmw_subscription_set_on_new_message_callback");
   }
   if (!g_real.create_subscription || !g_real.destroy_subscription || !g_real.destroy_node ||
     !g_real.take || !g_real.take_with_info || !g_real.trigger_guard_condition || !g_real.wait ||
@@ -424,7 +442,8 @@ static void resolve(void)
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
     !g_real.create_client || !g_real.count_matched_subscriptions ||
     !g_real.count_matched_publishers || !g_real.take_request || !g_real.take_response ||
-    !g_real.destroy_service || !g_real.destroy_client || !g_real.destroy_guard_condition)
+    !g_real.destroy_service || !g_real.destroy_client || !g_real.destroy_guard_condition ||
+    !g_real.set_on_new_message)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -446,9 +465,10 @@ static void resolve_rcl(void)
     *(void **)&g_rcl.timer_get_guard_condition = dlsym(rcl, "rcl_timer_get_guard_condition");
     *(void **)&g_rcl.guard_condition_get_rmw_handle =
       dlsym(rcl, "rcl_guard_condition_get_rmw_handle");
+    *(void **)&g_rcl.timer_clock = dlsym(rcl, "rcl_timer_clock");
   }
   if (!g_rcl.timer_call || !g_rcl.timer_get_guard_condition ||
-    !g_rcl.guard_condition_get_rmw_handle)
+    !g_rcl.guard_condition_get_rmw_handle || !g_rcl.timer_clock)
   {
     // The process called rcl_timer_call, so rcl is loaded: one this cannot find cannot be
     // called.
@@ -1288,11 +1308,36 @@ static bool held_back(const rmw_publisher_t * publisher, const void * ros_messag
   return true;
 }
 
+// A thread that neither waits nor runs a callback it took publishes on a topic of the
+// participant's: said once (its messages belong to no frame the layer can tell).
+static void outside_said(const rmw_publisher_t * publisher)
+{
+  if (t_agent || !atomic_load(&g_active) || atomic_load(&g_outside_said)) {
+    return;
+  }
+  char topic[TOPIC_LENGTH] = "";
+  pthread_mutex_lock(&g_lock);
+  const slot_t * slot = t_slot ? &g_slots[t_slot - 1] : NULL;
+  if (!slot || (!slot->waits && slot->work == WORK_NONE)) {
+    for (size_t i = 0; i < MAX_ENTITIES; i++) {
+      if (g_pubs[i].publisher == publisher && g_pubs[i].counted) {
+        memcpy(topic, g_pubs[i].topic, TOPIC_LENGTH);
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (topic[0] && !atomic_exchange(&g_outside_said, true)) {
+    LOG("a thread that is not an executor's publishes on %s: the layer cannot tell which "
+      "frame that belongs to, and does not wait for it", topic);
+  }
+}
+
 rmw_ret_t rmw_publish(
   const rmw_publisher_t * publisher, const void * ros_message,
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
+  outside_said(publisher);
   rmw_ret_t ret;
   if (held_back(publisher, ros_message, NULL, &ret)) {
     return ret;
@@ -1316,6 +1361,7 @@ rmw_ret_t rmw_publish_serialized_message(
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
+  outside_said(publisher);
   rmw_ret_t ret;
   if (held_back(publisher, NULL, serialized_message, &ret)) {
     return ret;
@@ -1718,10 +1764,21 @@ rmw_ret_t rmw_take_response(
   return g_real.take_response(client, request_header, ros_response, taken);
 }
 
-// A timer's call: what a wait was given for it is its guard condition.
+// A timer's call: what a wait was given for it is its guard condition. A timer on the steady
+// or the system clock fires on wall time, between frames too: said once.
 static void took_timer(const rcl_timer_t * timer)
 {
   if (!t_agent && timer && atomic_load(&g_active)) {
+    rcl_clock_t * clock = NULL;
+    int type = ROS_TIME;
+    if (g_rcl.timer_clock(timer, &clock) == RMW_RET_OK && clock) {
+      memcpy(&type, clock, sizeof(type));
+    }
+    if (type != ROS_TIME && !atomic_exchange(&g_wall_timer_said, true)) {
+      LOG("a timer on the %s clock fires on wall time, between frames too: the layer does not "
+        "hold it to the frames (it says done while such a timer is still to come)",
+        type == STEADY_TIME ? "steady" : "system");
+    }
     const rcl_guard_condition_t * guard_condition = g_rcl.timer_get_guard_condition(timer);
     const rmw_guard_condition_t * handle = guard_condition ?
       g_rcl.guard_condition_get_rmw_handle(guard_condition) : NULL;
@@ -1745,6 +1802,26 @@ rmw_ret_t rcl_timer_call_with_info(rcl_timer_t * timer, rcl_timer_call_info_t * 
   }
   took_timer(timer);
   return g_rcl.timer_call_with_info(timer, call_info);
+}
+
+rmw_ret_t rmw_subscription_set_on_new_message_callback(
+  rmw_subscription_t * subscription, rmw_event_callback_t callback, const void * user_data)
+{
+  RESOLVE();
+  bool clock = false;
+  if (!t_agent && callback) {
+    pthread_mutex_lock(&g_lock);
+    const sub_t * sub = find_sub(subscription);
+    clock = sub && sub->clock;
+    pthread_mutex_unlock(&g_lock);
+  }
+  // On /clock: a node that takes part in simulated time is spun so.
+  if (clock && !atomic_exchange(&g_events_said, true)) {
+    LOG("a subscription of the process is taken on an event callback (an EventsExecutor), "
+      "not through rmw_wait: the layer cannot tell when such an executor is idle; its nodes "
+      "join only once the process waits in rmw_wait, and no frame waits for what it runs");
+  }
+  return g_real.set_on_new_message(subscription, callback, user_data);
 }
 
 // An entity destroyed is out no more.
