@@ -102,15 +102,16 @@ def bag(tmp_path):
 @pytest.mark.soak
 @pytest.mark.parametrize('mode, storage, layer', [
     ('deterministic', 'sqlite3', ''), ('next_frame', 'mcap', ''),
-    ('deterministic', 'sqlite3', 'rounds'), ('next_frame', 'mcap', 'next_frame')],
-    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_next_frame'])
+    ('deterministic', 'sqlite3', 'rounds')],
+    ids=['deterministic', 'next_frame', 'layer_rounds'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
         start_server, client, domain_id, tmp_path, bag, mode, storage, layer):
     """
     RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
 
-    ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds and at
-    the next frame: named in ``expected_participants`` as the helper's are.
+    ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds: named
+    in ``expected_participants`` as the helper's are (at the next frame, see
+    doc/lockstep-layer.md, "What it does not do yet").
     """
     path, chatter = bag
     digests, first, first_log = set(), None, None
