@@ -28,6 +28,10 @@
 //   agent says done for that time.
 // - rmw_trigger_guard_condition: a guard condition of an idle thread's wait wakes it: that
 //   thread is busy again (a timer made due by the new time, an executor's work).
+// - Work handed on (rclpy's MultiThreadedExecutor, see "work handed on" below): what a wait
+//   found ready is out until the thread waits on it again or a thread takes it (the takes,
+//   rmw_take_request, rmw_take_response, and rcl's rcl_timer_call); a thread that never waits
+//   is busy from a take until its second trigger of the guard condition it triggered first.
 // - rmw_destroy_node: the agent leaves for the node.
 //
 // Under the next-frame rule (SIM_CLOCK_LOCKSTEP_RULE=next_frame) the layer also holds what
@@ -46,6 +50,11 @@
 //
 // rmw_create_client: a process that makes a client of the server's ~/join takes part on its
 // own (sim_clock's participant helper): the layer keeps out of its way.
+//
+// What it cannot hold it says once on stderr: a timer on the steady or system clock that
+// fires (rcl_timer_call), a publish from a thread that neither waits nor runs a callback it
+// took, an event callback set on /clock (rmw_subscription_set_on_new_message_callback: an
+// EventsExecutor, which never calls rmw_wait).
 //
 // Until the agent has joined, each function only forwards (a thread-local and an atomic load).
 
@@ -113,6 +122,31 @@ typedef rmw_client_t * (* create_client_t)(const rmw_node_t *,
   const rosidl_service_type_support_t *, const char *, const rmw_qos_profile_t *);
 typedef rmw_ret_t (* count_matched_subscriptions_t)(const rmw_publisher_t *, size_t *);
 typedef rmw_ret_t (* count_matched_publishers_t)(const rmw_subscription_t *, size_t *);
+typedef rmw_ret_t (* take_request_t)(const rmw_service_t *, rmw_service_info_t *, void *,
+  bool *);
+typedef rmw_ret_t (* take_response_t)(const rmw_client_t *, rmw_service_info_t *, void *,
+  bool *);
+typedef rmw_ret_t (* destroy_service_t)(rmw_node_t *, rmw_service_t *);
+typedef rmw_ret_t (* destroy_client_t)(rmw_node_t *, rmw_client_t *);
+typedef rmw_ret_t (* destroy_guard_condition_t)(rmw_guard_condition_t *);
+typedef rmw_ret_t (* set_on_new_message_t)(rmw_subscription_t *, rmw_event_callback_t,
+  const void *);
+
+// rcl's timers, wrapped too: a timer's call is the take of a worker that runs its callback.
+// Declared here, opaque: the layer is built against the rmw headers only.
+typedef struct rcl_timer_s rcl_timer_t;
+typedef struct rcl_timer_call_info_s rcl_timer_call_info_t;
+typedef struct rcl_guard_condition_s rcl_guard_condition_t;
+typedef struct rcl_clock_s rcl_clock_t;
+typedef rmw_ret_t (* timer_clock_t)(const rcl_timer_t *, rcl_clock_t **);
+// rcl_clock_t begins with its rcl_clock_type_t: 1 ROS time, 2 system time, 3 steady time.
+#define ROS_TIME 1
+#define STEADY_TIME 3
+typedef rmw_ret_t (* timer_call_t)(rcl_timer_t *);
+typedef rmw_ret_t (* timer_call_with_info_t)(rcl_timer_t *, rcl_timer_call_info_t *);
+typedef const rcl_guard_condition_t * (* timer_get_guard_condition_t)(const rcl_timer_t *);
+typedef rmw_guard_condition_t * (* guard_condition_get_rmw_handle_t)(
+  const rcl_guard_condition_t *);
 
 // The rmw implementation's functions.
 static struct
@@ -136,8 +170,25 @@ static struct
   create_client_t create_client;
   count_matched_subscriptions_t count_matched_subscriptions;
   count_matched_publishers_t count_matched_publishers;
+  take_request_t take_request;
+  take_response_t take_response;
+  destroy_service_t destroy_service;
+  destroy_client_t destroy_client;
+  destroy_guard_condition_t destroy_guard_condition;
+  set_on_new_message_t set_on_new_message;
 } g_real;
 static pthread_once_t g_resolved = PTHREAD_ONCE_INIT;
+
+// rcl's functions (the loaded library that defines rcl_timer_call).
+static struct
+{
+  timer_call_t timer_call;
+  timer_call_with_info_t timer_call_with_info;
+  timer_get_guard_condition_t timer_get_guard_condition;
+  guard_condition_get_rmw_handle_t guard_condition_get_rmw_handle;
+  timer_clock_t timer_clock;
+} g_rcl;
+static pthread_once_t g_rcl_resolved = PTHREAD_ONCE_INIT;
 
 // The agent's functions, once it is loaded.
 static struct
@@ -155,17 +206,33 @@ static struct
 static __thread bool t_agent = false;
 // The agent has joined: the waits and takes of the process are tracked.
 static atomic_bool g_active = false;
+// Said once: what the layer cannot hold (doc/lockstep-layer.md, "What it does not do yet").
+static atomic_bool g_wall_timer_said = false, g_events_said = false, g_outside_said = false;
 
 // What a thread that waits is doing. BUSY: anything but waiting idle. PROBING: in a wait that
 // would block, looking whether anything is ready. IDLE: in a wait that found nothing ready.
 // WOKEN: a guard condition of its wait was triggered since it looked: it is about to be busy.
 typedef enum {SLOT_FREE, SLOT_BUSY, SLOT_PROBING, SLOT_IDLE, SLOT_WOKEN} slot_state_t;
 
+// What a thread that never waits (a worker of a thread pool: rclpy's MultiThreadedExecutor)
+// is doing with what the waiting thread handed it. NONE: nothing the layer knows of. TAKEN:
+// it took a message, a request, a response or a timer's call. RUNNING: it has since
+// triggered a guard condition (the executor's: the entity may be waited on again), and runs
+// the callback until it triggers that guard condition again.
+typedef enum {WORK_NONE, WORK_TAKEN, WORK_RUNNING} work_state_t;
+
 typedef struct
 {
   slot_state_t state;
   void ** guard_conditions;  // the guard conditions of its wait (their rmw data pointers)
   size_t guard_condition_count, capacity;
+  bool waits;  // it has called rmw_wait: a waiting thread, else a worker
+  work_state_t work;  // a worker's
+  const void * work_guard_condition;  // RUNNING: the guard condition that ends it
+  // What its waits found ready (the entities' rmw data pointers) and handed on: out until a
+  // wait of the thread is given it again, or a thread takes it, or it is destroyed.
+  const void ** out;
+  size_t out_count, out_capacity;
 } slot_t;
 
 // Everything below is guarded by g_lock.
@@ -290,18 +357,12 @@ static int collect_name(struct dl_phdr_info * info, size_t size, void * data)
   return 0;
 }
 
-// The loaded library that itself defines rmw_wait (not this one, nor one that merely depends
-// on the one that does), in load order: rmw_implementation where rcl calls through it (an apt
-// install), else the rmw rcl links (the PyPI wheels: rmw_fastrtps_cpp). Or the library named
-// by SIM_CLOCK_LOCKSTEP_RMW. NULL if none.
-static void * find_rmw(void)
+// The first loaded library, in load order, that itself defines `symbol` (not this one, nor
+// one that merely depends on the one that does). NULL if none.
+static void * find_defining(const char * symbol)
 {
-  const char * named = getenv("SIM_CLOCK_LOCKSTEP_RMW");
-  if (named && named[0]) {
-    return dlopen(named, RTLD_LAZY | RTLD_NOLOAD);
-  }
   Dl_info self;
-  if (!dladdr((void *)&find_rmw, &self)) {
+  if (!dladdr((void *)&find_defining, &self)) {
     return NULL;
   }
   names_t names = {NULL, 0, 0};
@@ -310,9 +371,9 @@ static void * find_rmw(void)
   for (size_t i = 0; i < names.size; i++) {
     if (!found && strcmp(names.names[i], self.dli_fname) != 0) {
       void * handle = dlopen(names.names[i], RTLD_LAZY | RTLD_NOLOAD);
-      void * symbol = handle ? dlsym(handle, "rmw_wait") : NULL;
+      void * defined = handle ? dlsym(handle, symbol) : NULL;
       Dl_info where;
-      if (symbol && dladdr(symbol, &where) && strcmp(where.dli_fname, names.names[i]) == 0) {
+      if (defined && dladdr(defined, &where) && strcmp(where.dli_fname, names.names[i]) == 0) {
         found = handle;
       } else if (handle) {
         dlclose(handle);
@@ -322,6 +383,18 @@ static void * find_rmw(void)
   }
   free(names.names);
   return found;
+}
+
+// The library that defines rmw_wait: rmw_implementation where rcl calls through it (an apt
+// install), else the rmw rcl links (the PyPI wheels: rmw_fastrtps_cpp). Or the library named
+// by SIM_CLOCK_LOCKSTEP_RMW. NULL if none.
+static void * find_rmw(void)
+{
+  const char * named = getenv("SIM_CLOCK_LOCKSTEP_RMW");
+  if (named && named[0]) {
+    return dlopen(named, RTLD_LAZY | RTLD_NOLOAD);
+  }
+  return find_defining("rmw_wait");
 }
 
 static void resolve(void)
@@ -354,6 +427,13 @@ static void resolve(void)
       dlsym(rmw, "rmw_publisher_count_matched_subscriptions");
     *(void **)&g_real.count_matched_publishers =
       dlsym(rmw, "rmw_subscription_count_matched_publishers");
+    *(void **)&g_real.take_request = dlsym(rmw, "rmw_take_request");
+    *(void **)&g_real.take_response = dlsym(rmw, "rmw_take_response");
+    *(void **)&g_real.destroy_service = dlsym(rmw, "rmw_destroy_service");
+    *(void **)&g_real.destroy_client = dlsym(rmw, "rmw_destroy_client");
+    *(void **)&g_real.destroy_guard_condition = dlsym(rmw, "rmw_destroy_guard_condition");
+    *(void **)&g_real.set_on_new_message =
+      dlsym(rmw, "rmw_subscription_set_on_new_message_callback");
   }
   if (!g_real.create_subscription || !g_real.destroy_subscription || !g_real.destroy_node ||
     !g_real.take || !g_real.take_with_info || !g_real.trigger_guard_condition || !g_real.wait ||
@@ -361,7 +441,9 @@ static void resolve(void)
     !g_real.publish_loaned || !g_real.publish_serialized || !g_real.take_serialized ||
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
     !g_real.create_client || !g_real.count_matched_subscriptions ||
-    !g_real.count_matched_publishers)
+    !g_real.count_matched_publishers || !g_real.take_request || !g_real.take_response ||
+    !g_real.destroy_service || !g_real.destroy_client || !g_real.destroy_guard_condition ||
+    !g_real.set_on_new_message)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -374,6 +456,28 @@ static void resolve(void)
 
 #define RESOLVE() pthread_once(&g_resolved, resolve)
 
+static void resolve_rcl(void)
+{
+  void * rcl = find_defining("rcl_timer_call");
+  if (rcl) {
+    *(void **)&g_rcl.timer_call = dlsym(rcl, "rcl_timer_call");
+    *(void **)&g_rcl.timer_call_with_info = dlsym(rcl, "rcl_timer_call_with_info");
+    *(void **)&g_rcl.timer_get_guard_condition = dlsym(rcl, "rcl_timer_get_guard_condition");
+    *(void **)&g_rcl.guard_condition_get_rmw_handle =
+      dlsym(rcl, "rcl_guard_condition_get_rmw_handle");
+    *(void **)&g_rcl.timer_clock = dlsym(rcl, "rcl_timer_clock");
+  }
+  if (!g_rcl.timer_call || !g_rcl.timer_get_guard_condition ||
+    !g_rcl.guard_condition_get_rmw_handle || !g_rcl.timer_clock)
+  {
+    // The process called rcl_timer_call, so rcl is loaded: one this cannot find cannot be
+    // called.
+    LOG("cannot find rcl's timer functions (%s)", rcl ? "some are missing" :
+      "no loaded library defines rcl_timer_call");
+    abort();
+  }
+}
+
 // ---- threads that wait ------------------------------------------------------------------
 
 static void free_slot(void * value)
@@ -382,6 +486,9 @@ static void free_slot(void * value)
   pthread_mutex_lock(&g_lock);
   g_slots[index].state = SLOT_FREE;
   g_slots[index].guard_condition_count = 0;
+  g_slots[index].waits = false;
+  g_slots[index].work = WORK_NONE;
+  g_slots[index].out_count = 0;
   pthread_mutex_unlock(&g_lock);
   free(t_saved);
   t_saved = NULL;
@@ -409,6 +516,9 @@ static slot_t * my_slot(void)
       }
       t_slot = (int)i + 1;
       g_slots[i].state = SLOT_BUSY;
+      g_slots[i].waits = false;
+      g_slots[i].work = WORK_NONE;
+      g_slots[i].out_count = 0;
       return &g_slots[i];
     }
   }
@@ -447,7 +557,7 @@ static bool finished(int64_t * time_ns, uint32_t * round)
   }
   for (size_t i = 0; i < MAX_THREADS; i++) {
     if (g_slots[i].state == SLOT_BUSY || g_slots[i].state == SLOT_PROBING ||
-      g_slots[i].state == SLOT_WOKEN)
+      g_slots[i].state == SLOT_WOKEN || g_slots[i].work != WORK_NONE || g_slots[i].out_count)
     {
       return false;
     }
@@ -523,6 +633,110 @@ static void restore(const array_t * arrays, size_t n)
     if (arrays[i].count && *arrays[i].count) {
       memcpy(*arrays[i].items, t_saved + at, *arrays[i].count * sizeof(void *));
       at += *arrays[i].count;
+    }
+  }
+}
+
+// ---- work handed on ---------------------------------------------------------------------
+//
+// An executor whose waiting thread hands what is ready to other threads (rclpy's
+// MultiThreadedExecutor: the waiting thread submits a handler per ready entity to a pool, and
+// waits again at once) has work in flight while its waiting thread blocks with nothing ready.
+// Two rules hold the process's done while it is:
+// - Out: what a wait found ready is out, until a wait of the same thread is given it again
+//   (rclpy leaves an entity out of its waits while its handler is pending, and while a
+//   callback of its mutually exclusive group runs), a thread takes it, or it is destroyed.
+//   A waiting thread with anything out is not idle. This covers the hand-over, before the
+//   worker has taken anything.
+// - Workers: a thread that never waits is busy from a take (a message, a request, a
+//   response, a timer's call) through the first guard condition it triggers after it (rclpy:
+//   "taken, wait on it again"), until it triggers that guard condition again (rclpy: the
+//   callback has ended). A trigger of a worker that took nothing (rclpy: a handler whose
+//   callback group was busy) changes nothing.
+
+// Under g_lock: the calling thread's slot if it is a worker (it never waited); NULL if not.
+static slot_t * worker_slot(void)
+{
+  bool known = t_slot != 0;
+  slot_t * slot = my_slot();
+  if (slot && !known) {
+    slot->state = SLOT_IDLE;  // not a waiting thread: only its work counts
+  }
+  return slot && !slot->waits ? slot : NULL;
+}
+
+// Under g_lock: `entity` (the rmw data pointer of what a wait is given) is out no more.
+static void not_out(const void * entity)
+{
+  for (size_t i = 0; entity && i < MAX_THREADS; i++) {
+    slot_t * slot = &g_slots[i];
+    for (size_t j = 0; j < slot->out_count; ) {
+      if (slot->out[j] == entity) {
+        slot->out[j] = slot->out[--slot->out_count];
+      } else {
+        j++;
+      }
+    }
+  }
+}
+
+// Under g_lock: the calling thread took `entity`: it is out no more; a worker now runs it.
+static void took(const void * entity)
+{
+  not_out(entity);
+  slot_t * slot = worker_slot();
+  if (slot) {
+    slot->work = WORK_TAKEN;
+  }
+}
+
+// The arrays of a wait whose entities can be out: subscriptions, guard conditions, services,
+// clients (not events: rclpy's are taken with the waitable that holds them).
+#define OUT_ARRAYS 4
+
+// Under g_lock: a wait of the slot's thread is given the entities of `arrays`: none of them
+// is out any more.
+static void given_again(slot_t * slot, const array_t * arrays)
+{
+  for (size_t j = 0; j < slot->out_count; ) {
+    bool given = false;
+    for (size_t i = 0; i < OUT_ARRAYS && !given; i++) {
+      for (size_t k = 0; arrays[i].count && k < *arrays[i].count && !given; k++) {
+        given = (*arrays[i].items)[k] == slot->out[j];
+      }
+    }
+    if (given) {
+      slot->out[j] = slot->out[--slot->out_count];
+    } else {
+      j++;
+    }
+  }
+}
+
+// Under g_lock: what a wait of the slot's thread found ready (what it left in `arrays`) is out.
+static void found_ready(slot_t * slot, const array_t * arrays)
+{
+  for (size_t i = 0; i < OUT_ARRAYS; i++) {
+    for (size_t k = 0; arrays[i].count && k < *arrays[i].count; k++) {
+      const void * entity = (*arrays[i].items)[k];
+      bool known = entity == NULL;
+      for (size_t j = 0; j < slot->out_count && !known; j++) {
+        known = slot->out[j] == entity;
+      }
+      if (known) {
+        continue;
+      }
+      if (slot->out_count == slot->out_capacity) {
+        size_t capacity = slot->out_capacity ? 2 * slot->out_capacity : 16;
+        const void ** grown = realloc(slot->out, capacity * sizeof(*grown));
+        if (!grown) {
+          LOG("out of memory: work handed on by a thread is not followed");
+          return;
+        }
+        slot->out = grown;
+        slot->out_capacity = capacity;
+      }
+      slot->out[slot->out_count++] = entity;
     }
   }
 }
@@ -939,6 +1153,7 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t * node, rmw_subscription_t * subsc
       free(sub->held);
       memset(sub, 0, sizeof(*sub));
     }
+    not_out(subscription ? subscription->data : NULL);
     pthread_mutex_unlock(&g_lock);
   }
   return g_real.destroy_subscription(node, subscription);
@@ -1093,11 +1308,36 @@ static bool held_back(const rmw_publisher_t * publisher, const void * ros_messag
   return true;
 }
 
+// A thread that neither waits nor runs a callback it took publishes on a topic of the
+// participant's: said once (its messages belong to no frame the layer can tell).
+static void outside_said(const rmw_publisher_t * publisher)
+{
+  if (t_agent || !atomic_load(&g_active) || atomic_load(&g_outside_said)) {
+    return;
+  }
+  char topic[TOPIC_LENGTH] = "";
+  pthread_mutex_lock(&g_lock);
+  const slot_t * slot = t_slot ? &g_slots[t_slot - 1] : NULL;
+  if (!slot || (!slot->waits && slot->work == WORK_NONE)) {
+    for (size_t i = 0; i < MAX_ENTITIES; i++) {
+      if (g_pubs[i].publisher == publisher && g_pubs[i].counted) {
+        memcpy(topic, g_pubs[i].topic, TOPIC_LENGTH);
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (topic[0] && !atomic_exchange(&g_outside_said, true)) {
+    LOG("a thread that is not an executor's publishes on %s: the layer cannot tell which "
+      "frame that belongs to, and does not wait for it", topic);
+  }
+}
+
 rmw_ret_t rmw_publish(
   const rmw_publisher_t * publisher, const void * ros_message,
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
+  outside_said(publisher);
   rmw_ret_t ret;
   if (held_back(publisher, ros_message, NULL, &ret)) {
     return ret;
@@ -1121,6 +1361,7 @@ rmw_ret_t rmw_publish_serialized_message(
   rmw_publisher_allocation_t * allocation)
 {
   RESOLVE();
+  outside_said(publisher);
   rmw_ret_t ret;
   if (held_back(publisher, NULL, serialized_message, &ret)) {
     return ret;
@@ -1419,6 +1660,11 @@ static rmw_ret_t take(
   rmw_serialized_message_t * serialized, bool * taken, rmw_message_info_t * message_info,
   rmw_subscription_allocation_t * allocation)
 {
+  if (!t_agent && atomic_load(&g_active) && subscription) {
+    pthread_mutex_lock(&g_lock);
+    took(subscription->data);
+    pthread_mutex_unlock(&g_lock);
+  }
   if (!t_agent && (g_host.next_frame || g_host.rounds) && atomic_load(&g_active) && taken) {
     pthread_mutex_lock(&g_lock);
     sub_t * sub = find_sub(subscription);
@@ -1490,11 +1736,145 @@ rmw_ret_t rmw_take_serialized_message_with_info(
   return take(subscription, NULL, serialized_message, taken, message_info, allocation);
 }
 
+// Under the layer: the calling thread took what a wait was given as `entity`.
+static void took_entity(const void * entity)
+{
+  if (!t_agent && atomic_load(&g_active)) {
+    pthread_mutex_lock(&g_lock);
+    took(entity);
+    pthread_mutex_unlock(&g_lock);
+  }
+}
+
+rmw_ret_t rmw_take_request(
+  const rmw_service_t * service, rmw_service_info_t * request_header, void * ros_request,
+  bool * taken)
+{
+  RESOLVE();
+  took_entity(service ? service->data : NULL);
+  return g_real.take_request(service, request_header, ros_request, taken);
+}
+
+rmw_ret_t rmw_take_response(
+  const rmw_client_t * client, rmw_service_info_t * request_header, void * ros_response,
+  bool * taken)
+{
+  RESOLVE();
+  took_entity(client ? client->data : NULL);
+  return g_real.take_response(client, request_header, ros_response, taken);
+}
+
+// A timer's call: what a wait was given for it is its guard condition. A timer on the steady
+// or the system clock fires on wall time, between frames too: said once.
+static void took_timer(const rcl_timer_t * timer)
+{
+  if (!t_agent && timer && atomic_load(&g_active)) {
+    rcl_clock_t * clock = NULL;
+    int type = ROS_TIME;
+    if (g_rcl.timer_clock(timer, &clock) == RMW_RET_OK && clock) {
+      memcpy(&type, clock, sizeof(type));
+    }
+    if (type != ROS_TIME && !atomic_exchange(&g_wall_timer_said, true)) {
+      LOG("a timer on the %s clock fires on wall time, between frames too: the layer does not "
+        "hold it to the frames (it says done while such a timer is still to come)",
+        type == STEADY_TIME ? "steady" : "system");
+    }
+    const rcl_guard_condition_t * guard_condition = g_rcl.timer_get_guard_condition(timer);
+    const rmw_guard_condition_t * handle = guard_condition ?
+      g_rcl.guard_condition_get_rmw_handle(guard_condition) : NULL;
+    took_entity(handle ? handle->data : NULL);
+  }
+}
+
+rmw_ret_t rcl_timer_call(rcl_timer_t * timer)
+{
+  pthread_once(&g_rcl_resolved, resolve_rcl);
+  took_timer(timer);
+  return g_rcl.timer_call(timer);
+}
+
+rmw_ret_t rcl_timer_call_with_info(rcl_timer_t * timer, rcl_timer_call_info_t * call_info)
+{
+  pthread_once(&g_rcl_resolved, resolve_rcl);
+  if (!g_rcl.timer_call_with_info) {
+    LOG("cannot find rcl_timer_call_with_info in the rcl that defines rcl_timer_call");
+    abort();
+  }
+  took_timer(timer);
+  return g_rcl.timer_call_with_info(timer, call_info);
+}
+
+rmw_ret_t rmw_subscription_set_on_new_message_callback(
+  rmw_subscription_t * subscription, rmw_event_callback_t callback, const void * user_data)
+{
+  RESOLVE();
+  bool clock = false;
+  if (!t_agent && callback) {
+    pthread_mutex_lock(&g_lock);
+    const sub_t * sub = find_sub(subscription);
+    clock = sub && sub->clock;
+    pthread_mutex_unlock(&g_lock);
+  }
+  // On /clock: a node that takes part in simulated time is spun so.
+  if (clock && !atomic_exchange(&g_events_said, true)) {
+    LOG("a subscription of the process is taken on an event callback (an EventsExecutor), "
+      "not through rmw_wait: the layer cannot tell when such an executor is idle; its nodes "
+      "join only once the process waits in rmw_wait, and no frame waits for what it runs");
+  }
+  return g_real.set_on_new_message(subscription, callback, user_data);
+}
+
+// An entity destroyed is out no more.
+static void destroyed(const void * entity)
+{
+  if (!t_agent && entity) {
+    pthread_mutex_lock(&g_lock);
+    not_out(entity);
+    pthread_mutex_unlock(&g_lock);
+  }
+}
+
+rmw_ret_t rmw_destroy_service(rmw_node_t * node, rmw_service_t * service)
+{
+  RESOLVE();
+  destroyed(service ? service->data : NULL);
+  return g_real.destroy_service(node, service);
+}
+
+rmw_ret_t rmw_destroy_client(rmw_node_t * node, rmw_client_t * client)
+{
+  RESOLVE();
+  destroyed(client ? client->data : NULL);
+  return g_real.destroy_client(node, client);
+}
+
+rmw_ret_t rmw_destroy_guard_condition(rmw_guard_condition_t * guard_condition)
+{
+  RESOLVE();
+  destroyed(guard_condition ? guard_condition->data : NULL);
+  return g_real.destroy_guard_condition(guard_condition);
+}
+
 rmw_ret_t rmw_trigger_guard_condition(const rmw_guard_condition_t * guard_condition)
 {
   RESOLVE();
+  bool done = false;
+  int64_t time_ns = 0;
+  uint32_t round = 0;
   if (!t_agent && guard_condition && atomic_load(&g_active)) {
     pthread_mutex_lock(&g_lock);
+    // A worker's first trigger after a take: its callback runs until it triggers that guard
+    // condition again (see "work handed on").
+    slot_t * self = t_slot ? &g_slots[t_slot - 1] : NULL;
+    if (self && !self->waits && self->work == WORK_TAKEN) {
+      self->work = WORK_RUNNING;
+      self->work_guard_condition = guard_condition->data;
+    } else if (self && !self->waits && self->work == WORK_RUNNING &&
+      self->work_guard_condition == guard_condition->data)
+    {
+      self->work = WORK_NONE;
+      done = true;
+    }
     for (size_t i = 0; i < MAX_THREADS; i++) {
       slot_t * slot = &g_slots[i];
       if (slot->state != SLOT_PROBING && slot->state != SLOT_IDLE) {
@@ -1507,9 +1887,14 @@ rmw_ret_t rmw_trigger_guard_condition(const rmw_guard_condition_t * guard_condit
         }
       }
     }
+    done = done && finished(&time_ns, &round);
     pthread_mutex_unlock(&g_lock);
   }
-  return g_real.trigger_guard_condition(guard_condition);
+  rmw_ret_t ret = g_real.trigger_guard_condition(guard_condition);
+  if (done) {  // a worker's callback ended, and no thread of the process is busy
+    say_done(time_ns, round);
+  }
+  return ret;
 }
 
 // Next frame: the subscriptions a wait was given, as the process sees them: each one the layer
@@ -1568,7 +1953,7 @@ static void take_and_release(slot_t * self)
   const rmw_guard_condition_t * wake = released ? g_wake : NULL;
   if (released) {
     for (size_t i = 0; i < MAX_THREADS; i++) {
-      if (&g_slots[i] != self && (g_slots[i].state == SLOT_PROBING ||
+      if (&g_slots[i] != self && g_slots[i].waits && (g_slots[i].state == SLOT_PROBING ||
         g_slots[i].state == SLOT_IDLE))
       {
         g_slots[i].state = SLOT_WOKEN;
@@ -1685,6 +2070,12 @@ static rmw_ret_t wait_next_frame(
   return ret;
 }
 
+static rmw_ret_t wait_participant(
+  rmw_subscriptions_t * subscriptions, rmw_guard_conditions_t * guard_conditions,
+  rmw_services_t * services, rmw_clients_t * clients, rmw_events_t * events,
+  rmw_wait_set_t * wait_set, const rmw_time_t * wait_timeout, slot_t * slot,
+  const array_t * arrays, size_t n);
+
 rmw_ret_t rmw_wait(
   rmw_subscriptions_t * subscriptions, rmw_guard_conditions_t * guard_conditions,
   rmw_services_t * services, rmw_clients_t * clients, rmw_events_t * events,
@@ -1715,16 +2106,37 @@ rmw_ret_t rmw_wait(
   bool tracked = slot && saved && blocking && keep_guard_conditions(slot, guard_conditions);
   if (slot) {
     slot->state = tracked ? SLOT_PROBING : SLOT_BUSY;
+    slot->waits = true;
+    slot->work = WORK_NONE;
+    given_again(slot, arrays);
   }
   pthread_mutex_unlock(&g_lock);
+  rmw_ret_t ret = RMW_RET_BAD_ALLOC;
   if (g_host.next_frame || g_host.rounds) {
-    if (!saved) {
-      return RMW_RET_BAD_ALLOC;
+    if (saved) {
+      ret = wait_next_frame(subscriptions, guard_conditions, services, clients, events,
+          wait_set, wait_timeout, tracked ? slot : NULL, arrays, n);
     }
-    return wait_next_frame(subscriptions, guard_conditions, services, clients, events,
-             wait_set, wait_timeout, tracked ? slot : NULL, arrays, n);
+  } else {
+    ret = wait_participant(subscriptions, guard_conditions, services, clients, events,
+        wait_set, wait_timeout, tracked ? slot : NULL, arrays, n);
   }
-  if (!tracked) {
+  if (slot && ret == RMW_RET_OK) {
+    pthread_mutex_lock(&g_lock);
+    found_ready(slot, arrays);
+    pthread_mutex_unlock(&g_lock);
+  }
+  return ret;
+}
+
+// One wait of the process under the default rule: a wait that would block first looks.
+static rmw_ret_t wait_participant(
+  rmw_subscriptions_t * subscriptions, rmw_guard_conditions_t * guard_conditions,
+  rmw_services_t * services, rmw_clients_t * clients, rmw_events_t * events,
+  rmw_wait_set_t * wait_set, const rmw_time_t * wait_timeout, slot_t * slot,
+  const array_t * arrays, size_t n)
+{
+  if (!slot) {
     return g_real.wait(subscriptions, guard_conditions, services, clients, events, wait_set,
              wait_timeout);
   }

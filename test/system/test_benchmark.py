@@ -203,3 +203,17 @@ def test_panel_benchmark_prints_its_figures(tmp_path, domain_id):
                         r'-?[\d.]+ ms \(3 changes\)', lines[3]), lines
     assert re.fullmatch(r'updates a page received while time moved at 1x: [\d.]+ a second',
                         lines[4]), lines
+
+
+def test_layer_latency_benchmark_prints_both_sides(tmp_path, domain_id):
+    """The layer's latency benchmark prints each turn and both p50 side by side, no server."""
+    lines = _benchmark_lines('layer_latency.py', tmp_path, domain_id, '--turns', '1',
+                             '--messages', '200')
+    assert re.fullmatch(r'turn 1 without the layer: p50 [\d.]+ us, p90 [\d.]+ us',
+                        lines[0]), lines
+    assert re.fullmatch(r'turn 1 under the layer, no server: p50 [\d.]+ us, p90 [\d.]+ us',
+                        lines[1]), lines
+    assert re.fullmatch(r'publish-to-take p50, median of 1 turns of 200 messages: without the '
+                        r'layer [\d.]+ us \| under the layer, no server [\d.]+ us \| ratio '
+                        r'[\d.]+', lines[2]), lines
+    assert json.loads(lines[3])['turns'] == 1, lines

@@ -60,13 +60,21 @@ def files_digest(path: str) -> str:
 
 
 def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
-                 storage: str):
-    """Start everything at once, step at once; return (digest, path, processed, its log)."""
-    output = str(tmp_path / f'{mode}-{run}')
+                 storage: str, layer: str = ''):
+    """
+    Start everything at once, step at once; return (digest, path, processed, its log).
+
+    ``layer``: each node unchanged, on ``rclpy.spin`` (``--mode plain``), under the lockstep
+    layer with that rule (doc/lockstep-layer.md), not on the participant helper in ``mode``.
+    """
+    output = str(tmp_path / f'{layer or mode}-{run}')
     player = start_server({'sync': True, 'time_step': 0.01,
                            'expected_participants': EXPECTED},
                           argv=[bag, '--start-at-zero'], executable=executable('bag_player'))
-    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path), args=(role, '--mode', mode))
+    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
+                                args=(role, '--mode', 'plain' if layer else mode),
+                                env={'SIM_CLOCK_LOCKSTEP_RULE': layer} if layer else None,
+                                prefix=(executable('lockstep'),) if layer else ())
              for role in ROLES}
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
@@ -75,6 +83,10 @@ def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str,
     step_until_recorded(client, recorder, nodes, player)
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
+        # Under the layer: only its notice of the steady timer with which a node waits for
+        # its readers (test_stack.py says why).
+        said = [line for line in node.output().splitlines() if 'sim_clock lockstep' in line]
+        assert all('steady clock fires on wall time' in line for line in said), node.output()
     return (files_digest(output), output,
             {role: processed(node) for role, node in nodes.items()}, recorder.log())
 
@@ -88,16 +100,24 @@ def bag(tmp_path):
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize('mode, storage', [('deterministic', 'sqlite3'),
-                                           ('next_frame', 'mcap')])
+@pytest.mark.parametrize('mode, storage, layer', [
+    ('deterministic', 'sqlite3', ''), ('next_frame', 'mcap', ''),
+    ('deterministic', 'sqlite3', 'rounds')],
+    ids=['deterministic', 'next_frame', 'layer_rounds'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
-        start_server, client, domain_id, tmp_path, bag, mode, storage):
-    """RUNS runs started as launch starts them: one bag file, the first frame in it, causal."""
+        start_server, client, domain_id, tmp_path, bag, mode, storage, layer):
+    """
+    RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
+
+    ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds: named
+    in ``expected_participants`` as the helper's are (at the next frame, see
+    doc/lockstep-layer.md, "What it does not do yet").
+    """
     path, chatter = bag
     digests, first, first_log = set(), None, None
     for run in range(RUNS):
         digest, output, seen, log = launched_run(
-            start_server, client, domain_id, tmp_path, path, mode, run, storage)
+            start_server, client, domain_id, tmp_path, path, mode, run, storage, layer)
         digests.add(digest)
         first, first_log = first or output, first_log or log
         assert len(digests) == 1, '\n'.join((

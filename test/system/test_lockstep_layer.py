@@ -30,7 +30,10 @@ from harness import ChildProcess
 from harness import executable
 from harness import LIVE_CHILDREN
 from harness import NS
+from harness import SERVICE_QOS
 from harness import TIMEOUT
+from harness import UDP_LOOPBACK_ENV
+import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -48,40 +51,54 @@ NODE_NAME = '/plain'
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 #: A plain rclpy node, no sim_clock in it: prints each firing (and its end) and each message
-#: with its clock.
+#: with its clock. On the executor argv[2] names: ``single`` (rclpy.spin's), ``multi``
+#: (a MultiThreadedExecutor), ``multi_reentrant`` (the same, each callback in a reentrant
+#: group: rclpy waits on its entity again as soon as it is taken, and two callbacks may run
+#: at once: each line is printed whole).
 NODE = """
 import sys
+import threading
 import time
 
 import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 
-work = float(sys.argv[1])
+work, kind = float(sys.argv[1]), sys.argv[2]
 rclpy.init()
 node = rclpy.create_node('plain', parameter_overrides=[Parameter('use_sim_time', value=True)])
+group = ReentrantCallbackGroup() if kind == 'multi_reentrant' else None
+printing = threading.Lock()
+
+
+def say(*words):
+    with printing:
+        print(*words, flush=True)
 
 
 def tick():
     now = node.get_clock().now().nanoseconds
-    print('fired', now, flush=True)
+    say('fired', now)
     time.sleep(work)
-    print('ended', now, flush=True)
+    say('ended', now)
 
 
 def heard(msg):
-    print('heard', msg.data, node.get_clock().now().nanoseconds, flush=True)
+    say('heard', msg.data, node.get_clock().now().nanoseconds)
     time.sleep(work)
 
 
-node.create_timer(0.01, tick)
+node.create_timer(0.01, tick, callback_group=group)
 node.create_subscription(String, '/chatter', heard,
-                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+                         callback_group=group)
 print('ready', flush=True)
 try:
-    rclpy.spin(node)
+    rclpy.spin(node, executor=None if kind == 'single' else MultiThreadedExecutor())
 except KeyboardInterrupt:
     pass
 node.destroy_node()
@@ -193,6 +210,32 @@ rclpy.try_shutdown()
 """
 
 
+#: A plain rclpy node whose timer prints each firing with its clock, and from STUCK_NS on does
+#: not come back from its callback (the test kills it there).
+STUCK = """
+import time
+
+import rclpy
+from rclpy.parameter import Parameter
+
+rclpy.init()
+node = rclpy.create_node('stuck', parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+
+def tick():
+    now = node.get_clock().now().nanoseconds
+    print('fired', now, flush=True)
+    if now >= 30_000_000:  # STUCK_NS
+        time.sleep(3600)
+
+
+node.create_timer(0.01, tick)
+print('ready', flush=True)
+rclpy.spin(node)
+"""
+STUCK_NS = 30 * MS
+
+
 class _Program(ChildProcess):
     """A program of its own (not a Python script) in a process on a domain, read as a child."""
 
@@ -205,9 +248,11 @@ class _Program(ChildProcess):
         LIVE_CHILDREN.add(self)
 
 
-def _start_node(domain_id, tmp_path, layer: bool) -> ChildProcess:
+def _start_node(domain_id, tmp_path, layer: bool, executor: str = 'single',
+                env: dict = None) -> ChildProcess:
     prefix = (executable('lockstep'),) if layer else ()
-    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S,), prefix=prefix)
+    child = ChildProcess(domain_id, NODE, str(tmp_path), args=(WORK_S, executor), env=env,
+                         prefix=prefix)
     child.expect('ready', timeout=START_S)
     return child
 
@@ -252,11 +297,18 @@ def _lines(lines, word):
     return [line.split()[1:] for line in lines if line.startswith(word + ' ')]
 
 
+@pytest.mark.parametrize('executor', ['single', 'multi', 'multi_reentrant'])
 def test_an_unchanged_node_holds_each_frame_until_its_callbacks_ran(
-        start_server, client, domain_id, tmp_path):
-    """Under the layer a step returns once every firing due and every message ran, none late."""
+        start_server, client, domain_id, tmp_path, executor):
+    """
+    Under the layer a step returns once every firing due and every message ran, none late.
+
+    On rclpy's MultiThreadedExecutor each callback runs on a worker of its pool while the
+    waiting thread blocks again at once: the step still answers only once the last callback
+    has ended (doc/lockstep-layer.md, "Work handed on").
+    """
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
-    child = _start_node(domain_id, tmp_path, layer=True)
+    child = _start_node(domain_id, tmp_path, layer=True, executor=executor)
     try:
         client.spin_until(lambda: NODE_NAME in client.status().participants,
                           f'{NODE_NAME} among the participants', timeout=START_S)
@@ -459,3 +511,236 @@ def test_an_expected_node_under_the_layer_says_it_is_ready(
         assert list(client.status().expected_missing) == []
     finally:
         child.stop()
+
+
+def test_a_node_killed_mid_frame_is_named_and_the_next_step_goes_on(
+        start_server, client, domain_id, tmp_path):
+    """
+    Killed (SIGKILL) while the server waits for its done: the step names it; then it is dropped.
+
+    The node is stuck in its callback of frame 3 when it is killed, so no done of that frame
+    ever comes: the step answers at ``participant_timeout`` naming it. Once its process has
+    left the graph (the end of its lease) the server drops it, and the next step runs without
+    it. (UDP only: a process killed while it receives over Fast DDS shared memory can freeze
+    its peers, test_faults.py says why.)
+    """
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                           'participant_timeout': 3.0})
+    child = ChildProcess(domain_id, STUCK, str(tmp_path), env=UDP_LOOPBACK_ENV,
+                         prefix=(executable('lockstep'),))
+    try:
+        child.expect('ready', timeout=START_S)
+        client.spin_until(lambda: '/stuck' in client.status().participants,
+                          '/stuck among the participants', timeout=START_S)
+        step = client.node.create_client(Step, '/sim_clock/step', qos_profile=SERVICE_QOS)
+        client.spin_until(step.service_is_ready, 'the step service')
+        future = step.call_async(Step.Request(user_id='', steps=5))
+        fired = [int(child.expect('fired', timeout=START_S)) for _ in range(3)]
+        assert fired == [10 * MS, 20 * MS, STUCK_NS], child.output()
+        child.kill()  # in its callback of frame 3: the server waits for its done
+        client.spin_until(future.done, 'the answer of the step', timeout=START_S)
+        response = future.result()
+        assert not response.success and response.frame == 3, response
+        assert list(response.late) == ['/stuck'] and '/stuck' in response.message, response
+        client.spin_until(lambda: "participant '/stuck' dropped" in server.log(),
+                          '/stuck dropped once its process left the graph', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=5), timeout=30.0)
+        assert response.success and response.frame == 8, response
+        assert list(client.status().participants) == []
+    finally:
+        child.kill()
+
+
+#: Plain rclpy nodes, no sim_clock in them, each at a limit of the layer (argv[1]): a
+#: ``use_sim_time`` timer of one frame prints each firing (``fired NAME T``) and its end
+#: (``ended NAME T``) with its clock, and
+#: - ``steady``: a timer of 20 ms on the steady clock prints ``steady T`` with the node's clock;
+#: - ``thread``: a thread of its own publishes the node's clock on /side every 10 ms of wall
+#:   time, outside the executor;
+#: - ``events``: the node spins on rclpy's EventsExecutor (spin_once: its spin busy-loops);
+#: - ``executors``: two nodes, ``left`` and ``right``, each on a SingleThreadedExecutor of its
+#:   own on a thread of its own.
+LIMITS = """
+import sys
+import threading
+import time
+
+import rclpy
+from rclpy.clock import Clock
+from rclpy.clock import ClockType
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from std_msgs.msg import String
+
+kind = sys.argv[1]
+rclpy.init()
+printing = threading.Lock()
+
+
+def say(*words):
+    with printing:
+        print(*words, flush=True)
+
+
+def make(name):
+    node = rclpy.create_node(name, parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+    def tick():
+        now = node.get_clock().now().nanoseconds
+        say('fired', name, now)
+        time.sleep(0.02)
+        say('ended', name, now)
+    node.create_timer(0.01, tick)
+    return node
+
+
+if kind == 'executors':
+    nodes = [make('left'), make('right')]
+else:
+    nodes = [make('plain')]
+node = nodes[0]
+if kind == 'steady':
+    node.create_timer(0.02, lambda: say('steady', node.get_clock().now().nanoseconds),
+                      clock=Clock(clock_type=ClockType.STEADY_TIME))
+if kind == 'thread':
+    side = node.create_publisher(String, '/side',
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    stop = threading.Event()
+
+    def publish():
+        while not stop.wait(0.01):
+            side.publish(String(data=str(node.get_clock().now().nanoseconds)))
+    threading.Thread(target=publish, daemon=True).start()
+say('ready')
+try:
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+        executor = EventsExecutor()
+        executor.add_node(node)
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    elif kind == 'executors':
+        executors = [SingleThreadedExecutor() for _ in nodes]
+        for executor, each in zip(executors, nodes):
+            executor.add_node(each)
+        threads = [threading.Thread(target=executor.spin, daemon=True)
+                   for executor in executors]
+        for thread in threads:
+            thread.start()
+        threads[0].join()
+    else:
+        rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+rclpy.try_shutdown()
+"""
+
+
+def _limit(start_server, domain_id, tmp_path, kind: str):
+    """Start the LIMITS node(s) of ``kind`` under the layer beside a server in sync mode."""
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    child = ChildProcess(domain_id, LIMITS, str(tmp_path), args=(kind,),
+                         prefix=(executable('lockstep'),))
+    child.expect('ready', timeout=START_S)
+    return child
+
+
+def _step(client, frames: int):
+    response = client.call(Step, 'step', Step.Request(user_id='', steps=frames), timeout=30.0)
+    assert response.success, response.message
+    return response
+
+
+def _warnings(child) -> list:
+    return [line for line in child.output().splitlines() if line.startswith('sim_clock lockstep')]
+
+
+def _fired(printed, name='plain', word='fired') -> list:
+    return [int(t) for who, t in _lines(printed, word) if who == name]
+
+
+def test_limit_a_steady_timer_fires_between_frames(start_server, client, domain_id, tmp_path):
+    """
+    A timer on the steady clock is not held to the frames: it fires on while time stands.
+
+    The step still answers once every firing of the use_sim_time timer has ended; the layer
+    says once on stderr that it cannot hold the steady timer.
+    """
+    child = _limit(start_server, domain_id, tmp_path, 'steady')
+    try:
+        client.spin_until(lambda: '/plain' in client.status().participants,
+                          '/plain among the participants', timeout=START_S)
+        _step(client, 5)
+        printed = child.printed_by_now()
+        frames = [k * 10 * MS for k in range(1, 6)]
+        assert _fired(printed) == frames and _fired(printed, word='ended') == frames, printed
+        # Time stands at the last frame; the steady timer fires on, at that clock.
+        for _ in range(3):
+            assert int(child.expect('steady', timeout=START_S)) == 50 * MS
+    finally:
+        child.stop()
+    warnings = _warnings(child)
+    assert len(warnings) == 1 and 'steady clock fires on wall time' in warnings[0], warnings
+
+
+def test_limit_a_thread_that_publishes_outside_the_executor_is_not_waited_for(
+        start_server, client, domain_id, tmp_path):
+    """
+    A thread that publishes outside the executor holds no frame: it goes on between steps.
+
+    The layer says once on stderr, naming the topic, that it cannot tell that thread's frame.
+    """
+    child = _limit(start_server, domain_id, tmp_path, 'thread')
+    heard = []
+    client.node.create_subscription(String, '/side', lambda msg: heard.append(int(msg.data)),
+                                    QOS)
+    try:
+        client.spin_until(lambda: '/plain' in client.status().participants,
+                          '/plain among the participants', timeout=START_S)
+        _step(client, 5)
+        printed = child.printed_by_now()
+        frames = [k * 10 * MS for k in range(1, 6)]
+        assert _fired(printed) == frames and _fired(printed, word='ended') == frames, printed
+        client.spin_until(lambda: heard.count(50 * MS) >= 3,
+                          'the thread publishing on while time stands', timeout=START_S)
+    finally:
+        child.stop()
+    warnings = _warnings(child)
+    assert len(warnings) == 1 and 'publishes on /side' in warnings[0], warnings
+
+
+def test_limit_an_events_executor_takes_no_part(start_server, client, domain_id, tmp_path):
+    """
+    The EventsExecutor of rclpy waits on event callbacks, never in rmw_wait: its node never joins.
+
+    The layer says so once on stderr; the steps do not wait for the node.
+    """
+    child = _limit(start_server, domain_id, tmp_path, 'events')
+    try:
+        assert 'EventsExecutor' in child.expect('sim_clock lockstep', timeout=START_S)
+        client.status_when_ready()
+        _step(client, 5)
+        assert '/plain' not in client.status().participants
+    finally:
+        child.stop()
+    assert len(_warnings(child)) == 1, child.output()
+
+
+def test_limit_two_executors_on_two_threads_are_both_followed(
+        start_server, client, domain_id, tmp_path):
+    """Two nodes, each on an executor of its own on a thread of its own: both hold each frame."""
+    child = _limit(start_server, domain_id, tmp_path, 'executors')
+    try:
+        client.spin_until(lambda: {'/left', '/right'} <= set(client.status().participants),
+                          'both nodes among the participants', timeout=START_S)
+        _step(client, FRAMES)
+        printed = child.printed_by_now()
+        frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
+        for name in ('left', 'right'):
+            assert _fired(printed, name) == frames, printed
+            assert _fired(printed, name, 'ended') == frames, printed
+    finally:
+        child.stop()
+    assert _warnings(child) == [], child.output()

@@ -144,7 +144,10 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
         assert 'stack_relay:' not in nodes['relay'].output()  # no error, no round stopped
     for role, node in nodes.items():
         assert '[ERROR]' not in node.output() and '[WARN]' not in node.output(), node.output()
-        assert 'sim_clock lockstep' not in node.output(), node.output()
+        # Under the layer a node says, once, that it does not hold the steady timer with which
+        # stack_node.py waits for its readers to match; nothing else.
+        said = [line for line in node.output().splitlines() if 'sim_clock lockstep' in line]
+        assert all('steady clock fires on wall time' in line for line in said), node.output()
     recording = read_recording(output)
     recorded_as_published(recording, nodes, recorder.log())
     return recording, {role: processed(node) for role, node in nodes.items()}
