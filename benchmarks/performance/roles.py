@@ -285,7 +285,9 @@ def participant(args) -> None:
         joins = [node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS)
                  for node in nodes]
         for join in joins:
-            role.wait_for_service(join)
+            # --timeout, not TIMEOUT: dozens of processes start at once.
+            role.spin_until(join.service_is_ready, f'service {join.srv_name}',
+                            timeout=args.timeout)
         role.introduce(args.server)
         for node, join in zip(nodes, joins):
             name = node.get_fully_qualified_name()
