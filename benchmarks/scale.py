@@ -604,6 +604,9 @@ def plot(path: str, rows: List[Row]) -> bool:
         axes[0].plot(counts, [row.baseline for row in picked], 's--', label=f'bare, {layout}')
     axes[0].set(xscale='log', yscale='log', xlabel='participants', ylabel='frames/s',
                 title='Free run held by participants')
+    counts = sorted({int(row.size.split()[0]) for row in rows if row.case == 'participants'})
+    axes[0].set_xticks(counts, [str(count) for count in counts])
+    axes[0].minorticks_off()
     axes[0].legend(fontsize=7)
     for figure_name, style in (('server frames/s, no cap', 'o-'),
                                (f'server frames/s, max_clock_rate {CAP_HZ:g} Hz', 's-')):
