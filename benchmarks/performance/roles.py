@@ -45,6 +45,7 @@ import re
 import signal
 import sys
 import time
+from typing import Optional
 
 import rclpy
 from rclpy.clock import Clock
@@ -147,9 +148,12 @@ class Role:
         self.executor = EXECUTORS[executor]()
         self.executor.add_node(self.node)
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+        #: How long a wait or a call takes at most unless told (s): more where dozens of
+        #: processes start at once.
+        self.timeout = TIMEOUT
 
-    def spin_until(self, condition, what: str, timeout: float = TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
+    def spin_until(self, condition, what: str, timeout: Optional[float] = None) -> None:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not condition():
             if time.monotonic() > deadline:
                 raise SystemExit(f'benchmark role: timed out waiting for {what}')
@@ -170,10 +174,10 @@ class Role:
         client's answer reader when the client sees the service (beside a loaded machine, more
         than the 2 s our Fast DDS profile waits for it): that first answer is lost, not late.
         """
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + self.timeout
         while True:
             future = client.call_async(request)
-            again = time.monotonic() + (resend_s or TIMEOUT)
+            again = time.monotonic() + (resend_s or self.timeout)
             while not future.done() and time.monotonic() < min(again, deadline):
                 self.executor.spin_once(timeout_sec=0.05)
             if future.done():
@@ -243,6 +247,7 @@ def participant(args) -> None:
     each has ``--readers`` reader(s).
     """
     role = Role(f'participant_{os.getpid()}', args.executor)
+    role.timeout = args.timeout  # dozens of processes start at once
     nodes = [role.node] + [
         rclpy.create_node(f'participant_{os.getpid()}_{k}', start_parameter_services=False)
         for k in range(1, args.nodes)]
@@ -285,9 +290,7 @@ def participant(args) -> None:
         joins = [node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS)
                  for node in nodes]
         for join in joins:
-            # --timeout, not TIMEOUT: dozens of processes start at once.
-            role.spin_until(join.service_is_ready, f'service {join.srv_name}',
-                            timeout=args.timeout)
+            role.wait_for_service(join)
         role.introduce(args.server)
         for node, join in zip(nodes, joins):
             name = node.get_fully_qualified_name()
