@@ -45,6 +45,7 @@ import re
 import signal
 import sys
 import time
+from typing import Optional
 
 import rclpy
 from rclpy.clock import Clock
@@ -58,10 +59,12 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.msg import Done
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
+from sim_clock.srv import Leave
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 from sim_clock.wire.names import CLOCK_QOS
 from sim_clock.wire.names import SERVICE_QOS
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 NS_PER_SEC = 1_000_000_000
@@ -145,9 +148,12 @@ class Role:
         self.executor = EXECUTORS[executor]()
         self.executor.add_node(self.node)
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+        #: How long a wait or a call takes at most unless told (s): more where dozens of
+        #: processes start at once.
+        self.timeout = TIMEOUT
 
-    def spin_until(self, condition, what: str, timeout: float = TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
+    def spin_until(self, condition, what: str, timeout: Optional[float] = None) -> None:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not condition():
             if time.monotonic() > deadline:
                 raise SystemExit(f'benchmark role: timed out waiting for {what}')
@@ -168,10 +174,10 @@ class Role:
         client's answer reader when the client sees the service (beside a loaded machine, more
         than the 2 s our Fast DDS profile waits for it): that first answer is lost, not late.
         """
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + self.timeout
         while True:
             future = client.call_async(request)
-            again = time.monotonic() + (resend_s or TIMEOUT)
+            again = time.monotonic() + (resend_s or self.timeout)
             while not future.done() and time.monotonic() < min(again, deadline):
                 self.executor.spin_once(timeout_sec=0.05)
             if future.done():
@@ -234,40 +240,125 @@ def participant(args) -> None:
     Take part in a clock (ours, or the bare barrier's): say done for each new /clock at once.
 
     With ``--server bare`` it joins nothing. ``--frames``: report the rate over that many
-    frames after ``--warmup``, as ``fps``.
+    frames after ``--warmup``, as ``fps``. ``--nodes K``: K nodes in this process, one
+    executor, each with its own /clock subscription, done publisher and (ours) join; the rate
+    is the first node's. ``--topics N``: the first node also publishes a String on each of
+    ``/scale/t0`` to ``/scale/t{N-1}`` at every new frame, before its done, and is ready once
+    each has ``--readers`` reader(s).
     """
     role = Role(f'participant_{os.getpid()}', args.executor)
-    name = role.node.get_fully_qualified_name()
+    role.timeout = args.timeout  # dozens of processes start at once
+    nodes = [role.node] + [
+        rclpy.create_node(f'participant_{os.getpid()}_{k}', start_parameter_services=False)
+        for k in range(1, args.nodes)]
+    for node in nodes[1:]:
+        role.executor.add_node(node)
     done_topic = '/bare_barrier/done' if args.server == 'bare' else f'{args.server}/done'
-    done = role.node.create_publisher(Done, done_topic, EVERY_CLOCK_QOS)
-    msg = Done(name=name)
-    state = {'last': None, 'count': 0, 'start': 0.0, 'fps': None}
+    state = {'last': None, 'count': 0, 'start': 0.0, 'fps': None, 'again': 0, 'measured': 0}
+    data = [role.node.create_publisher(String, f'/scale/t{k}', EVERY_CLOCK_QOS)
+            for k in range(args.topics)]
+    payload = String(data='x' * 64)
 
-    def on_clock(clock_msg):
-        msg.time = clock_msg.clock
-        done.publish(msg)  # again for a time republished: a done lost before matching
-        if clock_msg.clock == state['last']:
-            return  # the same time republished while idle: not a new frame
-        state['last'] = clock_msg.clock
-        state['count'] += 1
-        if state['count'] == args.warmup:
-            state['start'] = time.perf_counter()
-        elif state['count'] == args.warmup + args.frames:
-            state['fps'] = args.frames / (time.perf_counter() - state['start'])
+    def answer(node, first: bool):
+        done = node.create_publisher(Done, done_topic, EVERY_CLOCK_QOS)
+        msg = Done(name=node.get_fully_qualified_name())
 
-    role.node.create_subscription(ClockMsg, '/clock', on_clock, EVERY_CLOCK_QOS)
+        def on_clock(clock_msg):
+            new = first and clock_msg.clock != state['last']
+            if new:  # not the same time republished while idle
+                for publisher in data:
+                    publisher.publish(payload)
+            msg.time = clock_msg.clock
+            done.publish(msg)  # again for a time republished: a done lost before matching
+            if first and not new and state['start'] and state['fps'] is None:
+                state['again'] += 1  # a republish within the frames measured
+            if new:
+                state['last'] = clock_msg.clock
+                state['count'] += 1
+                if state['count'] == args.warmup:
+                    state['start'] = time.perf_counter()
+                elif state['count'] == args.warmup + args.frames:
+                    state['fps'] = args.frames / (time.perf_counter() - state['start'])
+
+        node.create_subscription(ClockMsg, '/clock', on_clock, EVERY_CLOCK_QOS)
+
+    for index, node in enumerate(nodes):
+        answer(node, index == 0)
+    for publisher in data:
+        role.wait_for_subscribers(publisher, args.readers)
     if args.server != 'bare':
-        join = role.node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS)
-        role.wait_for_service(join)
+        joins = [node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS)
+                 for node in nodes]
+        for join in joins:
+            role.wait_for_service(join)
         role.introduce(args.server)
-        response = role.call(join, Join.Request(name=name, node=name, period_ns=0))
-        if not response.success:
-            raise SystemExit(f'benchmark role: join refused: {response.message}')
+        for node, join in zip(nodes, joins):
+            name = node.get_fully_qualified_name()
+            response = role.call(join, Join.Request(name=name, node=name, period_ns=0))
+            if not response.success:
+                raise SystemExit(f'benchmark role: join refused: {response.message}')
     say('ready')
     role.spin_until(lambda: state['fps'] is not None, f'{args.frames} frames',
                     timeout=args.timeout)
-    result(fps=state['fps'])
+    # republished: the times that came again within the frames measured, a frame's /clock
+    # published again while the frame waited (each answered with a done once more).
+    result(fps=state['fps'], republished=state['again'] / args.frames)
     role.spin_forever()
+
+
+def churn(args) -> None:
+    """
+    Join and leave again and again, until SIGINT; say ``cycle N`` after each leave.
+
+    ``--nodes`` nodes join, say done for ``--frames`` frames, leave, and the clock runs
+    without them for ``--duration`` s.
+    """
+    role = Role(f'churn_{os.getpid()}', args.executor)
+    nodes = [role.node] + [
+        rclpy.create_node(f'churn_{os.getpid()}_{k}', start_parameter_services=False)
+        for k in range(1, args.nodes)]
+    for node in nodes[1:]:
+        role.executor.add_node(node)
+    state = {'joined': False, 'frames': 0, 'last': None}
+    dones = []
+    for node in nodes:
+        done = node.create_publisher(Done, f'{args.server}/done', EVERY_CLOCK_QOS)
+        dones.append((done, Done(name=node.get_fully_qualified_name())))
+
+    def on_clock(clock_msg):
+        if not state['joined']:
+            return
+        for done, msg in dones:
+            msg.time = clock_msg.clock
+            done.publish(msg)
+        if clock_msg.clock != state['last']:
+            state['last'] = clock_msg.clock
+            state['frames'] += 1
+
+    role.node.create_subscription(ClockMsg, '/clock', on_clock, EVERY_CLOCK_QOS)
+    joins = [(node.get_fully_qualified_name(),
+              node.create_client(Join, f'{args.server}/join', qos_profile=SERVICE_QOS),
+              node.create_client(Leave, f'{args.server}/leave', qos_profile=SERVICE_QOS))
+             for node in nodes]
+    for _, join, leave in joins:
+        role.wait_for_service(join)
+        role.wait_for_service(leave)
+    role.introduce(args.server)
+    say('ready')
+    cycle = 0
+    while role.node.context.ok():
+        state['joined'], state['frames'] = True, 0
+        for name, join, _ in joins:
+            role.call(join, Join.Request(name=name, node=name, period_ns=0))
+        role.spin_until(lambda: state['frames'] >= args.frames, 'the frames held')
+        state['joined'] = False
+        for name, _, leave in joins:
+            role.call(leave, Leave.Request(name=name))
+        cycle += 1
+        say('cycle', cycle)
+        rest = time.monotonic() + args.duration
+        while role.node.context.ok() and time.monotonic() < rest:
+            role.executor.spin_once(timeout_sec=0.05)
 
 
 def call_trigger(args) -> None:
@@ -535,15 +626,19 @@ def sim_time_node(args) -> None:
 
     What each /clock message costs such a node is its TimeSource's subscription callback (in
     Python, rclpy#1378) and the timer's wake-ups; the benchmark adds up the CPU of many.
+    ``--nodes K``: K such nodes in this process, on one executor.
     """
-    node = rclpy.create_node('sim_time_node', start_parameter_services=False,
-                             parameter_overrides=[Parameter('use_sim_time', value=True)])
     fired = {'n': 0}
-    node.create_timer(0.01, lambda: fired.__setitem__('n', fired['n'] + 1))
     executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    nodes = []
+    for k in range(args.nodes):
+        node = rclpy.create_node(f'sim_time_node_{k}', start_parameter_services=False,
+                                 parameter_overrides=[Parameter('use_sim_time', value=True)])
+        node.create_timer(0.01, lambda: fired.__setitem__('n', fired['n'] + 1))
+        executor.add_node(node)
+        nodes.append(node)
     say('ready')
-    while node.context.ok():
+    while nodes[0].context.ok():
         executor.spin_once(timeout_sec=1.0)
 
 
@@ -586,6 +681,7 @@ ROLES = {
     'bare-publish-loop': bare_publish_loop,
     'bare-barrier': bare_barrier,
     'participant': participant,
+    'churn': churn,
     'call-trigger': call_trigger,
     'bare-timer-publisher': bare_timer_publisher,
     'bare-paced-publisher': bare_paced_publisher,
@@ -609,6 +705,12 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--rate', type=float, default=100.0)
     parser.add_argument('--frames', type=int, default=1_100_000)
     parser.add_argument('--subscribers', type=int, default=1)
+    parser.add_argument('--nodes', type=int, default=1,
+                        help='participant, churn, sim-time-node: nodes in this process')
+    parser.add_argument('--topics', type=int, default=0,
+                        help='participant: topics the first node publishes on at every frame')
+    parser.add_argument('--readers', type=int, default=1,
+                        help='participant: readers each of those topics waits for')
     parser.add_argument('--calls', type=int, default=1000)
     parser.add_argument('--warmup', type=int, default=100)
     parser.add_argument('--steps', type=int, default=1000)

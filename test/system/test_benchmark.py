@@ -217,3 +217,42 @@ def test_layer_latency_benchmark_prints_both_sides(tmp_path, domain_id):
                         r'layer [\d.]+ us \| under the layer, no server [\d.]+ us \| ratio '
                         r'[\d.]+', lines[2]), lines
     assert json.loads(lines[3])['turns'] == 1, lines
+
+
+@pytest.mark.slow
+def test_scale_benchmark_prints_each_figure_beside_its_baseline(tmp_path, domain_id):
+    """
+    The quick run of two cases prints each figure with a baseline and a ratio, and the doc's table.
+
+    Participants as processes and as nodes beside the bare barrier; the server's memory beside
+    its own figure at fewer frames. No figure is judged: the sizes are a check's.
+    """
+    doc = tmp_path / 'doc.md'
+    sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+    try:
+        from scale import TABLE_BEGIN
+        from scale import TABLE_END
+    finally:
+        sys.path.pop(0)
+    doc.write_text(f'before\n{TABLE_BEGIN}\nold\n{TABLE_END}\nafter\n')
+    lines = _benchmark_lines('scale.py', tmp_path, domain_id, '--quick', '--only',
+                             'participants', 'server_memory', '--doc', str(doc))
+    figure = (r'(?P<case>\w+) \| (?P<size>[^|]+) \| (?P<figure>[^:]+): (?P<value>[\d,.]+) '
+              r'(?P<unit>[^ ]+) beside (?P<baseline>[\d,.]+) \((?P<against>[^)]+)\): '
+              r'(?P<ratio>[\d.]+)x( \(target ratio [<>]= [\d.]+: (met|NOT met)\))?')
+    rows = [match.groupdict() for match in map(re.compile(figure).fullmatch, lines) if match]
+    # Each figure is printed as it comes and again in the summary.
+    sizes = {(row['case'], row['size']) for row in rows}
+    assert {size for case, size in sizes if case == 'participants'} == {
+        '1 as processes', '4 as processes', '4 as nodes in 2 processes'}, lines
+    for row in rows:
+        if row['case'] == 'participants':
+            assert row['against'] == 'bare rclpy barrier, the faster executor', row
+            assert float(row['value'].replace(',', '')) > 0, row
+            assert float(row['baseline'].replace(',', '')) > 0, row
+    [memory] = {row['size'] for row in rows if row['case'] == 'server_memory'}
+    assert re.fullmatch(r'4 participants joining and leaving \(\d+ times\)', memory), rows
+    text = doc.read_text()
+    assert text.startswith(f'before\n{TABLE_BEGIN}\n') and text.endswith(f'{TABLE_END}\nafter\n')
+    assert 'quick sizes' in text and 'load average' in text
+    assert text.count('| participants |') == 3 and text.count('| server_memory |') == 1
