@@ -35,7 +35,14 @@ import shutil
 import sys
 import tempfile
 
+from hypothesis import settings
 import pytest
+
+# The property tests check behaviour, never speed: hypothesis's default deadline (200 ms an
+# example, wall time) fails an example that a loaded machine merely ran late, as a timed test
+# would. Speed is measured in benchmarks/.
+settings.register_profile('sim_clock', deadline=None)
+settings.load_profile('sim_clock')
 
 #: The run's own folder: its TMPDIR, ROS_HOME and ROS_LOG_DIR.
 RUN_DIR = pytest.StashKey[str]()
