@@ -242,3 +242,13 @@ def test_no_two_modules_share_a_name():
     shared = {short: names for short, names in by_name.items()
               if len(names) > 1 and short != '__init__'}
     assert not shared, shared
+
+
+def test_no_two_test_files_share_a_name():
+    """Two test files of one name in two folders cannot both load: pytest imports by name."""
+    names = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, 'test')):
+        for name in files:
+            if name.startswith('test_') and name.endswith('.py'):
+                names.setdefault(name, []).append(os.path.relpath(folder, ROOT))
+    assert not {name: folders for name, folders in names.items() if len(folders) > 1}
