@@ -33,12 +33,6 @@ FULL_SPEED_TICK_NS = 1_000_000
 #: bag's empty span) in one jump instead of publishing each: about 2 ms of work at the pace
 #: of /clock alone, so fewer cost less than the jump saves.
 SKIP_EMPTY_FRAMES = 1000
-#: While a frame waits for participants, /clock goes out again at most this often. Every
-#: participant answers the time again with a done (one that was lost before its reader matched
-#: then comes again), so each republish costs a wake-up and a done per participant: at
-#: publish_rate, frames longer than a period (16 participants on 2 cores) took one each and
-#: doubled the dones the server handled. The bare rclpy barrier resends after as long.
-HELD_REPUBLISH_NS = 100_000_000
 
 
 class Pacing:
@@ -65,7 +59,7 @@ class Pacing:
             return self.publish_period_ns if driven else FULL_SPEED_TICK_NS
         return int(min(max(frame_period_ns, MIN_TICK_NS), self.publish_period_ns))
 
-    def republish_due(self, now_ns: int, tick_ns: int, held: bool = False) -> bool:
+    def republish_due(self, now_ns: int, tick_ns: int) -> bool:
         """
         Whether the tick at ``now_ns`` (of a timer of period ``tick_ns``) republishes.
 
@@ -73,14 +67,9 @@ class Pacing:
         passed, less half a tick. A timer fires on its own schedule while a publish is noted
         when its callback ran, a little late, so with a tick of one period "a whole period
         has passed" held only every other tick: /clock came at half of publish_rate.
-        ``held``: a frame waits for participants; the period is then at least
-        :data:`HELD_REPUBLISH_NS`.
         """
-        period_ns = self.publish_period_ns
-        if held:
-            period_ns = max(period_ns, HELD_REPUBLISH_NS)
         return (self.last_publish_ns is None
-                or now_ns - self.last_publish_ns >= period_ns - tick_ns // 2)
+                or now_ns - self.last_publish_ns >= self.publish_period_ns - tick_ns // 2)
 
 
 def full_speed_chunk(published: int, elapsed_ns: int, left_ns: int) -> int:

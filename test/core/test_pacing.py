@@ -20,18 +20,17 @@ from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.pacing import FULL_SPEED_MAX_CHUNK
-from sim_clock.core.pacing import HELD_REPUBLISH_NS
 from sim_clock.core.pacing import Pacing
 
 MS = 1_000_000
 
 
-def _republishes(pacing: Pacing, tick_ns: int, late_ns: list, held: bool = False) -> int:
+def _republishes(pacing: Pacing, tick_ns: int, late_ns: list) -> int:
     """Run a timer of ``tick_ns`` whose callbacks run ``late_ns[k]`` late; count republishes."""
     count = 0
     for k, late in enumerate(late_ns):
         now = k * tick_ns + late
-        if pacing.republish_due(now, tick_ns, held):
+        if pacing.republish_due(now, tick_ns):
             pacing.last_publish_ns = now
             count += 1
     return count
@@ -56,21 +55,6 @@ def test_short_ticks_republish_about_once_a_period(late_ns):
     pacing = Pacing(10 * MS)
     count = _republishes(pacing, MS, late_ns)
     assert len(late_ns) // 10 <= count <= len(late_ns) // 9 + 1
-
-
-def test_a_frame_held_for_participants_republishes_ten_times_less_often():
-    """
-    While participants are awaited: every HELD_REPUBLISH_NS, not every period of 10 ms.
-
-    Each republish costs a done from every participant; a frame that waits longer than a
-    period still gets its time again, for a done lost before its reader matched.
-    """
-    ticks = 1000  # 10 s of 10 ms ticks
-    assert _republishes(Pacing(10 * MS), 10 * MS, [0] * ticks) == ticks
-    held = _republishes(Pacing(10 * MS), 10 * MS, [0] * ticks, held=True)
-    assert held == ticks * 10 * MS // HELD_REPUBLISH_NS
-    # A publish period longer than that is kept.
-    assert _republishes(Pacing(HELD_REPUBLISH_NS * 2), 10 * MS, [0] * ticks, held=True) == 50
 
 
 @given(published=st.integers(1, 10**6), elapsed_ns=st.integers(1, 10**9),

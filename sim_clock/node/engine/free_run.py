@@ -74,8 +74,7 @@ class FreeRun(EngineMember):
                 self._logger.error(
                     'simulated time reached the latest representable value; reset to go on',
                     throttle_duration_sec=10.0)
-        elif self._core.pacing.republish_due(self._now(), self._pace.period_ns,
-                                             held=not self._barrier.clear):
+        elif self._core.pacing.republish_due(self._now(), self._pace.period_ns):
             frames_out.republish()
 
     def _waits_for_expected(self) -> None:
