@@ -160,15 +160,17 @@ class Participant:
         self._client.join(self.name, seconds_to_ns(period, 'period'),
                           node.get_fully_qualified_name(), next_frame,
                           sorted(self._delivery.topics) if next_frame else ())
-        if rounds is not None:
-            # A round started before the server's writer matched this reader would be lost.
-            deadline = time.monotonic_ns() + self._timeout_ns
-            while rounds.get_publisher_count() < 1 or self._done.get_subscription_count() < 1:
-                if time.monotonic_ns() > deadline:
-                    raise SimClockError(
-                        f'participant {self.name!r}: the server at {server} did not match its '
-                        f'rounds and done topics in {timeout_sec} s')
-                self.executor.spin_once(timeout_sec=0.05)
+        # A done said before the server's reader matched this writer would be lost (volatile),
+        # and its frame held until a republished time is answered; a round started before the
+        # server's writer matched this reader would be lost too.
+        deadline = time.monotonic_ns() + self._timeout_ns
+        while ((rounds is not None and rounds.get_publisher_count() < 1)
+               or self._done.get_subscription_count() < 1):
+            if time.monotonic_ns() > deadline:
+                raise SimClockError(
+                    f'participant {self.name!r}: the server at {server} did not match its '
+                    f'done topic in {timeout_sec} s')
+            self.executor.spin_once(timeout_sec=0.05)
         # Joined, and the server's ends of its rounds and done topics matched (which no
         # report counts): it says what its own endpoints matched.
         self._ready.look()
