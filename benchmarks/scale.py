@@ -139,38 +139,27 @@ class Row:
         return self.ratio >= self.bar if self.rule.endswith('>=') else self.ratio <= self.bar
 
 
-def _number(value: Optional[float]) -> str:
-    if value is None:
-        return 'n/a'
-    size = abs(value)
-    if size >= 1000:
-        return f'{value:,.0f}'
-    if size >= 100:
-        return f'{value:.0f}'
-    if size >= 1 or size == 0:
-        return f'{value:.2f}'
-    return f'{value:.2g}'
-
-
 def line(row: Row) -> str:
     """Return ``row`` as a line: the figure, its baseline, the ratio and the verdict."""
     ratio = 'n/a' if row.ratio is None else f'{row.ratio:.2f}x'
     verdict = '' if row.met is None else (
         f" (target {row.target}: {'met' if row.met else 'NOT met'})")
-    return (f'{row.case} | {row.size} | {row.figure}: {_number(row.value)} {row.unit} beside '
-            f'{_number(row.baseline)} ({row.against}): {ratio}{verdict}')
+    number = _performance()._number  # the performance benchmark's figures, written alike
+    return (f'{row.case} | {row.size} | {row.figure}: {number(row.value)} {row.unit} beside '
+            f'{number(row.baseline)} ({row.against}): {ratio}{verdict}')
 
 
 def markdown(rows: List[Row]) -> List[str]:
     """Return the rows as a Markdown table."""
     lines = ['| case | size | figure | sim_clock | baseline | ratio | target |',
              '|---|---|---|---|---|---|---|']
+    number = _performance()._number
     for row in rows:
         ratio = 'n/a' if row.ratio is None else f'{row.ratio:.2f}'
         target = '' if row.met is None else (
             f"{row.target}: {'met' if row.met else '**not met**'}")
-        lines.append(f'| {row.case} | {row.size} | {row.figure} | {_number(row.value)} '
-                     f'{row.unit} | {_number(row.baseline)} ({row.against}) | {ratio} | '
+        lines.append(f'| {row.case} | {row.size} | {row.figure} | {number(row.value)} '
+                     f'{row.unit} | {number(row.baseline)} ({row.against}) | {ratio} | '
                      f'{target} |')
     return lines
 
