@@ -26,6 +26,7 @@ from typing import Callable
 from typing import Optional
 
 from sim_clock.core.barrier import Barrier
+from sim_clock.core.presence import Presence
 from sim_clock.core.rules import Refused
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import split_ns
@@ -41,8 +42,8 @@ from sim_clock.wire.names import DONE_QOS
 
 #: How often the graph is looked at for participants whose node has gone, in s.
 GRAPH_CHECK_PERIOD_S = 0.5
-#: A participant's node never seen in the graph this long after it joined counts as gone.
-GRACE_NS = 2_000_000_000
+#: The node name the graph gives an endpoint whose process's node names it has not had yet.
+UNNAMED_NODE = '_NODE_NAME_UNKNOWN_'
 
 
 @dataclass
@@ -77,8 +78,8 @@ class Participants:
         self._go_on: Callable[[], None] = nothing
         self._logger = node.get_logger()
         self.barrier = barrier
-        self._seen_nodes = set()
-        self._joined_at = {}
+        self._presence = Presence()
+        self._done_topic = node.resolve_topic_name('~/done')
         serve(node, ((Join, '~/join', self._on_join), (Leave, '~/leave', self._on_leave)))
         node.create_subscription(Done, '~/done', self._on_done, DONE_QOS)
         self._rounds = node.create_publisher(Round, '~/rounds', DONE_QOS)
@@ -100,7 +101,7 @@ class Participants:
         self._logger.info(
             f'participant {name!r} joined (period {period_ns} ns'
             + (f', node {node}' if node else '') + ')')
-        self._joined_at[name] = self._now()
+        self._presence.joined(name, self._now())
         return JoinOutcome(success=True, message=f'joined; frame {timeline.frame} is the '
                                                  'last before its first',
                            frame=timeline.frame, clock_ns=self._clock_now())
@@ -112,7 +113,7 @@ class Participants:
             return LeaveOutcome(success=False, message=f'no participant named {name!r}')
         # An expected node that leaves must say it is ready again before frames go on.
         self._expected.forget(name, participant.node)
-        self._joined_at.pop(name, None)
+        self._presence.left(name)
         # One call per severity: rclpy refuses a second severity from the same line (it raised
         # in the server when a participant was dropped after another had left).
         if why == 'left':
@@ -217,15 +218,14 @@ class Participants:
         return {namespace.rstrip('/') + '/' + name
                 for name, namespace in self._node.get_node_names_and_namespaces()}
 
+    def _unnamed_done_writers(self) -> int:
+        return sum(info.node_name == UNNAMED_NODE
+                   for info in self._node.get_publishers_info_by_topic(self._done_topic))
+
     def _check_graph(self) -> None:
         watched = {p.name: p.node for p in self.barrier.participants.values() if p.node}
         if not watched:
             return
-        present = self._nodes_present()
-        now = self._now()
-        for name, node in watched.items():
-            if node in present:
-                self._seen_nodes.add(node)
-            elif node in self._seen_nodes or now - self._joined_at.get(name, now) > GRACE_NS:
-                self._seen_nodes.discard(node)
-                self.leave(name, why=f'dropped: its node {node} left the graph')
+        for name, why in self._presence.gone(watched, self._nodes_present(),
+                                             self._unnamed_done_writers(), self._now()):
+            self.leave(name, why=why)

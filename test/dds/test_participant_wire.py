@@ -174,6 +174,18 @@ def test_a_participant_whose_node_leaves_the_graph_is_dropped(context):
         "participant 'watcher' dropped: its node /watched left the graph"]
 
 
+def test_a_participant_whose_node_never_appears_is_dropped_after_the_grace(context):
+    """Never in the graph, every done writer named: dropped once the grace has passed."""
+    rig = Rig(context)
+    rig.participants.join('ghost', '/ghost', 0)
+    joined = time.monotonic_ns()
+    rig.spin_until(lambda: not rig.barrier.participants)
+    assert time.monotonic_ns() - joined > 2_000_000_000
+    assert rig.server.log.at('warning') == [
+        "participant 'ghost' dropped: its node /ghost never appeared in the graph in the "
+        '2 s after it joined']
+
+
 def test_after_a_reset_to_the_same_time_what_is_said_again_is_new(context):
     """A reset back to the time of the last Round: the time again says what came since."""
     rig = Rig(context)

@@ -295,6 +295,9 @@ class Wire(Protocol):
     def get_publishers_info_by_topic(self, topic_name: str) -> list:
         """Return the graph's writers of ``topic_name``."""
 
+    def resolve_topic_name(self, topic: str, *, only_expand: bool = False) -> str:
+        """Return the full name of ``topic`` (``~/done``: under the node's name)."""
+
 
 @dataclass
 class WaitParts:
