@@ -206,6 +206,13 @@ static struct
 static __thread bool t_agent = false;
 // The agent has joined: the waits and takes of the process are tracked.
 static atomic_bool g_active = false;
+// Default rule: the agent has started (and the process takes part through the layer): the
+// waits of the process are tracked already, so that a thread that waits when the agent joins
+// (a server step may follow at once) is known for what it is, as are the /clock
+// subscriptions it waits on.
+static atomic_bool g_tracking = false;
+// The calling thread has called rmw_wait: it is a waiting thread, never a worker.
+static __thread bool t_waited = false;
 // Said once: what the layer cannot hold (doc/lockstep-layer.md, "What it does not do yet").
 static atomic_bool g_wall_timer_said = false, g_events_said = false, g_outside_said = false;
 
@@ -264,6 +271,10 @@ typedef struct
   const rosidl_message_type_support_t * type_support;
   char topic[TOPIC_LENGTH];
   bool clock;       // /clock
+  // /clock, default rule: the thread (slot index + 1) whose last wait was given it (0: none),
+  // and whether the process took a /clock on it since the last done.
+  int waiter;
+  bool clock_taken;
   held_t * held;    // next frame: what it received, oldest first
   size_t size, capacity;
   size_t released;  // how many of the first held the process may take
@@ -562,6 +573,20 @@ static bool finished(int64_t * time_ns, uint32_t * round)
       return false;
     }
   }
+  // Default rule: every /clock subscription a thread waits on has taken the new time too.
+  // One thread's take is not the process's: another thread, idle in its wait, may be about to
+  // wake for the same /clock on its own node's subscription (two executors on two threads).
+  bool clock_rule = !g_host.next_frame && !g_host.rounds;
+  for (size_t i = 0; clock_rule && i < MAX_ENTITIES; i++) {
+    if (g_subs[i].subscription && g_subs[i].clock && g_subs[i].waiter &&
+      !g_subs[i].clock_taken)
+    {
+      return false;
+    }
+  }
+  for (size_t i = 0; clock_rule && i < MAX_ENTITIES; i++) {
+    g_subs[i].clock_taken = false;
+  }
   g_clock_pending = false;
   *time_ns = g_clock_ns;
   *round = g_pending_round;
@@ -660,7 +685,11 @@ static slot_t * worker_slot(void)
   bool known = t_slot != 0;
   slot_t * slot = my_slot();
   if (slot && !known) {
-    slot->state = SLOT_IDLE;  // not a waiting thread: only its work counts
+    if (t_waited) {  // it waits (its waits so far were not tracked): busy, since it takes
+      slot->waits = true;
+    } else {
+      slot->state = SLOT_IDLE;  // not a waiting thread: only its work counts
+    }
   }
   return slot && !slot->waits ? slot : NULL;
 }
@@ -904,6 +933,7 @@ static void in_a_child(void)
   g_agent_started = false;
   g_agent_failed = true;
   g_helper = true;  // no node of the child joins
+  atomic_store(&g_tracking, false);
   atomic_store(&g_active, false);
   atomic_store(&g_adds_pending, false);
   pthread_mutex_unlock(&g_lock);
@@ -979,6 +1009,7 @@ static bool start_agent(size_t domain_id)
   }
   g_agent_failed = false;
   g_agent_started = true;
+  atomic_store(&g_tracking, !g_helper && !g_host.next_frame && !g_host.rounds);
   atexit(stop_agent);  // after the rmw's own exit handlers were registered: it runs before them
   pthread_atfork(before_fork, after_fork, in_a_child);
   return true;
@@ -1122,6 +1153,7 @@ rmw_client_t * rmw_create_client(
   pthread_mutex_lock(&g_lock);
   bool first = !g_helper;
   g_helper = true;
+  atomic_store(&g_tracking, false);
   atomic_store(&g_adds_pending, false);
   for (size_t i = 0; i < MAX_ENTITIES; i++) {
     if (g_nodes[i] && g_node_added[i]) {
@@ -1384,11 +1416,36 @@ static int64_t clock_of(const uint8_t * bytes, size_t length)
   return (int64_t)sec * NS_PER_SEC + nanosec;
 }
 
-// A /clock taken by the process: its time is pending until the process is idle.
-static void took_clock(int64_t time_ns)
+// A /clock taken by the process on `sub`: its time is pending until the process is idle.
+static void took_clock(sub_t * sub, int64_t time_ns)
 {
   g_clock_ns = time_ns;
   g_clock_pending = true;
+  sub->clock_taken = true;
+}
+
+// Under g_lock, default rule: the /clock subscriptions given to this wait of `slot`'s thread
+// are waited on by it; one its last wait held and this one does not is waited on no more (its
+// node left the executor; rclpy leaves an entity out while its handler is pending, and then
+// it is out: see "work handed on").
+static void note_clock_waits(const slot_t * slot, const rmw_subscriptions_t * subscriptions)
+{
+  int waiter = (int)(slot - g_slots) + 1;
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    if (!sub->subscription || !sub->clock) {
+      continue;
+    }
+    bool given = false;
+    for (size_t k = 0; subscriptions && k < subscriptions->subscriber_count && !given; k++) {
+      given = subscriptions->subscribers[k] == sub->data;
+    }
+    if (given) {
+      sub->waiter = waiter;
+    } else if (sub->waiter == waiter) {
+      sub->waiter = 0;
+    }
+  }
 }
 
 // Under g_lock, next frame: take what each subscription of the process received, into its
@@ -1646,7 +1703,7 @@ static rmw_ret_t take_held(
       *message_info = held->info;
     }
     if (sub->clock) {
-      took_clock(clock_of(held->bytes, held->length));
+      took_clock(sub, clock_of(held->bytes, held->length));
     }
     *taken = true;
   }
@@ -1697,7 +1754,7 @@ static rmw_ret_t take(
       uint32_t nanosec;
       memcpy(&sec, ros_message, sizeof(sec));
       memcpy(&nanosec, (const char *)ros_message + sizeof(sec), sizeof(nanosec));
-      took_clock((int64_t)sec * NS_PER_SEC + nanosec);
+      took_clock(sub, (int64_t)sec * NS_PER_SEC + nanosec);
     }
     pthread_mutex_unlock(&g_lock);
   }
@@ -2082,10 +2139,12 @@ rmw_ret_t rmw_wait(
   rmw_wait_set_t * wait_set, const rmw_time_t * wait_timeout)
 {
   RESOLVE();
+  t_waited = true;
   if (!t_agent && atomic_load(&g_adds_pending)) {
     add_nodes();
   }
-  if (t_agent || !atomic_load(&g_active)) {
+  bool active = atomic_load(&g_active);
+  if (t_agent || (!active && !atomic_load(&g_tracking))) {
     return g_real.wait(subscriptions, guard_conditions, services, clients, events, wait_set,
              wait_timeout);
   }
@@ -2109,6 +2168,9 @@ rmw_ret_t rmw_wait(
     slot->waits = true;
     slot->work = WORK_NONE;
     given_again(slot, arrays);
+    if (!g_host.next_frame && !g_host.rounds) {
+      note_clock_waits(slot, subscriptions);
+    }
   }
   pthread_mutex_unlock(&g_lock);
   rmw_ret_t ret = RMW_RET_BAD_ALLOC;
@@ -2121,7 +2183,7 @@ rmw_ret_t rmw_wait(
     ret = wait_participant(subscriptions, guard_conditions, services, clients, events,
         wait_set, wait_timeout, tracked ? slot : NULL, arrays, n);
   }
-  if (slot && ret == RMW_RET_OK) {
+  if (slot && ret == RMW_RET_OK && active) {  // before it joined, nothing is taken as work
     pthread_mutex_lock(&g_lock);
     found_ready(slot, arrays);
     pthread_mutex_unlock(&g_lock);
