@@ -246,12 +246,19 @@ class DomainIds:
             return domain
         busy = sorted(domain for domain in seen if domain in self._ids)
         raise DomainInUse(
-            f'no DDS domain id from {self._ids[0]} to {self._ids[-1]} is free on this host: '
+            f'no DDS domain id {self._said_ids()} is free on this host: '
             f'DDS participants are on {describe(seen, busy) or "none"}; other test runs '
             f'claim {", ".join(map(str, sorted(claimed))) or "none"} (TCP ports '
             f'{self._port_base} + id). Stop the ROS graphs or test runs on them, or give a '
             'domain explicitly (the sim_clock fixture: --sim-clock-domain-id N or '
             '@pytest.mark.sim_clock(domain_id=N))')
+
+    def _said_ids(self) -> str:
+        """Say the ids it hands out: as a range where they are one (``from 0 to 232``)."""
+        ids = self._ids
+        if list(ids) == list(range(ids[0], ids[0] + len(ids))):
+            return f'from {ids[0]} to {ids[-1]}'
+        return 'among ' + ', '.join(map(str, ids))
 
 
 #: The help of a benchmark's or soak's --domain option.

@@ -19,6 +19,7 @@ import os
 import pytest
 from sim_clock.client.domains import check_free
 from sim_clock.client.domains import domain_of_port
+from sim_clock.client.domains import DomainIds
 from sim_clock.client.domains import DomainInUse
 from sim_clock.client.domains import domains_in_use
 
@@ -101,3 +102,16 @@ def test_a_domain_asked_for_by_name_is_refused_with_what_shows_it_in_use():
                                           r'10410 bound\).*stop that graph.*e\.g\. 2, 3, 4'):
         check_free(12, in_use)
     check_free(13, in_use)
+
+
+def test_an_allocator_with_every_id_in_use_names_its_ids_as_they_are():
+    """A range is said as a range; ids out of order are listed as given."""
+    def in_use():
+        return {5: ['UDP port 8660 bound'], 6: ['UDP port 8910 bound'], 1: ['UDP port 7660 bound']}
+    with pytest.raises(DomainInUse, match=r'no DDS domain id from 5 to 6 is free on this host: '
+                                          r'DDS participants are on 5 \(UDP port 8660 bound\), '
+                                          r'6 \(UDP port 8910 bound\); other test runs claim none'):
+        DomainIds(first=5, ids=[5, 6], in_use=in_use).take()
+    with pytest.raises(DomainInUse, match=r'no DDS domain id among 5, 1 is free on this host: '
+                                          r'DDS participants are on 1 \(UDP port 7660 bound\), 5 '):
+        DomainIds(first=5, ids=[5, 1], in_use=in_use).take()

@@ -117,7 +117,10 @@ def test_domains_a_ros_graph_is_on_are_never_handed_out(domain_id, tmp_path):
         with pytest.raises(DomainInUse) as refused:
             ids.take()
         message = str(refused.value)
-        for expected in (f'DDS participants are on {plain} (UDP port', f'{served} (UDP port',
+        # The ids in use are said in their order: which of the two comes first depends on the
+        # ids this run was given.
+        first, second = sorted((plain, served))
+        for expected in (f'DDS participants are on {first} (UDP port', f', {second} (UDP port',
                          f'other test runs claim {free}', '--sim-clock-domain-id'):
             assert expected in message, message
         with pytest.raises(DomainInUse, match=f'DDS domain {plain} is in use on this host'):
