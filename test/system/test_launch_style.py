@@ -59,22 +59,42 @@ def files_digest(path: str) -> str:
     return digest.hexdigest()
 
 
+def layer_environment(rule: str, asan: bool) -> dict:
+    """
+    Return what a node under the lockstep layer with ``rule`` adds to its environment.
+
+    ``asan``: the layer built with AddressSanitizer (lib/sim_clock/asan/), preloaded after
+    the sanitizer's runtime and libstdc++ (asan/preload), leaks not checked (LeakSanitizer
+    ends with an error of its own at the exit of a Python process). Else the ``lockstep``
+    launcher preloads the layer.
+    """
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': rule}
+    if asan:
+        folder = os.path.join(os.path.dirname(executable('lockstep')), 'asan')
+        with open(os.path.join(folder, 'preload')) as preload:
+            first = preload.read().split()
+        env['LD_PRELOAD'] = ':'.join([*first, os.path.join(folder, 'libsim_clock_lockstep.so')])
+        env['ASAN_OPTIONS'] = 'verify_asan_link_order=0:detect_leaks=0'
+    return env
+
+
 def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
-                 storage: str, layer: str = ''):
+                 storage: str, layer: str = '', asan: bool = False):
     """
     Start everything at once, step at once; return (digest, path, processed, its log).
 
     ``layer``: each node unchanged, on ``rclpy.spin`` (``--mode plain``), under the lockstep
-    layer with that rule (doc/lockstep-layer.md), not on the participant helper in ``mode``.
+    layer with that rule (doc/lockstep-layer.md), not on the participant helper in ``mode``;
+    ``asan``: the layer built with AddressSanitizer (:func:`layer_environment`).
     """
-    output = str(tmp_path / f'{layer or mode}-{run}')
+    output = str(tmp_path / f'{layer or mode}{"-asan" * asan}-{run}')
     player = start_server({'sync': True, 'time_step': 0.01,
                            'expected_participants': EXPECTED},
                           argv=[bag, '--start-at-zero'], executable=executable('bag_player'))
     nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
                                 args=(role, '--mode', 'plain' if layer else mode),
-                                env={'SIM_CLOCK_LOCKSTEP_RULE': layer} if layer else None,
-                                prefix=(executable('lockstep'),) if layer else ())
+                                env=layer_environment(layer, asan) if layer else None,
+                                prefix=(executable('lockstep'),) if layer and not asan else ())
              for role in ROLES}
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
@@ -87,6 +107,7 @@ def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str,
         # its readers (test_stack.py says why).
         said = [line for line in node.output().splitlines() if 'sim_clock lockstep' in line]
         assert all('steady clock fires on wall time' in line for line in said), node.output()
+        assert 'AddressSanitizer' not in node.output(), node.output()
     return (files_digest(output), output,
             {role: processed(node) for role, node in nodes.items()}, recorder.log())
 
@@ -100,24 +121,28 @@ def bag(tmp_path):
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize('mode, storage, layer', [
-    ('deterministic', 'sqlite3', ''), ('next_frame', 'mcap', ''),
-    ('deterministic', 'sqlite3', 'rounds')],
-    ids=['deterministic', 'next_frame', 'layer_rounds'])
+@pytest.mark.parametrize('mode, storage, layer, asan', [
+    ('deterministic', 'sqlite3', '', False), ('next_frame', 'mcap', '', False),
+    ('deterministic', 'sqlite3', 'rounds', False),
+    pytest.param('deterministic', 'sqlite3', 'rounds', True, marks=pytest.mark.skipif(
+        not os.path.exists(os.path.join(os.path.dirname(executable('lockstep')), 'asan')),
+        reason='the compiler could not build the layer with AddressSanitizer'))],
+    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_rounds_asan'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
-        start_server, client, domain_id, tmp_path, bag, mode, storage, layer):
+        start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan):
     """
     RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
 
     ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds: named
     in ``expected_participants`` as the helper's are (at the next frame, see
-    doc/lockstep-layer.md, "What it does not do yet").
+    doc/lockstep-layer.md, "What it does not do yet"); ``asan``: with the layer built with
+    AddressSanitizer, which reports any bad access of the layer in these processes.
     """
     path, chatter = bag
     digests, first, first_log = set(), None, None
     for run in range(RUNS):
         digest, output, seen, log = launched_run(
-            start_server, client, domain_id, tmp_path, path, mode, run, storage, layer)
+            start_server, client, domain_id, tmp_path, path, mode, run, storage, layer, asan)
         digests.add(digest)
         first, first_log = first or output, first_log or log
         assert len(digests) == 1, '\n'.join((
