@@ -61,6 +61,7 @@ from rosbags.typesys import Stores
 from sim_clock.client import SimClockClient
 from sim_clock.client.domains import DomainIds
 from sim_clock.srv import GetStatus
+from sim_clock.wire.names import RECORDER_NODE_NAME
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STACK_NODE = os.path.join(os.path.dirname(HERE), 'examples', 'stack_node.py')
@@ -122,9 +123,15 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True,
     stamps = write_inputs(inputs)
     log_path = os.path.join(workdir, 'log.txt')
     logs = open(log_path, 'a')
+    # The player holds the first frame until each node (and the recorder) says its writers and
+    # readers matched, the player's among them: a bag message sent before its reader matched
+    # would be lost (doc/frames.md, "Joining and leaving"). Nodes on rclpy.spin say nothing.
+    expected = [] if mode == 'plain' and not layer else [
+        *(f'/{role}' for role in ROLES), *([f'/{RECORDER_NODE_NAME}'] if record else [])]
     processes = [subprocess.Popen(
         [executable('bag_player'), inputs, '--start-at-zero', '--no-progress', '--ros-args',
-         '-p', 'sync:=true', '-p', f'time_step:={STEP_MS / 1000}'],
+         '-p', 'sync:=true', '-p', f'time_step:={STEP_MS / 1000}',
+         *(['-p', f'expected_participants:=[{",".join(expected)}]'] if expected else [])],
         env=env, stdout=logs, stderr=subprocess.STDOUT)]
     outputs = {role: os.path.join(workdir, f'{role}.txt') for role in ROLES}
     for role in ROLES:
@@ -190,6 +197,21 @@ def _read(path: str) -> Dict[str, List[tuple]]:
         for connection, stamp, data in reader.messages():
             topics.setdefault(connection.topic, []).append((stamp, bytes(data)))
     return topics
+
+
+def _differences(first: Dict[str, List[tuple]], other: Dict[str, List[tuple]]) -> str:
+    """Say, topic by topic, where ``other`` first departs from ``first`` (stamp, bytes)."""
+    said = []
+    for topic in sorted(set(first) | set(other)):
+        ours, theirs = first.get(topic, []), other.get(topic, [])
+        if ours == theirs:
+            continue
+        at = next((k for k, (a, b) in enumerate(zip(ours, theirs)) if a != b),
+                  min(len(ours), len(theirs)))
+        said.append(f'{topic}: {len(ours)} and {len(theirs)} messages, first apart at #{at} '
+                    f'({ours[at] if at < len(ours) else None} / '
+                    f'{theirs[at] if at < len(theirs) else None})')
+    return '; '.join(said)
 
 
 def _inversions(outputs: dict, stamps: Dict[str, int]) -> int:
@@ -279,6 +301,9 @@ def main() -> int:
                               options.layer)
             first = first if first is not None else result['recording']
             identical += result['recording'] == first
+            if result['recording'] != first:
+                differences = _differences(first, result['recording'])
+                print(f'run {index} differs from run 0: {differences}')
             inversions.append(result['inversions'])
             rates.append(result['fps'])
     name = f'{options.layer} under the lockstep layer' if options.layer else options.mode
