@@ -26,6 +26,7 @@ published.
 import hashlib
 import os
 
+from ament_index_python.packages import get_package_prefix
 from bags import START_NS
 from bags import write_test_bag
 from harness import ChildProcess
@@ -47,6 +48,8 @@ RUNS = soak(2, 20)
 ROLES = ('perception', 'planning', 'control')
 TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result')
 EXPECTED = [f'/{role}' for role in ROLES] + [f'/{RECORDER_NODE_NAME}']
+#: The lockstep layer's libraries built with AddressSanitizer, where the compiler could.
+ASAN = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock_asan')
 
 
 def files_digest(path: str) -> str:
@@ -63,17 +66,16 @@ def layer_environment(rule: str, asan: bool) -> dict:
     """
     Return what a node under the lockstep layer with ``rule`` adds to its environment.
 
-    ``asan``: the layer built with AddressSanitizer (lib/sim_clock/asan/), preloaded after
-    the sanitizer's runtime and libstdc++ (asan/preload), leaks not checked (LeakSanitizer
+    ``asan``: the layer built with AddressSanitizer (``ASAN``), preloaded after the
+    sanitizer's runtime and libstdc++ (named in its ``preload``), leaks not checked (LeakSanitizer
     ends with an error of its own at the exit of a Python process). Else the ``lockstep``
     launcher preloads the layer.
     """
     env = {'SIM_CLOCK_LOCKSTEP_RULE': rule}
     if asan:
-        folder = os.path.join(os.path.dirname(executable('lockstep')), 'asan')
-        with open(os.path.join(folder, 'preload')) as preload:
+        with open(os.path.join(ASAN, 'preload')) as preload:
             first = preload.read().split()
-        env['LD_PRELOAD'] = ':'.join([*first, os.path.join(folder, 'libsim_clock_lockstep.so')])
+        env['LD_PRELOAD'] = ':'.join([*first, os.path.join(ASAN, 'libsim_clock_lockstep.so')])
         env['ASAN_OPTIONS'] = 'verify_asan_link_order=0:detect_leaks=0'
     return env
 
@@ -125,7 +127,7 @@ def bag(tmp_path):
     ('deterministic', 'sqlite3', '', False), ('next_frame', 'mcap', '', False),
     ('deterministic', 'sqlite3', 'rounds', False),
     pytest.param('deterministic', 'sqlite3', 'rounds', True, marks=pytest.mark.skipif(
-        not os.path.exists(os.path.join(os.path.dirname(executable('lockstep')), 'asan')),
+        not os.path.isdir(ASAN),
         reason='the compiler could not build the layer with AddressSanitizer'))],
     ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_rounds_asan'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
