@@ -569,16 +569,8 @@ CHILDREN = {'read': child_read, 'play': child_play}
 
 def write_doc(path: str, rows: List[Row], heading: str) -> None:
     """Put the table of ``rows`` under ``heading`` between the markers of ``path``."""
-    with open(path) as document:
-        text = document.read()
-    if TABLE_BEGIN not in text or TABLE_END not in text.split(TABLE_BEGIN, 1)[1]:
-        raise SystemExit(f'{path} has no place for the table: the lines {TABLE_BEGIN!r} and '
-                         f'{TABLE_END!r} are missing')
-    before, rest = text.split(TABLE_BEGIN, 1)
-    after = rest.split(TABLE_END, 1)[1]
-    table = '\n'.join([heading, '', *markdown(rows)])
-    with open(path, 'w') as document:
-        document.write(f'{before}{TABLE_BEGIN}\n{table}\n{TABLE_END}{after}')
+    _performance().put_between(path, TABLE_BEGIN, TABLE_END,
+                               '\n'.join([heading, '', *markdown(rows)]))
 
 
 def plot(path: str, rows: List[Row]) -> bool:

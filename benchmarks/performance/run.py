@@ -716,16 +716,20 @@ def write_doc(path: str, rows: List[dict], heading: str) -> None:
     What was there (the last full run's) is replaced; the rest of the document is kept. A
     document without both markers is refused, unchanged.
     """
+    put_between(path, TABLE_BEGIN, TABLE_END, '\n'.join([heading, '', *markdown(rows)]))
+
+
+def put_between(path: str, begin: str, end: str, table: str) -> None:
+    """Put ``table`` between the lines ``begin`` and ``end`` of ``path``; refuse without them."""
     with open(path) as document:
         text = document.read()
-    if TABLE_BEGIN not in text or TABLE_END not in text.split(TABLE_BEGIN, 1)[1]:
-        raise SystemExit(f'{path} has no place for the table: the lines {TABLE_BEGIN!r} and '
-                         f'{TABLE_END!r} are missing')
-    before, rest = text.split(TABLE_BEGIN, 1)
-    after = rest.split(TABLE_END, 1)[1]
-    table = '\n'.join([heading, '', *markdown(rows)])
+    if begin not in text or end not in text.split(begin, 1)[1]:
+        raise SystemExit(f'{path} has no place for the table: the lines {begin!r} and '
+                         f'{end!r} are missing')
+    before, rest = text.split(begin, 1)
+    after = rest.split(end, 1)[1]
     with open(path, 'w') as document:
-        document.write(f'{before}{TABLE_BEGIN}\n{table}\n{TABLE_END}{after}')
+        document.write(f'{before}{begin}\n{table}\n{end}{after}')
 
 
 def machine() -> str:
