@@ -41,42 +41,37 @@ def _profiles() -> dict:
     from rclpy.qos import HistoryPolicy
     from rclpy.qos import QoSProfile
     from rclpy.qos import ReliabilityPolicy
+
+    def reliable(depth: int, transient_local: bool = False) -> QoSProfile:
+        """Return a reliable profile that keeps the last ``depth``; volatile unless told."""
+        return QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=depth,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=(DurabilityPolicy.TRANSIENT_LOCAL if transient_local
+                        else DurabilityPolicy.VOLATILE))
+
     return {
         #: /clock: reliable (matches reliable subscribers and the best-effort time sources
         #: alike), volatile, and deep enough to repair a long step's burst (doc/design.md,
         #: "/clock QoS").
-        'CLOCK_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=10_000,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        'CLOCK_QOS': reliable(10_000),
         #: Every service of ours, client and server side: reliable, keep last 1000, as rclpy's
         #: parameter services, so answers survive a busy client (doc/design.md, "Services").
-        'SERVICE_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=1000,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        'SERVICE_QOS': reliable(1000),
         #: The participants' done topic, both sides: reliable, so no participant's answer is
         #: lost.
-        'DONE_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=1000,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE),
+        'DONE_QOS': reliable(1000),
         #: ~/resets: reliable and transient local with depth 1, so that a node that starts late
         #: learns of the last reset (its epoch says whether it missed others).
-        'RESET_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=1,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        'RESET_QOS': reliable(1, transient_local=True),
         #: ~/resets, read by clients: as RESET_QOS, deep enough that resets back to back are
         #: each taken (a depth of 1 kept only the last of those that came between two spins).
-        'RESET_READER_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=100,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        'RESET_READER_QOS': reliable(100, transient_local=True),
         #: ~/ready, written by each expected node: reliable and transient local, depth 1, so
         #: that a server that starts later gets each node's last report.
-        'READY_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=1,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        'READY_QOS': reliable(1, transient_local=True),
         #: ~/ready, read by the server: as READY_QOS, deep enough for a stack's reports at once.
-        'READY_READER_QOS': QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=1000,
-            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+        'READY_READER_QOS': reliable(1000, transient_local=True),
     }
 
 
