@@ -62,6 +62,7 @@ from sim_clock.node.publishing import SinkParts
 from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.node.services import ControlServices
+from sim_clock.node.throttled_logger import ThrottledLogger
 from sim_clock.node.ticking import Ticker
 from sim_clock.node.view_publishers import ClockViews
 from sim_clock.node.view_publishers import declare_views
@@ -95,6 +96,8 @@ class ClockServer(Node):
         now_ns = time.monotonic_ns
         self._core = core = settings.initial(values, now_ns=now_ns)
         self._timeline, self._pacing = core.timeline, core.pacing
+        #: The parts' logger: throttled warnings asked for at every tick cost nothing.
+        logger = ThrottledLogger(self.get_logger(), now_ns)
         #: The clock of every timer of this node: steady, never ROS time.
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         #: What the server does with each frame, as it happens (~/get_frame_events).
@@ -103,7 +106,7 @@ class ClockServer(Node):
         self.frame_timeline.publish(core.publish_frame_events)
         #: The one place a change of the timeline is announced; the listeners below, in order.
         self.changes = TimelineChanges(
-            self._timeline, axes, self.get_logger(), self.frame_timeline.reset,
+            self._timeline, axes, logger, self.frame_timeline.reset,
             lambda: core.take_changes(now_ns(), axes.to_clock))
         # From here on, mode, sync, paused and time_step read from the timeline; a set of
         # parameters changes the core through the change dispatch.
@@ -124,7 +127,7 @@ class ClockServer(Node):
         #: The /clock publisher; the sink publishes on it.
         self.clock_publisher = create_clock_publisher(self)
         #: The one owner of this node's flow control: every sink's writers take budgets of it.
-        self.flow = FlowControl(self._timeline, self.acks, self.get_logger(),
+        self.flow = FlowControl(self._timeline, self.acks, logger,
                                 self.context.ok)
         # Armed while time advances only by steps: set again after each change, first.
         self.changes.after_dispatch(self.flow.after_changes)
@@ -134,7 +137,7 @@ class ClockServer(Node):
                                 self._timeline, axes)
         # Free run under max_clock_rate (the engine's cap): the views follow /clock.
         sink = self.views.wrap(make_sink(SinkParts(
-            core, axes, self.get_logger(), self.create_publisher, self.clock_publisher,
+            core, axes, logger, self.create_publisher, self.clock_publisher,
             self.flow, self.acks)))
         #: The nodes no frame goes out without (expected_participants) and their ~/ready.
         self.expected = expected = ExpectedParticipants(self, core.roster, sink.publishers,
@@ -153,7 +156,7 @@ class ClockServer(Node):
         self.engine = FrameEngine(EngineParts(
             core=core, axes=axes, sink=sink, acks=self.acks, events=self.frame_timeline,
             changes=self.changes, pace=self.ticker, participants=self.participants,
-            gate_readers=self.output_gates, expected=self.expected, logger=self.get_logger(),
+            gate_readers=self.output_gates, expected=self.expected, logger=logger,
             make_timer=lambda callback: self.create_timer(1.0, callback,
                                                           clock=self.steady_clock),
             now_ns=now_ns))
@@ -164,7 +167,7 @@ class ClockServer(Node):
         self.alarm = alarm = ClockSourceAlarm(self, self.steady_clock, self.views.topics)
         #: The control calls (sync mode, pause, resume, reset, status) the services make.
         self.control = ServerControl(
-            core, self.changes, axes, self.get_logger(), self.views.describe,
+            core, self.changes, axes, logger, self.views.describe,
             lambda: alarm.others, self.expected.describe_missing)
         self._control = ControlServices(self, self.control, self.engine.steps)
         self.ticker.start(self.engine.free_run.tick)
