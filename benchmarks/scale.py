@@ -70,6 +70,8 @@ TABLE_END = '<!-- end of the scale benchmark -->'
 CAP_HZ = 100.0
 #: use_sim_time nodes in one process.
 NODES_PER_PROCESS = 10
+#: Role processes started together; the next ones start once these are ready.
+STARTING_AT_ONCE = 8
 #: Processes that hold the participants of the "nodes" layout.
 NODE_PROCESSES = 2
 #: A bag message's payload, bytes (the large bags), and the bag's rate: a message a ms.
@@ -180,6 +182,23 @@ def _spread(count: int, processes: int) -> List[int]:
     return [count // processes + (k < count % processes) for k in range(processes)]
 
 
+def _started(bench, argvs: List[list], timeout: float) -> list:
+    """
+    Start a role for each of ``argvs``, :data:`STARTING_AT_ONCE` at a time; return them ready.
+
+    Dozens of processes that start at once on two cores each take over a minute of CPU to
+    import rclpy and discover the others: at 64 some waited past their timeout for the
+    server's join service. A batch starts once the one before is ready.
+    """
+    roles = []
+    for first in range(0, len(argvs), STARTING_AT_ONCE):
+        batch = [bench.role(*argv) for argv in argvs[first:first + STARTING_AT_ONCE]]
+        for role in batch:
+            role.expect('ready', timeout)
+        roles += batch
+    return roles
+
+
 def participants(bench, sizes: Sizes) -> List[Row]:
     """Free run held by participants, as processes and as nodes, against the bare barrier."""
     run = _performance()
@@ -189,12 +208,13 @@ def participants(bench, sizes: Sizes) -> List[Row]:
                  _spread(count, NODE_PROCESSES)) for count in sizes.participants
                 if count > NODE_PROCESSES]
     for layout, count, spread in layouts:
-        frames = ['--frames', sizes.barrier_frames[count], '--warmup', 50]
         timeout = run.TIMEOUT * (1 + count // 4)
+        # A role's own wait for its frames counts from its ready, before the last batch starts.
+        frames = ['--frames', sizes.barrier_frames[count], '--warmup', 50,
+                  '--timeout', timeout * 10]
         bench.server(real_time_factor=0.0, time_step=0.001, paused=True)
-        ours = [bench.role('participant', '--nodes', nodes, *frames) for nodes in spread]
-        for role in ours:
-            role.expect('ready', timeout)
+        ours = _started(bench, [('participant', '--nodes', nodes, *frames)
+                                for nodes in spread], timeout)
         bench.role('call-trigger', '--name', 'resume').result(timeout)
         ours_fps = min(role.result(timeout * 10)['fps'] for role in ours)
         bench.stop_all()
@@ -202,9 +222,8 @@ def participants(bench, sizes: Sizes) -> List[Row]:
         for executor in sizes.executors:
             barrier = bench.role('bare-barrier', '--executor', executor,
                                  '--subscribers', count, *frames)
-            for role in [bench.role('participant', '--server', 'bare', '--nodes', nodes,
-                                    *frames) for nodes in spread]:
-                role.expect('ready', timeout)
+            _started(bench, [('participant', '--server', 'bare', '--nodes', nodes, *frames)
+                             for nodes in spread], timeout)
             barrier.expect('ready', timeout)
             bare[executor] = barrier.result(timeout * 10)['fps']
             bench.stop_all()
