@@ -82,6 +82,7 @@ from sim_clock.wire.participant_link import leave_request
 from sim_clock.wire.participant_link import ParticipantLink
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
+from sim_clock.wire.status import status_from_response
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
@@ -334,22 +335,8 @@ class SimClockClient:
 
     def status(self) -> Status:
         """Return the server's state."""
-        r = self._call(GetStatus, 'get_status', GetStatus.Request())
-        return Status(
-            mode=r.mode, sync=r.sync, paused=r.paused, frame=r.frame, time_ns=join_ns(r.clock),
-            epoch=r.epoch, owner=r.owner, real_time_factor=r.real_time_factor,
-            time_step_ns=r.time_step_ns, publish_rate=r.publish_rate,
-            other_clock_sources=tuple(r.other_clock_sources), clock_views=tuple(r.clock_views),
-            max_clock_rate=r.max_clock_rate, clock_stride=r.clock_stride,
-            participants=tuple(r.participants),
-            participants_done_ns=tuple(map(join_ns, r.participants_done)),
-            participants_slowest=tuple(r.participants_slowest),
-            waiting_for=tuple(r.waiting_for), output_gates=tuple(r.output_gates),
-            output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
-            output_gates_slowest=tuple(r.output_gates_slowest),
-            output_gates_waiting=tuple(r.output_gates_waiting),
-            expected_participants=tuple(r.expected_participants),
-            expected_missing=tuple(r.expected_missing))
+        return status_from_response(
+            self._call(GetStatus, 'get_status', GetStatus.Request()))
 
     def frame_events(self, after: int = 0, max_events: int = 0) -> FrameEvents:
         """
