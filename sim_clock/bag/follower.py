@@ -47,18 +47,15 @@ from sim_clock.bag.replay import python_run
 from sim_clock.core.axes import Axes
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import MAX_TIME_NS
-from sim_clock.core.units import split_ns
-from sim_clock.msg import Done
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.alarm import full_name
 from sim_clock.node.flow_control import STALLED_WARNING_PERIOD_S
 from sim_clock.node.flow_control import window
 from sim_clock.node.runtime import spin_until_stopped
-from sim_clock.srv import Join
-from sim_clock.srv import Leave
 from sim_clock.wire.names import CLOCK_TOPIC
-from sim_clock.wire.names import DONE_QOS
-from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.participant_link import LEAVE_TIMEOUT_NS
+from sim_clock.wire.participant_link import Left
+from sim_clock.wire.participant_link import ParticipantLink
 from sim_clock.wire.ready import ReadyReports
 
 #: The follower's node name: not the clock server's, which it may follow.
@@ -70,8 +67,6 @@ LOOK_NS = 100_000_000
 JOIN_GRACE_NS = 2_000_000_000
 #: How long a join waits for its answer before it is asked again (a join is idempotent), in ns.
 JOIN_ANSWER_NS = 5_000_000_000
-#: The longest the follower waits for the answer to its ``~/leave`` at the end, in ns.
-LEAVE_TIMEOUT_NS = 500_000_000
 #: The subscription to the source's /clock: every time it publishes, when it publishes
 #: reliably (a reset is seen even where time goes back and forth within a burst).
 FOLLOWED_CLOCK_DEPTH = 1000
@@ -120,7 +115,9 @@ class BagFollower(Node):
         #: The clock server joined (or being joined), with its endpoints.
         self.server: Optional[str] = None
         self.joined = self._refused = False
-        self._done = self._join = self._leave = self._asked = self._ready = None
+        #: Its participant endpoints (:class:`ParticipantLink`), the join asked, the reports.
+        self._link: Optional[ParticipantLink] = None
+        self._asked = self._ready = None
         self._asked_ns = 0
         self._looked_ns = 0
         self._log_start()
@@ -193,24 +190,20 @@ class BagFollower(Node):
     def _begin_join(self, server: str) -> None:
         """Make the endpoints of ``server``'s participant protocol; join once they matched."""
         self.server = server
-        self._done = self.create_publisher(Done, f'{server}/done', DONE_QOS)
-        self._join = self.create_client(Join, f'{server}/join', qos_profile=SERVICE_QOS)
-        self._leave = self.create_client(Leave, f'{server}/leave', qos_profile=SERVICE_QOS)
+        self._link = ParticipantLink(self, server)
 
     def _joining(self, now_ns: int) -> None:
         """Ask ``~/join`` once its service, the done topic and /clock have matched; take it."""
         asked = self._asked
         if asked is None:
-            if (self._join.service_is_ready() and self._done.get_subscription_count() > 0
-                    and self._clock_sub.get_publisher_count() > 0):
-                self._asked = self._join.call_async(Join.Request(
-                    name=self.participant_name, node=self.get_fully_qualified_name(),
-                    period_ns=0))
+            if self._link.ready_to_join() and self._clock_sub.get_publisher_count() > 0:
+                self._asked = self._link.ask_join(
+                    self.participant_name, node=self.get_fully_qualified_name(), period_ns=0)
                 self._asked_ns = now_ns
             return
         if not asked.done():
             if now_ns - self._asked_ns >= JOIN_ANSWER_NS:  # lost: asked again
-                self._join.remove_pending_request(asked)
+                self._link.forget(asked)
                 self._asked = None
             return
         response = asked.result()
@@ -232,13 +225,11 @@ class BagFollower(Node):
 
     def _forget_server(self) -> None:
         """Drop a server that went: its endpoints go, and the next source is looked at anew."""
-        for publisher in (self._done, None if self._ready is None else self._ready.publisher):
-            if publisher is not None:
-                self.destroy_publisher(publisher)
-        for client in (self._join, self._leave):
-            self.destroy_client(client)
+        self._link.destroy()
+        if self._ready is not None:
+            self.destroy_publisher(self._ready.publisher)
         self.server, self.joined, self._refused = None, False, False
-        self._done = self._join = self._leave = self._asked = self._ready = None
+        self._link = self._asked = self._ready = None
 
     @property
     def participant_name(self) -> str:
@@ -320,12 +311,9 @@ class BagFollower(Node):
         The server then holds only the frames at or after that time for this player; none
         at the bag's end (a reset of the server makes the next frame due again).
         """
-        msg = Done(name=self.participant_name)
-        msg.time.sec, msg.time.nanosec = split_ns(clock_ns)
         next_ns = self.following.next_clock_ns
-        msg.next.sec, msg.next.nanosec = split_ns(
-            MAX_TIME_NS if next_ns is None else min(next_ns, MAX_TIME_NS))
-        self._done.publish(msg)
+        self._link.say_done(self.participant_name, clock_ns,
+                            MAX_TIME_NS if next_ns is None else min(next_ns, MAX_TIME_NS))
 
     def _log_moved(self, moved: Moved) -> None:
         logger = self.get_logger()
@@ -386,15 +374,15 @@ class BagFollower(Node):
         self.acks.stop()
 
     def finish(self, executor) -> None:
-        """Leave the clock server, if joined and it answers within LEAVE_TIMEOUT_NS."""
-        if not (self.joined and self.context.ok() and self._leave.service_is_ready()):
+        """
+        Leave the clock server, if joined and it answers within LEAVE_TIMEOUT_NS.
+
+        Not asked where its ``~/leave`` is no longer served (it stopped).
+        """
+        if not (self.joined and self.context.ok()):
             return
-        future = self._leave.call_async(Leave.Request(name=self.participant_name))
-        deadline = time.monotonic_ns() + LEAVE_TIMEOUT_NS
-        while not future.done() and time.monotonic_ns() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-        if not future.done():
-            self._leave.remove_pending_request(future)
+        if self._link.leave(self.participant_name, executor.spin_once,
+                            LEAVE_TIMEOUT_NS) is Left.UNANSWERED:
             self.get_logger().info(f'left {self.server} without an answer to ~/leave')
 
 

@@ -77,8 +77,12 @@ from sim_clock.srv import SyncModeCmd
 from sim_clock.wire.names import DEFAULT_SERVER
 from sim_clock.wire.names import RESET_READER_QOS
 from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.participant_link import join_request
+from sim_clock.wire.participant_link import leave_request
+from sim_clock.wire.participant_link import ParticipantLink
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
+from sim_clock.wire.status import status_from_response
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
@@ -331,22 +335,8 @@ class SimClockClient:
 
     def status(self) -> Status:
         """Return the server's state."""
-        r = self._call(GetStatus, 'get_status', GetStatus.Request())
-        return Status(
-            mode=r.mode, sync=r.sync, paused=r.paused, frame=r.frame, time_ns=join_ns(r.clock),
-            epoch=r.epoch, owner=r.owner, real_time_factor=r.real_time_factor,
-            time_step_ns=r.time_step_ns, publish_rate=r.publish_rate,
-            other_clock_sources=tuple(r.other_clock_sources), clock_views=tuple(r.clock_views),
-            max_clock_rate=r.max_clock_rate, clock_stride=r.clock_stride,
-            participants=tuple(r.participants),
-            participants_done_ns=tuple(map(join_ns, r.participants_done)),
-            participants_slowest=tuple(r.participants_slowest),
-            waiting_for=tuple(r.waiting_for), output_gates=tuple(r.output_gates),
-            output_gates_satisfied_ns=tuple(map(join_ns, r.output_gates_satisfied)),
-            output_gates_slowest=tuple(r.output_gates_slowest),
-            output_gates_waiting=tuple(r.output_gates_waiting),
-            expected_participants=tuple(r.expected_participants),
-            expected_missing=tuple(r.expected_missing))
+        return status_from_response(
+            self._call(GetStatus, 'get_status', GetStatus.Request()))
 
     def frame_events(self, after: int = 0, max_events: int = 0) -> FrameEvents:
         """
@@ -434,15 +424,11 @@ class SimClockClient:
             one (doc/frames.md); ``topics``: then, those it publishes on.
         :return: the frame counter now; the next frame published is its first.
         """
-        # The leave that follows may come in a hurry (Ctrl-C), so its client is made first:
-        # the server learns of a process's endpoints in the order they were made, so once it
-        # has heard the join it knows the leave's too, and no leave request is lost to a
-        # writer the server has not matched yet.
-        self._client_for(Leave, 'leave')
-        response = self._call(Join, 'join', Join.Request(name=name, node=node,
-                                                         period_ns=period_ns,
-                                                         next_frame=next_frame,
-                                                         topics=list(topics)))
+        # The link makes the leave's client before the join's (ParticipantLink says why), in
+        # this client's own cache, where the calls below find them.
+        ParticipantLink(self._node, self.server, done=False, clients=self._clients)
+        response = self._call(Join, 'join', join_request(
+            name, node=node, period_ns=period_ns, next_frame=next_frame, topics=topics))
         if not response.success:
             raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
         return response.frame
@@ -455,7 +441,7 @@ class SimClockClient:
         graph: it stopped) ends the wait at once with :class:`SimClockServerGone`, as every
         call does, instead of at the timeout: there is nothing left to leave.
         """
-        response = self._call(Leave, 'leave', Leave.Request(name=name))
+        response = self._call(Leave, 'leave', leave_request(name))
         if not response.success:
             raise SimClockRefused(self.server, f'the leave of {name!r}', response.message)
         return response.message

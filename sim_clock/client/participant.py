@@ -55,12 +55,12 @@ from sim_clock.compat import LeanWait
 from sim_clock.compat import take_ready
 from sim_clock.core.rules import seconds_to_ns
 from sim_clock.core.units import join_ns
-from sim_clock.core.units import split_ns
-from sim_clock.msg import Done
 from sim_clock.msg import Round
 from sim_clock.wire.names import CLOCK_TOPIC
 from sim_clock.wire.names import DEFAULT_SERVER
 from sim_clock.wire.names import DONE_QOS
+from sim_clock.wire.participant_link import LEAVE_TIMEOUT_NS
+from sim_clock.wire.participant_link import ParticipantLink
 from sim_clock.wire.ready import ReadyReports
 
 #: The participant's own /clock subscription: reliable and deep, so it sees every frame.
@@ -74,10 +74,9 @@ CLOCK_QOS = QoSProfile(
 SERVE_NS = 100_000_000
 #: Deterministic: the most passes over the timers due at one time.
 MAX_TIMER_LOOKS = 1000
-#: The longest a participant waits for the answer to its ~/leave, in s. Leaving is a
-#: courtesy: under ``ros2 launch`` the server gets the same Ctrl-C and may be gone already,
-#: and the process must end within 2 s (launch escalates to SIGTERM after 5 s).
-LEAVE_TIMEOUT_S = 0.5
+#: The longest a participant waits for the answer to its ~/leave, in s (why: the link's
+#: LEAVE_TIMEOUT_NS).
+LEAVE_TIMEOUT_S = LEAVE_TIMEOUT_NS / 1e9
 
 
 class Participant:
@@ -120,7 +119,10 @@ class Participant:
         # The node's clock follows the /clock messages this helper applies, once the data
         # that came before each is taken, instead of following them as they arrive.
         self._time_source = detach_time_source(node)
-        self._done = node.create_publisher(Done, f'{server.rstrip("/")}/done', DONE_QOS)
+        # Its dones go out on the node; its join and leave through the client's private node
+        # (below), so that their waits run none of the node's callbacks.
+        self._link = ParticipantLink(node, server, calls=False)
+        self._done = self._link.done_publisher
         # Next frame: each frame starts with the server's Round that says what was published
         # during the one before (it goes out after the frame's data and /clock).
         self._clock_sub = None if next_frame else node.create_subscription(
@@ -165,7 +167,7 @@ class Participant:
         # server's writer matched this reader would be lost too.
         deadline = time.monotonic_ns() + self._timeout_ns
         while ((rounds is not None and rounds.get_publisher_count() < 1)
-               or self._done.get_subscription_count() < 1):
+               or not self._link.done_matched()):
             if time.monotonic_ns() > deadline:
                 raise SimClockError(
                     f'participant {self.name!r}: the server at {server} did not match its '
@@ -392,20 +394,17 @@ class Participant:
         self._publish_done(self._time_ns)
 
     def _publish_done(self, time_ns: int, counts: Optional[Dict[str, int]] = None) -> None:
-        msg = Done(name=self.name)
-        msg.time.sec, msg.time.nanosec = split_ns(time_ns)
         delivery = self._delivery
         if delivery is None:
-            msg.next.sec, msg.next.nanosec = split_ns(next_timer_ns(self.executor))
-        else:
-            if counts is None:
-                counts = delivery.counts
-                if self._next_frame:  # every topic it publishes on: a reader waits for each
-                    counts = {**dict.fromkeys(sorted(delivery.topics), 0), **counts}
-                    self._said = counts
-            msg.rounds, msg.round, msg.next_frame = True, self._round, self._next_frame
-            msg.topics, msg.counts = list(counts), list(counts.values())
-        self._done.publish(msg)
+            self._link.say_done(self.name, time_ns, next_timer_ns(self.executor))
+            return
+        if counts is None:
+            counts = delivery.counts
+            if self._next_frame:  # every topic it publishes on: a reader waits for each
+                counts = {**dict.fromkeys(sorted(delivery.topics), 0), **counts}
+                self._said = counts
+        self._link.say_done(self.name, time_ns, counts=counts, round_number=self._round,
+                            next_frame=self._next_frame)
 
     def spin(self) -> None:
         """

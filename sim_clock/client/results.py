@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.msg import Reset
+# Status is declared beside its conversions, which the server shares; it is the client's too.
+from sim_clock.wire.status import Status  # noqa: F401
 
 
 class SimClockError(RuntimeError):
@@ -82,48 +84,6 @@ class StepResult:
     def time_sec(self) -> float:
         """Return the time in seconds, for display."""
         return self.time_ns / NS_PER_SEC
-
-
-@dataclass(frozen=True)
-class Status:
-    """The server's state, as ``~/get_status`` reports it."""
-
-    mode: str
-    sync: bool
-    paused: bool
-    frame: int
-    time_ns: int
-    epoch: int
-    owner: str
-    real_time_factor: float
-    time_step_ns: int
-    publish_rate: float
-    #: Other nodes publishing on /clock ("<node> on <topic>"): an alarm; empty: none.
-    other_clock_sources: tuple = ()
-    #: The clock views ("<name>: offset <s> s, drift <ppm> ppm, on /<name>/clock").
-    clock_views: tuple = ()
-    #: Free run's /clock cap, Hz (0: none), and its stride (1 frame in clock_stride goes out).
-    max_clock_rate: float = 0.0
-    clock_stride: int = 1
-    #: The participants by name, and for each the last time it finished (ns, 0: none yet) and
-    #: its slowest answer so far (s).
-    participants: tuple = ()
-    participants_done_ns: tuple = ()
-    participants_slowest: tuple = ()
-    #: The participants the current frame still waits for.
-    waiting_for: tuple = ()
-    #: The output gates ('TOPIC[@PERIOD_S][:TIMEOUT_S]'), and for each the /clock time of the
-    #: last frame a message released (ns, 0: none yet) and its slowest wait so far (s).
-    output_gates: tuple = ()
-    output_gates_satisfied_ns: tuple = ()
-    output_gates_slowest: tuple = ()
-    #: The gated topics the current frame still waits for: a message, or (the next frame) a
-    #: writer.
-    output_gates_waiting: tuple = ()
-    #: The nodes no frame goes out without (expected_participants), and what each one not
-    #: ready lacks, in words (one line per node: ``'<node>: <what it lacks>'``).
-    expected_participants: tuple = ()
-    expected_missing: tuple = ()
 
 
 @dataclass(frozen=True)

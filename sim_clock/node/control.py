@@ -32,9 +32,8 @@ from sim_clock.core.units import NS_PER_SEC
 from sim_clock.node.engine.parts import Changes
 from sim_clock.node.engine.parts import Logger
 from sim_clock.node.outcomes import Answer
-from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
-from sim_clock.node.outcomes import time_msg
+from sim_clock.wire.status import Status
 
 
 class ServerControl:
@@ -108,27 +107,28 @@ class ServerControl:
         return Answer(success=True, message=f'time reset to {self.clock_now()} ns '
                                             f'(epoch {self._timeline.epoch})')
 
-    def status(self) -> ServerStatus:
+    def status(self) -> Status:
         """Return the state as ``~/get_status`` answers it."""
         core = self._core
         s = self._timeline.status()
         barrier = core.barrier
         joined = sorted(barrier.participants.values(), key=lambda p: p.name)
-        done = [time_msg(participant.last_done_ns or 0) for participant in joined]
         gates = list(core.gates.gates.values())
-        return ServerStatus(
+        return Status(
             mode=s.mode.value, sync=s.sync, paused=s.paused, frame=s.frame,
-            clock_ns=self._to_clock(s.time_ns), epoch=s.epoch, owner=s.holder,
+            time_ns=self._to_clock(s.time_ns), epoch=s.epoch, owner=s.holder,
             real_time_factor=float(s.real_time_factor), time_step_ns=s.time_step_ns,
             publish_rate=NS_PER_SEC / core.pacing.publish_period_ns,
-            participants=[p.name for p in joined], participants_done=done,
-            participants_slowest=[p.slowest_ns / NS_PER_SEC for p in joined],
-            waiting_for=barrier.waiting_for, other_clock_sources=self._other_sources(),
-            clock_views=self._describe_views(), max_clock_rate=float(core.rate_cap.max_rate),
-            clock_stride=core.rate_cap.stride,
-            output_gates=[gate.spec.text for gate in gates],
-            output_gates_satisfied=[time_msg(gate.last_satisfied_ns or 0) for gate in gates],
-            output_gates_slowest=[gate.slowest_ns / NS_PER_SEC for gate in gates],
-            output_gates_waiting=core.gates.waiting_for,
-            expected_participants=list(core.roster.expected),
-            expected_missing=self._missing())
+            participants=tuple(p.name for p in joined),
+            participants_done_ns=tuple(p.last_done_ns or 0 for p in joined),
+            participants_slowest=tuple(p.slowest_ns / NS_PER_SEC for p in joined),
+            waiting_for=tuple(barrier.waiting_for),
+            other_clock_sources=tuple(self._other_sources()),
+            clock_views=tuple(self._describe_views()),
+            max_clock_rate=float(core.rate_cap.max_rate), clock_stride=core.rate_cap.stride,
+            output_gates=tuple(gate.spec.text for gate in gates),
+            output_gates_satisfied_ns=tuple(gate.last_satisfied_ns or 0 for gate in gates),
+            output_gates_slowest=tuple(gate.slowest_ns / NS_PER_SEC for gate in gates),
+            output_gates_waiting=tuple(core.gates.waiting_for),
+            expected_participants=tuple(core.roster.expected),
+            expected_missing=tuple(self._missing()))

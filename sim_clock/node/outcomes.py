@@ -12,11 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What ServerControl returns to the services: each service's answer, field for field."""
+"""
+What ServerControl returns to the services: each service's answer, field for field.
+
+``~/get_status``'s is :class:`sim_clock.wire.status.Status`, which the client shares.
+"""
 
 from dataclasses import dataclass
-from dataclasses import field
-from typing import List
 
 from builtin_interfaces.msg import Time as TimeMsg
 from sim_clock.core.units import split_ns
@@ -46,33 +48,3 @@ class SyncOutcome:
     message: str
     frame: int
     time_step: int
-
-
-@dataclass
-class ServerStatus:
-    """``~/get_status``, field for field; ``owner`` is the sync holder."""
-
-    mode: str
-    sync: bool
-    paused: bool
-    frame: int
-    clock_ns: int
-    epoch: int
-    owner: str
-    real_time_factor: float
-    time_step_ns: int
-    publish_rate: float
-    participants: List[str]
-    participants_done: List[TimeMsg]
-    participants_slowest: List[float]
-    waiting_for: List[str]
-    other_clock_sources: List[str]
-    clock_views: List[str]
-    max_clock_rate: float = 0.0
-    clock_stride: int = 1
-    output_gates: List[str] = field(default_factory=list)
-    output_gates_satisfied: List[TimeMsg] = field(default_factory=list)
-    output_gates_slowest: List[float] = field(default_factory=list)
-    output_gates_waiting: List[str] = field(default_factory=list)
-    expected_participants: List[str] = field(default_factory=list)
-    expected_missing: List[str] = field(default_factory=list)

@@ -35,13 +35,14 @@ from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine import StepRunner
 from sim_clock.node.engine.parts import StepOutcome
 from sim_clock.node.outcomes import Answer
-from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.srv import GetStatus
 from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 from sim_clock.wire.names import ANONYMOUS_USER
 from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.status import fill_status
+from sim_clock.wire.status import Status
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
@@ -131,7 +132,7 @@ class Control(Protocol):
     def reset(self) -> Answer:
         """Time and frame back to the start, epoch + 1."""
 
-    def status(self) -> ServerStatus:
+    def status(self) -> Status:
         """Return the state as ``~/get_status`` answers it."""
 
 
@@ -182,7 +183,7 @@ class ControlServices:
             request.user_id, request.start_sync_mode, request.time_step))
 
     def _on_get_status(self, request, response):
-        return fill(response, self._control.status())
+        return fill_status(response, self._control.status())
 
     def _on_pause(self, request, response):
         return fill(response, self._control.pause())

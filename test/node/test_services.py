@@ -24,14 +24,12 @@ from sim_clock.bag.progress import ProgressReport
 from sim_clock.core.units import join_ns
 from sim_clock.node.engine.parts import StepOutcome
 from sim_clock.node.outcomes import Answer
-from sim_clock.node.outcomes import ServerStatus
 from sim_clock.node.outcomes import SyncOutcome
 from sim_clock.node.participants import JoinOutcome
 from sim_clock.node.participants import LeaveOutcome
 from sim_clock.node.services import fill
 from sim_clock.node.services import fill_step
 from sim_clock.srv import GetProgress
-from sim_clock.srv import GetStatus
 from sim_clock.srv import Join
 from sim_clock.srv import Leave
 from sim_clock.srv import Seek
@@ -40,9 +38,9 @@ from sim_clock.srv import SyncModeCmd
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
-PAIRS = [(StepOutcome, Step), (SyncOutcome, SyncModeCmd), (ServerStatus, GetStatus),
-         (Answer, Trigger), (Answer, SetBool), (JoinOutcome, Join), (LeaveOutcome, Leave),
-         (SeekOutcome, Seek), (ProgressReport, GetProgress)]
+PAIRS = [(StepOutcome, Step), (SyncOutcome, SyncModeCmd), (Answer, Trigger), (Answer, SetBool),
+         (JoinOutcome, Join), (LeaveOutcome, Leave), (SeekOutcome, Seek),
+         (ProgressReport, GetProgress)]
 
 
 def _distinct(field: dataclasses.Field, index: int):
