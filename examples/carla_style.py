@@ -22,7 +22,7 @@ The CARLA calls and their sim_clock counterparts:
     settings.fixed_delta_seconds = 0.05
     world.apply_settings(settings)
     frame = world.tick()                      frame = client.step().frame
-    (restore asynchronous mode)               leaving the `with` block releases sync mode
+    (restore asynchronous mode)               leaving `with client.sync_mode(...)` releases
 
     python3 carla_style.py --ticks 200 --fixed-delta 0.05
 """
@@ -44,9 +44,9 @@ def main(argv=None):
 
     rclpy.init()
     try:
-        # Entering takes sync mode with the fixed delta; leaving gives it back.
-        with SimClockClient(server=args.server, timeout_sec=10.0,
-                            time_step=args.fixed_delta) as world:
+        # sync_mode() takes sync mode with the fixed delta; its end gives it back.
+        with SimClockClient(server=args.server, timeout_sec=10.0) as world, \
+                world.sync_mode(time_step=args.fixed_delta):
             for _ in range(args.ticks):
                 result = world.step()  # frame = world.tick()
             print(f'{args.ticks} ticks: frame {result.frame}, '

@@ -85,7 +85,7 @@ def main(args=None) -> int:
     node = Fusion(options.period)
     try:
         if options.participant:
-            participant.spin(node, period=options.period)
+            participant.spin(node, period_sec=options.period)
         else:
             rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):

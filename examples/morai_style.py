@@ -31,9 +31,9 @@ from sim_clock.srv import Step
 from sim_clock.srv import SyncModeCmd
 
 
-def call(node, client, request, timeout=10.0):
+def call(node, client, request, timeout_sec=10.0):
     """Call a service and wait for the answer with a timeout (steady clock)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout_sec
     while not client.service_is_ready():
         if time.monotonic() > deadline:
             raise TimeoutError(f'{client.srv_name} is not available')

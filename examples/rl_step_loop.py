@@ -90,9 +90,9 @@ class ClockEnv:
         reward = -abs(1.0 - self.plant.position)
         return self.plant.position, reward, self.steps >= self.horizon
 
-    def _settle(self, reached, timeout=10.0):
+    def _settle(self, reached, timeout_sec=10.0):
         """Spin until the node's clock satisfies ``reached``, then run what became due."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout_sec
         while not reached(self.node.get_clock().now().nanoseconds):
             if time.monotonic() > deadline:
                 raise TimeoutError('the node did not receive the new time')
@@ -119,7 +119,8 @@ def main(argv=None):
     executor = rclpy.executors.SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        with SimClockClient(node, server=args.server, timeout_sec=10.0, time_step=0.01) as client:
+        with SimClockClient(node, server=args.server, timeout_sec=10.0) as client, \
+                client.sync_mode(time_step=0.01):
             env = ClockEnv(client, node, executor, horizon=args.horizon)
             for episode in range(args.episodes):
                 env.reset()

@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     participant = None
     try:
         if options.mode != 'plain':
-            participant = Participant(stack_node.node, name=options.role, period=PERIOD_S,
+            participant = Participant(stack_node.node, name=options.role, period_sec=PERIOD_S,
                                       deterministic=options.mode == 'deterministic',
                                       next_frame=options.mode == 'next_frame')
             stack_node.wait_matched(participant.executor)

@@ -202,7 +202,7 @@ def tick():
         time.sleep(work)  # the work of a slow node under test, one frame in ten
         print('worked', fired[-1], time.monotonic_ns() - start, flush=True)
 node.create_timer(0.01, tick)
-participant = Participant(node, name=name, period=0.01)
+participant = Participant(node, name=name, period_sec=0.01)
 while participant._done.get_subscription_count() < 1:
     participant.executor.spin_once(timeout_sec=0.05)
 print('joined', flush=True)

@@ -20,9 +20,12 @@ service and message types only.
 """
 
 from sim_clock.client.api import SimClockClient
+from sim_clock.client.results import ControlResult
 from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import ResetResult
 from sim_clock.client.results import SeekResult
+from sim_clock.client.results import SimClockClosed
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockLate
@@ -30,15 +33,15 @@ from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
 from sim_clock.client.results import SimClockServerGone
 from sim_clock.client.results import SimClockTimeout
+from sim_clock.client.results import SimClockUnavailable
 from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
 
 __all__ = [
-    'FrameEvents', 'Playback', 'ProgressReport', 'ResetEvent', 'SeekResult', 'SimClockClient',
-    'SimClockError', 'SimClockInterrupted', 'SimClockLate', 'SimClockNoService', 'SimClockRefused',
-    'SimClockServerGone', 'SimClockTimeout',
-    'Status',
-    'StepResult',
+    'ControlResult', 'FrameEvents', 'Playback', 'ProgressReport', 'ResetEvent', 'ResetResult',
+    'SeekResult', 'SimClockClient', 'SimClockClosed', 'SimClockError', 'SimClockInterrupted',
+    'SimClockLate', 'SimClockNoService', 'SimClockRefused', 'SimClockServerGone',
+    'SimClockTimeout', 'SimClockUnavailable', 'Status', 'StepResult',
 ]

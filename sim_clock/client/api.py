@@ -17,10 +17,11 @@ A synchronous Python client for the sim_clock services.
 
     from sim_clock.client import SimClockClient
 
-    with SimClockClient(node) as clock:        # takes sync mode; on exit, puts back what it found
-        for _ in range(100):
-            result = clock.step()              # returns once the new time is published
-            print(result.frame, result.time_ns)
+    with SimClockClient(node) as clock:             # owns the client: closes it at the end
+        with clock.sync_mode(time_step=0.01):       # holds sync mode; then puts back the server
+            for _ in range(100):
+                result = clock.step()               # returns once the new time is published
+                print(result.frame, result.time_ns)
 
 Every call blocks its caller until the answer comes or the timeout passes, and never
 deadlocks: the client's service clients live on a private node of their own, spun by a private
@@ -30,11 +31,13 @@ are measured on the steady clock, never on ROS time. Per-call cost stays flat ov
 calls (doc/design.md, "Executors").
 """
 
+import contextlib
 import itertools
 import math
 import threading
 import time
 from typing import Callable
+from typing import Iterator
 from typing import Optional
 import warnings
 
@@ -44,9 +47,12 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.results import ControlResult
 from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import ResetResult
 from sim_clock.client.results import SeekResult
+from sim_clock.client.results import SimClockClosed
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockLate
@@ -129,13 +135,22 @@ class SimClockClient:
         before; that name still works, with a DeprecationWarning).
     :param context: the rclpy context when no node is given; None: the default context
         (``rclpy.init()`` must have been called).
-    :param time_step: frame length in seconds (whole ms) that ``with`` sets when it acquires.
     :param retries: how many times a call safe to repeat (REPEATABLE) is asked again after a
         timeout; never stepped twice.
+    :param time_step: deprecated (DeprecationWarning): the frame length, in seconds, that a
+        ``with`` block of the client took sync mode with; use :meth:`sync_mode` instead.
 
-    ``with SimClockClient(...) as clock:`` takes sync mode on entry and, on exit, gives it back
-    and puts back what it found: the mode, sync on or off and ``time_step``. Each change of
-    mode or sync is a reset (MORAI's rule), announced: time starts again from 0.
+    ``with SimClockClient(...) as clock:`` owns the client, as ``with Node(...)`` owns a node:
+    the block's end closes it, and that is all. Sync mode is taken by :meth:`acquire` and given
+    back by :meth:`release`, or held for a block by ``with clock.sync_mode(time_step=...):``,
+    which also puts back what it found. Taking or giving back sync mode changes mode or sync:
+    a reset (MORAI's rule), announced: time starts again from 0.
+
+    Taking sync mode used to be what ``with SimClockClient()`` did. For one release a block
+    that relies on that keeps working, with a DeprecationWarning that points to
+    :meth:`sync_mode`: a client made with ``time_step=`` takes sync mode on entry, and any
+    other, at its first step in the block if the server's sync is off (where a step would be
+    refused); at the block's end it gives sync mode back and puts back what it found.
     """
 
     def __init__(self, node: Optional[Node] = None, *, server: str = DEFAULT_SERVER,
@@ -144,7 +159,15 @@ class SimClockClient:
                  retries: int = 2, timeout: Optional[float] = None):
         self.server = server.rstrip('/')
         self._interrupted = threading.Event()
+        if time_step is not None:
+            warnings.warn(
+                'SimClockClient(time_step=) is deprecated: with SimClockClient() will only '
+                'close the client; hold sync mode with: with client.sync_mode(time_step=...):',
+                DeprecationWarning, stacklevel=2)
+        #: The frame length the deprecated ``with`` takes sync mode with (None: the server's).
         self._time_step = time_step
+        #: In a ``with`` block whose first step may still take sync mode the deprecated way.
+        self._legacy_pending = False
         self.user_id = user_id
         #: Seconds each call waits for the service and for its answer.
         self.timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
@@ -162,7 +185,8 @@ class SimClockClient:
         self._executor.add_node(self._node)
         self._clients = {}
         self._held = False
-        #: The server's state when ``with`` took sync mode: what its exit puts back.
+        #: The server's state when the deprecated ``with`` took sync mode: what its exit puts
+        #: back (None: it took none).
         self._found: Optional[Status] = None
         self._user_node = node
         self.retries = retries
@@ -180,6 +204,7 @@ class SimClockClient:
             server's.
         :raises SimClockRefused: another user_id holds sync mode (``holder`` names it).
         """
+        self._legacy_pending = False
         step_ms = 0
         if time_step is not None:
             step_ns = round(time_step * NS_PER_SEC)
@@ -206,18 +231,39 @@ class SimClockClient:
             raise SimClockRefused(
                 self.server, 'the release of sync mode', response.message, response.user_id)
 
-    def __enter__(self) -> 'SimClockClient':
-        """Take sync mode (with the constructor's time_step); note what the server was."""
-        found = self.status()
-        self.acquire(self._time_step)
-        self._found = found
-        return self
+    @contextlib.contextmanager
+    def sync_mode(self, time_step: Optional[float] = None) -> Iterator['SimClockClient']:
+        """
+        Hold sync mode for a ``with`` block; at its end give it back and put back what it found.
 
-    def _put_back(self) -> None:
-        """Set the mode, sync and time_step ``with`` found, where they differ now."""
-        found, self._found = self._found, None
-        if found is None:
+        ``with clock.sync_mode(time_step=0.01):`` notes the server's state, takes sync mode
+        (:meth:`acquire`) and yields this client. At the block's end, also when it raised, it
+        releases sync mode and puts back the mode, sync and ``time_step`` it found (a server
+        found with sync on gets it on again, with no holder). Each change of mode or sync is an
+        announced reset: time starts again from 0. An error while putting back never hides
+        the block's own exception. The client stays open.
+
+        :param time_step: frame length in seconds, a whole number of ms; None keeps the
+            server's.
+        :raises SimClockRefused: another user_id holds sync mode (nothing changed).
+        """
+        found = self.status()
+        self.acquire(time_step)
+        try:
+            yield self
+        except BaseException:
+            try:
+                self._give_back(found)
+            except SimClockError:
+                pass  # the block's exception is the one to see
+            raise
+        self._give_back(found)
+
+    def _give_back(self, found: Status) -> None:
+        """Release sync mode, if held, and put back the mode, sync and time_step ``found``."""
+        if not self._held:
             return
+        self.release()
         now = self.status()
         if now.time_step_ns != found.time_step_ns:
             self.set_parameter('time_step', found.time_step_ns / NS_PER_SEC)
@@ -226,23 +272,56 @@ class SimClockClient:
         elif found.sync != now.sync and found.mode != 'real_time':
             self.set_sync(found.sync)
 
+    def __enter__(self) -> 'SimClockClient':
+        """Return this client; the block's end closes it (see the class for sync mode)."""
+        if self._time_step is not None:
+            self._take_sync_as_with_did(self.status(), stacklevel=3)
+        else:
+            self._legacy_pending = True
+        return self
+
     def __exit__(self, exc_type, exc, traceback) -> bool:
         """
-        Give sync mode back and put back what ``with`` found, also when the block raised.
+        Close the client, also when the block raised; never hide the block's exception.
 
-        The mode, sync and ``time_step`` as they were (sync given back is off: MORAI's rule;
-        found on, it is set on again, with no holder). Never hides the block's exception.
+        Where the block took sync mode the deprecated way (see the class), give it back and
+        put back what it found first.
         """
+        self._legacy_pending = False
         try:
-            if self._held:
-                self.release()
-                self._put_back()
+            found, self._found = self._found, None
+            if found is not None:
+                self._give_back(found)
         except SimClockError:
             if exc_type is None:
                 raise
         finally:
             self.close()
         return False
+
+    def _take_sync_as_with_did(self, found: Status, stacklevel: int) -> None:
+        """Take sync mode as ``with SimClockClient()`` did, warning that it is deprecated."""
+        warnings.warn(
+            'with SimClockClient() taking sync mode is deprecated: it will only close the '
+            'client; hold sync mode with: with client.sync_mode(time_step=...):',
+            DeprecationWarning, stacklevel=stacklevel)
+        self.acquire(self._time_step)
+        self._found = found
+
+    def _before_step(self) -> None:
+        """
+        In a ``with`` block, at its first step: take sync mode the deprecated way if needed.
+
+        Needed where this client holds no sync mode and the server's sync is off, so that
+        the step would be refused: the block was written for a ``with`` that took sync mode.
+        """
+        if not self._legacy_pending:
+            return
+        self._legacy_pending = False
+        if not self._held:
+            found = self.status()
+            if not found.sync:
+                self._take_sync_as_with_did(found, stacklevel=4)
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -259,6 +338,7 @@ class SimClockClient:
         :raises SimClockRefused: not in sync mode, another user holds it, ``n`` is invalid, or
             time was reset since this client last looked.
         """
+        self._before_step()
         self._check_whole(n, f'a step of {n}')
         if not 1 <= n <= MAX_STEPS_PER_CALL:
             raise SimClockRefused(self.server, f'a step of {n}',
@@ -272,6 +352,7 @@ class SimClockClient:
 
         More than 10^6 frames ahead goes in several calls, each retry-safe.
         """
+        self._before_step()
         self._check_whole(frame, f'a step to frame {frame}')
         current, epoch = self._where()
         if frame <= current:
@@ -304,8 +385,8 @@ class SimClockClient:
                                check_epoch=True, epoch=epoch)
         try:
             response = self._call(Step, 'step', request)
-        except SimClockTimeout:
-            self._known = None
+        except SimClockError:
+            self._known = None  # what the step did is not known: the next one asks
             raise
         result = StepResult(response.frame, join_ns(response.clock), response.epoch,
                             tuple(response.unacknowledged))
@@ -327,6 +408,7 @@ class SimClockClient:
         reset in between is refused. A time off the frame grid ends at the first frame after
         it; a time reached already steps nothing.
         """
+        self._before_step()
         status = self.status()
         frames = frames_until(status.time_ns, status.time_step_ns, time_ns)
         if frames == 0:
@@ -380,38 +462,42 @@ class SimClockClient:
             messages_in_bag=r.messages_in_bag, messages_left_out=r.messages_left_out,
             left_out=r.left_out)
 
-    def pause(self) -> str:
-        """Freeze real-time and free-run time."""
-        return self._trigger('pause')
+    def pause(self) -> ControlResult:
+        """Freeze real-time and free-run time; return the server's words."""
+        return ControlResult(self._trigger('pause'))
 
-    def resume(self) -> str:
-        """Unfreeze time."""
-        return self._trigger('resume')
+    def resume(self) -> ControlResult:
+        """Unfreeze time; return the server's words."""
+        return ControlResult(self._trigger('resume'))
 
-    def reset(self) -> str:
+    def reset(self) -> ResetResult:
         """
         Set time and frame to zero (epoch + 1); mode, sync and holder stay.
 
-        Never asked twice (a slow first request would reset again): it waits for the answer
-        as long as the calls safe to repeat wait in all (``timeout`` times ``1 + retries``);
-        then, if a reset happened since it asked the epoch, the answer was lost and the reset
-        is taken as done. A timeout still leaves open whether the reset happens later.
+        Return the server's words and the epoch after the reset (as ``~/get_status`` reports
+        it right after). Never asked twice (a slow first request would reset again): it waits
+        for the answer as long as the calls safe to repeat wait in all (``timeout_sec`` times
+        ``1 + retries``); then, if a reset happened since it asked the epoch, the answer was
+        lost and the reset is taken as done (``answer_lost``). A timeout still leaves open
+        whether the reset happens later.
         """
         epoch = self.status().epoch
         try:
-            return self._trigger('reset', patience=1 + self.retries)
+            message = self._trigger('reset', patience=1 + self.retries)
         except SimClockTimeout:
             now = self.status().epoch
             if now == epoch:
                 raise
-            return f'time reset (epoch {now}); its answer was lost'
+            return ResetResult(f'time reset (epoch {now}); its answer was lost', now,
+                               answer_lost=True)
+        return ResetResult(message, self.status().epoch)
 
-    def set_sync(self, on: bool) -> str:
+    def set_sync(self, on: bool) -> ControlResult:
         """Operator switch: sync on with no holder, or off releasing any holder."""
         response = self._call(SetBool, 'set_sync', SetBool.Request(data=on))
         if not response.success:
             raise SimClockRefused(self.server, f'set_sync {on}', response.message)
-        return response.message
+        return ControlResult(response.message)
 
     def join(self, name: str, period_ns: int = 0, node: str = '', next_frame: bool = False,
              topics=()) -> int:
@@ -433,9 +519,9 @@ class SimClockClient:
             raise SimClockRefused(self.server, f'the join of {name!r}', response.message)
         return response.frame
 
-    def leave(self, name: str) -> str:
+    def leave(self, name: str) -> ControlResult:
         """
-        Stop taking part as ``name``.
+        Stop taking part as ``name``; return the server's words.
 
         A server that goes away while the leave waits for its answer (its service leaves the
         graph: it stopped) ends the wait at once with :class:`SimClockServerGone`, as every
@@ -444,7 +530,7 @@ class SimClockClient:
         response = self._call(Leave, 'leave', leave_request(name))
         if not response.success:
             raise SimClockRefused(self.server, f'the leave of {name!r}', response.message)
-        return response.message
+        return ControlResult(response.message)
 
     def set_parameter(self, name: str, value) -> None:
         """Set one server parameter, as ``ros2 param set`` does."""
@@ -557,7 +643,7 @@ class SimClockClient:
 
     def _call_once(self, srv_type, name: str, request, timeout: float):
         if self._node is None:
-            raise SimClockError('this SimClockClient was closed')
+            raise SimClockClosed('this SimClockClient was closed')
         if name not in ('step', 'get_status'):
             self._known = None  # it may move time: the next step asks where time is
         full_name = f'{self.server}/{name}'

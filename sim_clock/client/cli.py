@@ -15,10 +15,11 @@
 """
 The ``simclock`` command line: ``ros2 run sim_clock simclock <command>`` or ``ros2 simclock``.
 
-Exit codes: 0 done, 1 refused by the server (the reason is printed), 2 bad usage, 3 no answer
-(the server is not running on this ROS_DOMAIN_ID, or did not answer in time). ``diff`` needs no
-server: 0 the same recordings, 1 different (the first difference is printed), 2 a bag that
-cannot be read, or two recordings without a message (nothing to compare). ``trace``: 1 the
+Exit codes: 0 done, 1 refused by the server or a step stopped late (the reason is printed),
+2 bad usage, 3 no answer (the server is not running on this ROS_DOMAIN_ID, or did not answer
+in time). ``diff`` needs no server: 0 the same recordings, 1 different (the first difference
+is printed), 2 a bag that cannot be read, or two recordings without a message (nothing to
+compare). ``trace``: 1 the
 server records no frame events, 2 the file cannot be written.
 ``report`` needs no server: 2 a trace that cannot be read or a page that cannot be written.
 """
@@ -143,6 +144,7 @@ def run(args) -> int:
         return report_command(args.trace_file, args.html)
     import rclpy
     from sim_clock.client.api import SimClockClient
+    from sim_clock.client.api import SimClockLate
     from sim_clock.client.api import SimClockRefused
     from sim_clock.client.api import SimClockServerGone
     from sim_clock.client.api import SimClockTimeout
@@ -194,6 +196,10 @@ def run(args) -> int:
         print(f'refused: {for_the_command_line(refused.reason, refused.holder)}',
               file=sys.stderr)
         return EXIT_REFUSED
+    except SimClockLate as late:
+        # Time moved up to where the step stopped: not all that was asked was done.
+        print(f'late: {late.reason}', file=sys.stderr)
+        return EXIT_REFUSED
     except SimClockServerGone as gone:
         print(f'after {time.monotonic() - started:.1f} s: {gone}', file=sys.stderr)
         return EXIT_NO_ANSWER
@@ -242,7 +248,7 @@ def _carry_out(client, args) -> str:
     if command == 'step':
         return _step(client, args)
     if command in ('pause', 'resume', 'reset'):
-        return getattr(client, command)()
+        return getattr(client, command)().message
     if command == 'sync':
         return _sync(client, args)
     if command == 'rate':
@@ -278,7 +284,7 @@ def _step(client, args) -> str:
 def _sync(client, args) -> str:
     on = args.state == 'on'
     if getattr(args, 'user_id', None) is None:
-        return client.set_sync(on)
+        return client.set_sync(on).message
     if on:
         return f'sync on, held by {client.acquire()!r}'
     client.release()

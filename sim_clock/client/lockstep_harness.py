@@ -35,6 +35,7 @@ import tempfile
 import time
 from typing import Callable
 from typing import Optional
+import warnings
 
 from ament_index_python.packages import get_package_prefix
 import rclpy
@@ -42,12 +43,17 @@ from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.api import renamed
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
 from sim_clock.client.domains import check_free
 from sim_clock.client.domains import DOMAINS
 from sim_clock.client.spinning import run_ready_callbacks
+
+
+#: Seconds a harness waits for anything before it fails (``timeout_sec``).
+DEFAULT_TIMEOUT_SEC = 10.0
 
 
 def parameter_arguments(parameters: dict) -> list:
@@ -72,17 +78,22 @@ class LockstepHarness:
         host is on (``DOMAINS``). One given is checked first: if a participant of this host is
         on it, :class:`~sim_clock.client.domains.DomainInUse` and nothing is started.
     :param log_dir: where the server's output goes; None: a temporary folder.
-    :param timeout: seconds any wait may take before it fails, naming what it waited for.
+    :param timeout_sec: seconds any wait may take before it fails, naming what it waited for
+        (``timeout`` before; that name still works, with a DeprecationWarning: it is never
+        taken for a server parameter).
     """
 
     def __init__(self, domain_id: Optional[int] = None, log_dir: Optional[str] = None,
-                 timeout: float = 10.0, **parameters):
+                 timeout_sec: float = DEFAULT_TIMEOUT_SEC, *, timeout: Optional[float] = None,
+                 **parameters):
+        timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
         if domain_id is None:
             domain_id = DOMAINS.take()
         else:
             check_free(domain_id)
         self.domain_id = domain_id
-        self.timeout = timeout
+        #: Seconds any wait may take before it fails.
+        self.timeout_sec = timeout_sec
         parameters = {'mode': 'simulation', 'sync': True, **parameters}
         executable = os.path.join(
             get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'clock_server')
@@ -98,7 +109,7 @@ class LockstepHarness:
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.executor = SingleThreadedExecutor(context=self.context)
         self._nodes = []
-        self.client = SimClockClient(context=self.context, timeout_sec=timeout)
+        self.client = SimClockClient(context=self.context, timeout_sec=timeout_sec)
         try:
             self.client.acquire()
         except BaseException:
@@ -148,11 +159,11 @@ class LockstepHarness:
 
     def spin_until(self, condition: Callable[[], bool], what: str = 'the condition') -> None:
         """Spin the nodes until ``condition()`` holds; fail naming ``what`` after the timeout."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout_sec
         while not condition():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise SimClockTimeout(f'timed out after {self.timeout} s waiting for {what}')
+                raise SimClockTimeout(f'timed out after {self.timeout_sec} s waiting for {what}')
             self.executor.spin_once(timeout_sec=min(remaining, 0.1))
 
     def _settle(self, time_ns: int) -> None:
@@ -165,6 +176,17 @@ class LockstepHarness:
         # Run what the new time made ready (timers due, messages), until nothing is left.
         run_ready_callbacks(self.executor)
 
+    @property
+    def timeout(self) -> float:
+        """Return :attr:`timeout_sec` (this name is deprecated)."""
+        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
+        return self.timeout_sec
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
+        self.timeout_sec = value
+
     # -- teardown ------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -172,7 +194,7 @@ class LockstepHarness:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
-                self.process.wait(self.timeout)
+                self.process.wait(self.timeout_sec)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

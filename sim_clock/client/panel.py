@@ -70,6 +70,7 @@ from sim_clock.client.panel_page import PAGE
 from sim_clock.client.results import ResetEvent
 from sim_clock.client.results import SimClockError
 from sim_clock.client.results import SimClockInterrupted
+from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockRefused
 from sim_clock.client.top import poll
 from sim_clock.client.top import RecentEvents
@@ -232,8 +233,8 @@ class Control(threading.Thread):
             try:
                 message = self._carry_out(command)
                 ok = True
-            except SimClockRefused as refused:
-                ok, message = False, refused.reason
+            except (SimClockRefused, SimClockLate) as not_done:
+                ok, message = False, not_done.reason
             except SimClockError as error:
                 ok, message = False, str(error)
             except ExternalShutdownException:
@@ -243,9 +244,9 @@ class Control(threading.Thread):
     def _carry_out(self, command: Command) -> str:
         client, value = self._client, command.value
         if command.action == 'pause':
-            return client.pause()
+            return client.pause().message
         if command.action == 'resume':
-            return client.resume()
+            return client.resume().message
         if command.action == 'step':
             return 'stepped to ' + format_step(client.step(value))
         if command.action == 'step_until':
@@ -254,7 +255,7 @@ class Control(threading.Thread):
             client.set_parameter('real_time_factor', value)
             return f'real_time_factor set to {value:g}'
         if command.action == 'sync':
-            return client.set_sync(value)
+            return client.set_sync(value).message
         result = client.seek(value)
         return f'sought to {result.time_ns} ns (epoch {result.epoch})'
 

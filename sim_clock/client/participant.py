@@ -16,7 +16,7 @@
 Take part in the clock from an rclpy node, with one line in its ``main``.
 
     from sim_clock.client import participant
-    participant.spin(node, period=0.1)          # instead of rclpy.spin(node)
+    participant.spin(node, period_sec=0.1)      # instead of rclpy.spin(node)
 
 The node joins the clock server as a participant (``~/join``) and says it has finished a
 /clock time (``~/done``) only once every callback that became due at that time has run, its
@@ -89,24 +89,27 @@ class Participant:
     :param node: the node (with ``use_sim_time``), not spun by anything else.
     :param executor: what spins it; None: a SingleThreadedExecutor of its own.
     :param name: the participant's name; None: the node's full name.
-    :param period: simulated seconds between the frames it must finish; 0: every frame.
+    :param period_sec: simulated seconds between the frames it must finish; 0: every frame
+        (``period`` before; that name still works, with a DeprecationWarning).
     :param server: the server node's full name.
     :param timeout_sec: seconds each call to the server, and the join's match, waits
         (``timeout`` before; that name still works, with a DeprecationWarning).
     :param deterministic: take part in the rounds of every frame (doc/frames.md): the
         messages between participants are delivered by round, in a fixed order, so that a
         stack of participants runs the same way every time and never sees a message of its
-        future; every frame waits for it (``period`` is ignored).
+        future; every frame waits for it (``period_sec`` is ignored).
     :param next_frame: deterministic, with what participants publish during a frame delivered
         at the next frame instead of in rounds within it (doc/frames.md): one round a frame,
         a frame's delay per hop; every participant of a stack takes the same rule.
     """
 
     def __init__(self, node: Node, executor=None, *, name: Optional[str] = None,
-                 period: float = 0.0, server: str = DEFAULT_SERVER,
+                 period_sec: float = 0.0, server: str = DEFAULT_SERVER,
                  timeout_sec: float = DEFAULT_TIMEOUT, deterministic: bool = False,
-                 next_frame: bool = False, timeout: Optional[float] = None):
+                 next_frame: bool = False, timeout: Optional[float] = None,
+                 period: Optional[float] = None):
         timeout_sec = renamed(timeout_sec, timeout, 'timeout', 'timeout_sec')
+        period_sec = renamed(period_sec, period, 'period', 'period_sec')
         self.node = node
         self.executor = executor or SingleThreadedExecutor(context=node.context)
         #: Whether the executor is its own, shut down by :meth:`close`.
@@ -149,7 +152,7 @@ class Participant:
         self._server_subs = []
         rounds = self._rounds_sub = None
         if deterministic or next_frame:
-            period = 0.0
+            period_sec = 0.0
             rounds = self._rounds_sub = node.create_subscription(
                 Round, f'{server.rstrip("/")}/rounds', self._on_round, DONE_QOS)
             own.append(rounds)
@@ -159,7 +162,7 @@ class Participant:
         self._closed = False
         #: The signals :meth:`spin` took (SIGINT, SIGTERM): a wait for messages ends on one.
         self._signals: List[int] = []
-        self._client.join(self.name, seconds_to_ns(period, 'period'),
+        self._client.join(self.name, seconds_to_ns(period_sec, 'period_sec'),
                           node.get_fully_qualified_name(), next_frame,
                           sorted(self._delivery.topics) if next_frame else ())
         # A done said before the server's reader matched this writer would be lost (volatile),

@@ -23,7 +23,8 @@ The ``sim_clock`` pytest fixture, registered with pytest when sim_clock is insta
 
 The fixture starts a clock server in sync mode as a separate process, on a DDS domain of its
 own, holds sync mode and yields a :class:`sim_clock.client.lockstep_harness.LockstepHarness`.
-The marker's keyword arguments are clock server parameters, but for ``domain_id``. Nothing here
+The marker's keyword arguments are clock server parameters, but for ``domain_id`` and
+``timeout_sec`` (the seconds any wait of the harness may take). Nothing here
 imports rclpy until a test asks for the fixture.
 
 The domain is one that no DDS participant of this host is on and no other test run claimed
@@ -49,8 +50,9 @@ def pytest_configure(config):
     """Declare the sim_clock marker."""
     config.addinivalue_line(
         'markers',
-        'sim_clock(domain_id=None, **parameters): clock server parameters for the sim_clock '
-        'fixture (time_step in seconds, ...), and its DDS domain if one must be chosen')
+        'sim_clock(domain_id=None, timeout_sec=10.0, **parameters): clock server parameters '
+        'for the sim_clock fixture (time_step in seconds, ...), its DDS domain if one must be '
+        'chosen, and the seconds any of its waits may take')
 
 
 @pytest.fixture

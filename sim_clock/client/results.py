@@ -20,6 +20,8 @@ Dataclasses and exceptions, importable from ``sim_clock.client`` and, as before,
 """
 
 from dataclasses import dataclass
+from dataclasses import fields
+import warnings
 
 from sim_clock.core.units import join_ns
 from sim_clock.core.units import NS_PER_SEC
@@ -29,7 +31,14 @@ from sim_clock.wire.status import Status  # noqa: F401
 
 
 class SimClockError(RuntimeError):
-    """A sim_clock call did not do what was asked."""
+    """
+    A sim_clock call did not do what was asked: the base of the client's errors.
+
+    Beneath it, one class per meaning: the server said no (:class:`SimClockRefused`), a step
+    stopped because what it waited for was late (:class:`SimClockLate`), no answer in time
+    (:class:`SimClockTimeout`), no server to ask (:class:`SimClockUnavailable`), the call was
+    interrupted (:class:`SimClockInterrupted`) or the client closed (:class:`SimClockClosed`).
+    """
 
 
 class SimClockRefused(SimClockError):
@@ -41,11 +50,17 @@ class SimClockRefused(SimClockError):
         self.holder = holder
 
 
-class SimClockLate(SimClockRefused):
-    """Participants were late: the step stopped at ``result``; ``late`` names them."""
+class SimClockLate(SimClockError):
+    """
+    A step stopped early: participants or gated outputs were late.
+
+    Time moved up to ``result`` (where the step stopped); ``late`` names what was late and
+    ``reason`` is the server's words. Not a refusal: a refused request changes nothing.
+    """
 
     def __init__(self, server: str, what: str, reason: str, late, result: 'StepResult'):
-        super().__init__(server, what, reason)
+        super().__init__(f'{server} stopped {what}: {reason}')
+        self.reason = reason
         self.late = list(late)
         self.result = result
 
@@ -54,20 +69,95 @@ class SimClockTimeout(SimClockError, TimeoutError):
     """No answer within the timeout; the message names the server and what was waited for."""
 
 
-class SimClockNoService(SimClockTimeout):
-    """The service did not appear within the timeout (no server of that name answers here)."""
+class SimClockUnavailable(SimClockError):
+    """No server answers the call: its service is not there, or left during the call."""
+
+
+class SimClockNoService(SimClockUnavailable, SimClockTimeout):
+    """
+    The service did not appear within the timeout (no server of that name answers here).
+
+    Both unavailable and a timeout: it waited ``timeout_sec`` for the service.
+    """
+
+
+class SimClockServerGone(SimClockUnavailable):
+    """
+    The server went away while a call waited for its answer: its service left the graph.
+
+    Said at once, not at the timeout. What the call did before the server stopped is not known.
+    """
 
 
 class SimClockInterrupted(SimClockError):
     """A call ended by :meth:`SimClockClient.interrupt`, from another thread, before its answer."""
 
 
-class SimClockServerGone(SimClockNoService):
-    """
-    The server went away while a call waited for its answer: its service left the graph.
+class SimClockClosed(SimClockError):
+    """A call on a client that was closed (``close()`` or the end of its ``with`` block)."""
 
-    Said at once, not at the timeout. What the call did before the server stopped is not known.
+
+class _MessageResult:
     """
+    The ``str()`` of a result that carries the server's words is those words (``message``).
+
+    These results were plain strings before: comparing one with a string (``==``, ``in``)
+    still compares its message for one release, with a DeprecationWarning; compare
+    ``result.message`` instead.
+    """
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            _compared_as_text(type(self).__name__)
+            return self.message == other
+        if type(other) is type(self):
+            return self._fields() == other._fields()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __contains__(self, text: str) -> bool:
+        _compared_as_text(type(self).__name__)
+        return text in self.message
+
+
+def _compared_as_text(kind: str) -> None:
+    warnings.warn(
+        f'{kind} is not a str: comparing it with one is deprecated; use its .message',
+        DeprecationWarning, stacklevel=3)
+
+
+@dataclass(frozen=True, eq=False)
+class ControlResult(_MessageResult):
+    """
+    What ``pause``, ``resume``, ``set_sync`` and ``leave`` did, in the server's words.
+
+    The server answers these in free text only (``std_srvs`` Trigger and SetBool, ``Leave``);
+    a refusal is raised, never returned.
+    """
+
+    message: str
+
+
+@dataclass(frozen=True, eq=False)
+class ResetResult(_MessageResult):
+    """
+    What ``reset`` did: the server's words and the epoch (count of resets) after it.
+
+    ``answer_lost``: the reset's answer never came, but the epoch moved since it was asked,
+    so the reset is taken as done (``message`` then says so).
+    """
+
+    message: str
+    epoch: int
+    answer_lost: bool = False
 
 
 @dataclass(frozen=True)

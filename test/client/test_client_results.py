@@ -14,14 +14,22 @@
 
 """What the client's calls return and raise: the results, and the errors' kinds and words."""
 
+import dataclasses
+
 from builtin_interfaces.msg import Time
 import pytest
+from sim_clock.client.results import ControlResult
 from sim_clock.client.results import ResetEvent
+from sim_clock.client.results import ResetResult
+from sim_clock.client.results import SimClockClosed
 from sim_clock.client.results import SimClockError
+from sim_clock.client.results import SimClockInterrupted
 from sim_clock.client.results import SimClockLate
 from sim_clock.client.results import SimClockNoService
 from sim_clock.client.results import SimClockRefused
+from sim_clock.client.results import SimClockServerGone
 from sim_clock.client.results import SimClockTimeout
+from sim_clock.client.results import SimClockUnavailable
 from sim_clock.client.results import StepResult
 from sim_clock.msg import Reset
 
@@ -49,12 +57,31 @@ def test_a_refusal_names_the_server_what_and_why():
     assert isinstance(refused, SimClockError) and isinstance(refused, RuntimeError)
 
 
-def test_late_participants_are_a_refusal_with_where_the_step_stopped():
-    """SimClockLate: the late names and the result, caught as a refusal."""
+def test_a_late_step_is_not_a_refusal_and_says_where_it_stopped():
+    """SimClockLate: the late names, the result and the reason; a SimClockError, not refused."""
     result = StepResult(frame=1, time_ns=10, epoch=0)
-    with pytest.raises(SimClockRefused) as caught:
-        raise SimClockLate('/sim_clock', 'step', 'late: slow', ('slow',), result)
-    assert caught.value.late == ['slow'] and caught.value.result is result
+    with pytest.raises(SimClockError) as caught:
+        raise SimClockLate('/sim_clock', 'a step of 3', 'waits for slow', ('slow',), result)
+    late = caught.value
+    assert late.late == ['slow'] and late.result is result and late.reason == 'waits for slow'
+    assert str(late) == '/sim_clock stopped a step of 3: waits for slow'
+    assert not isinstance(late, SimClockRefused)
+
+
+@pytest.mark.parametrize('kind, bases, not_bases', [
+    (SimClockRefused, (SimClockError,), (SimClockLate, SimClockTimeout, SimClockUnavailable)),
+    (SimClockLate, (SimClockError,), (SimClockRefused, SimClockTimeout, SimClockUnavailable)),
+    (SimClockTimeout, (SimClockError, TimeoutError), (SimClockRefused, SimClockUnavailable)),
+    (SimClockNoService, (SimClockUnavailable, SimClockTimeout, TimeoutError), (SimClockRefused,)),
+    (SimClockServerGone, (SimClockUnavailable,), (SimClockTimeout, SimClockRefused)),
+    (SimClockInterrupted, (SimClockError,), (SimClockRefused, SimClockTimeout)),
+    (SimClockClosed, (SimClockError,), (SimClockRefused, SimClockUnavailable)),
+], ids=lambda value: getattr(value, '__name__', ''))
+def test_the_errors_are_a_tree_by_meaning(kind, bases, not_bases):
+    """One base, SimClockError (a RuntimeError); beneath it one class per meaning."""
+    assert issubclass(kind, SimClockError) and issubclass(kind, RuntimeError)
+    assert all(issubclass(kind, base) for base in bases)
+    assert not any(issubclass(kind, other) for other in not_bases)
 
 
 def test_no_answer_is_a_timeout_error():
@@ -63,3 +90,34 @@ def test_no_answer_is_a_timeout_error():
     assert issubclass(SimClockTimeout, TimeoutError)
     assert issubclass(SimClockTimeout, SimClockError)
     assert not issubclass(SimClockTimeout, SimClockRefused)
+
+
+def test_a_control_result_is_the_servers_words_typed():
+    """Frozen, compared by value, ``str()`` its message."""
+    result = ControlResult('paused at 5 ns')
+    assert result.message == 'paused at 5 ns' and str(result) == 'paused at 5 ns'
+    assert result == ControlResult('paused at 5 ns') != ControlResult('already paused')
+    assert len({result, ControlResult('paused at 5 ns')}) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.message = 'changed'
+
+
+def test_a_reset_result_carries_the_epoch_and_whether_its_answer_was_lost():
+    """ResetResult: message, epoch, answer_lost (False unless said)."""
+    result = ResetResult('time reset to 0 ns (epoch 2)', epoch=2)
+    assert (result.epoch, result.answer_lost, str(result)) == (
+        2, False, 'time reset to 0 ns (epoch 2)')
+    assert result != ResetResult('time reset to 0 ns (epoch 2)', epoch=2, answer_lost=True)
+    assert result != ControlResult('time reset to 0 ns (epoch 2)')
+
+
+@pytest.mark.parametrize('result', [ControlResult('sync on'), ResetResult('sync on', 1)],
+                         ids=['control', 'reset'])
+def test_a_result_compared_with_a_string_still_compares_its_message_with_a_warning(result):
+    """These were strings: ``==`` and ``in`` with a str work one release more, and warn."""
+    with pytest.warns(DeprecationWarning, match='use its .message'):
+        assert result == 'sync on'
+    with pytest.warns(DeprecationWarning, match='use its .message'):
+        assert result != 'sync off'
+    with pytest.warns(DeprecationWarning, match='use its .message'):
+        assert 'on' in result

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticArray
@@ -35,6 +36,7 @@ from rclpy.clock import Clock
 from rclpy.clock import ClockType
 from rclpy.parameter import Parameter
 from sim_clock.client import SimClockClient
+from sim_clock.client import SimClockClosed
 from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
 
@@ -56,34 +58,63 @@ def sim_client(client):
 
 # -- client API ------------------------------------------------------------------------------
 
-def test_client_acquires_steps_and_releases(start_server, client):
+def test_sync_mode_holds_for_a_block_and_puts_back_what_it_found(start_server, client):
     """
-    The context manager takes sync mode, steps return frame and time, exit releases.
+    ``with clock.sync_mode()`` takes sync mode, steps return frame and time, its end releases.
 
-    And puts back the time_step it found (the server's 10 ms, not the client's 2 ms).
+    And puts back the time_step it found (the server's 10 ms, not the block's 2 ms); the
+    client stays open for more calls until its own ``with`` closes it.
     """
     start_server()
-    with SimClockClient(client.node, timeout_sec=15.0, time_step=0.002) as sim:
-        assert client.status().owner == sim.user_id != ''
-        first = sim.step()
-        assert (first.frame, first.time_ns) == (1, 2 * MS)
-        assert sim.step(9).time_ns == 20 * MS
-        reached = sim.step_until(NS)
-        assert (reached.frame, reached.time_ns) == (500, NS)
-        status = sim.status()
-        assert (status.sync, status.frame, status.time_step_ns) == (True, 500, 2 * MS)
-    status = client.status()
-    assert (status.sync, status.owner, status.time_step_ns) == (False, '', 10 * MS)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', DeprecationWarning)  # the new way warns of nothing
+        with SimClockClient(client.node, timeout_sec=15.0) as sim:
+            assert client.status().owner == ''  # owning the client takes no sync mode
+            with sim.sync_mode(time_step=0.002) as held:
+                assert held is sim
+                assert client.status().owner == sim.user_id != ''
+                first = sim.step()
+                assert (first.frame, first.time_ns) == (1, 2 * MS)
+                assert sim.step(9).time_ns == 20 * MS
+                reached = sim.step_until(NS)
+                assert (reached.frame, reached.time_ns) == (500, NS)
+                status = sim.status()
+                assert (status.sync, status.frame, status.time_step_ns) == (True, 500, 2 * MS)
+            status = sim.status()
+            assert (status.sync, status.owner, status.time_step_ns) == (False, '', 10 * MS)
+        with pytest.raises(SimClockClosed):
+            sim.status()
 
 
-def test_client_releases_when_the_block_raises(start_server, client):
+def test_sync_mode_releases_when_the_block_raises(start_server, client):
     """An exception inside the block still gives sync mode back, and is not hidden."""
     start_server()
     with pytest.raises(KeyError):
         with SimClockClient(client.node, user_id='crashy', timeout_sec=15.0) as sim:
-            sim.step()
-            raise KeyError('in the user code')
+            with sim.sync_mode():
+                sim.step()
+                raise KeyError('in the user code')
     assert client.status().owner == ''
+
+
+@pytest.mark.parametrize('time_step', [None, 0.002], ids=['first-step', 'time_step-given'])
+def test_a_with_block_that_relied_on_taking_sync_mode_still_works_with_a_warning(
+        start_server, client, time_step):
+    """
+    Deprecated: ``with SimClockClient()`` took sync mode; a block written for that still works.
+
+    Made with ``time_step=`` it takes sync mode on entry; else at the first step, the server's
+    sync being off. Each way says so with a DeprecationWarning, and the block's end gives sync
+    mode back and puts back the time_step it found.
+    """
+    start_server()
+    with pytest.warns(DeprecationWarning) as warned:
+        with SimClockClient(client.node, timeout_sec=15.0, time_step=time_step) as sim:
+            assert sim.step().frame == 1
+            assert client.status().owner == sim.user_id != ''
+    assert any('sync_mode(' in str(w.message) for w in warned)
+    status = client.status()
+    assert (status.sync, status.owner, status.time_step_ns) == (False, '', 10 * MS)
 
 
 def test_client_refusal_names_the_holder(start_server, client, sim_client):

@@ -72,7 +72,7 @@ def test_the_readme_python_loop_as_typed_leaves_the_server_as_it_found_it(
     and 1 s, in frames of its own 10 ms); on exit the server is as the Quick start left it:
     sync on with no holder, frames of 1 ms, after the two resets of sync off and on again.
     """
-    block = _readme_block('python', 'with SimClockClient(time_step=0.01)')
+    block = _readme_block('python', 'clock.sync_mode(time_step=0.01)')
     expected = re.search(r'print\(result\.frame - start\.frame, result\.time_ns - '
                          r'start\.time_ns\)\s+# (.*)', block).group(1)
     start_server({'sync': True, 'time_step': 0.001})
@@ -84,6 +84,7 @@ def test_the_readme_python_loop_as_typed_leaves_the_server_as_it_found_it(
                          env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)))
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip() == expected == '100 1000000000'
+    assert 'DeprecationWarning' not in run.stderr, run.stderr
     after = client.status()
     assert (after.mode, after.sync, after.owner, after.time_step_ns) == (
         before.mode, True, '', 1_000_000)

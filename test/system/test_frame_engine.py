@@ -50,7 +50,7 @@ from sim_clock.client.participant import Participant
 rclpy.init()
 node = rclpy.create_node('worker', parameter_overrides=[Parameter('use_sim_time', value=True)])
 node.create_timer(float(sys.argv[1]), lambda: None)
-participant = Participant(node, name='worker', period=float(sys.argv[1]))
+participant = Participant(node, name='worker', period_sec=float(sys.argv[1]))
 while participant._done.get_subscription_count() < 1:
     participant.executor.spin_once(timeout_sec=0.05)
 print('joined', flush=True)

@@ -60,7 +60,7 @@ def tick():
     print('fired', fired[-1], flush=True)
     time.sleep(work)  # the work of a slow node under test
 node.create_timer(period, tick)
-participant = Participant(node, name=name, period=period)
+participant = Participant(node, name=name, period_sec=period)
 # Joined once the done writer has matched every reader (the server's, and the test's if it
 # has one): a done sent before a reader matched would never reach it. Spun by the
 # participant's executor: rclpy.spin_once(node) would take the node away from it.
@@ -381,7 +381,7 @@ from rclpy.parameter import Parameter
 from sim_clock.client import participant
 rclpy.init(args=sys.argv)
 node = rclpy.create_node('unremapped', parameter_overrides=[Parameter('use_sim_time', value=True)])
-participant.spin(node, period=0.01)
+participant.spin(node, period_sec=0.01)
 print('ended, rclpy ok:', rclpy.ok(), flush=True)
 node.destroy_node()
 rclpy.try_shutdown()

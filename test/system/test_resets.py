@@ -77,7 +77,7 @@ def test_on_reset_calls_back_on_the_users_node(start_server, client):
     """SimClockClient.on_reset: the callback runs on the given node's executor."""
     start_server({'sync': True, 'time_step': 0.001})
     events = []
-    with SimClockClient(client.node, time_step=0.001) as clock:
+    with SimClockClient(client.node) as clock, clock.sync_mode(time_step=0.001):
         subscription = clock.on_reset(events.append)
         client.spin_until(lambda: subscription.get_publisher_count() > 0, '~/resets to match')
         clock.step(4)

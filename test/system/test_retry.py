@@ -29,6 +29,7 @@ import time
 from harness import ChildProcess
 from harness import FROZEN_READER as READER
 import pytest
+from sim_clock.client import ResetResult
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
@@ -126,7 +127,7 @@ def test_calls_safe_to_repeat_ride_over_a_frozen_server(start_server, client):
         assert clock.status().epoch == 0  # discovered, with the default timeout
         clock.timeout_sec = 0.5
         with _frozen(server):
-            assert 'paused' in clock.pause()  # asked again until the server answered
+            assert 'paused' in clock.pause().message  # asked again until the server answered
         assert client.status().paused
         # The reset request (not reset()'s first question, the epoch) finds the server frozen
         # beyond the timeout: not asked again, it waits for its answer (retries x timeout).
@@ -137,8 +138,9 @@ def test_calls_safe_to_repeat_ride_over_a_frozen_server(start_server, client):
                     frozen.enter_context(_frozen(server))
                 return send(srv_type, name, request, timeout)
             clock._call_once = freeze_before_the_reset
-            message = clock.reset()
-        assert 'epoch 1' in message, message
+            result = clock.reset()
+        assert 'epoch 1' in result.message and result.epoch == 1, result
+        assert not result.answer_lost
         assert client.status().epoch == 1  # reset once
     finally:
         clock.close()
@@ -168,7 +170,8 @@ def test_a_reset_whose_answer_is_lost_is_told_by_the_epoch(start_server, client,
             raise SimClockTimeout(f'lost {name} answer')  # ...but the answer is lost
         clock._call_once = lose_the_answer
         if reached:
-            assert clock.reset() == 'time reset (epoch 1); its answer was lost'
+            assert clock.reset() == ResetResult(
+                'time reset (epoch 1); its answer was lost', epoch=1, answer_lost=True)
             assert client.status().epoch == 1
         else:
             with pytest.raises(SimClockTimeout, match='lost reset answer'):

@@ -57,7 +57,7 @@ from sim_clock.client import participant
 rclpy.init(args=sys.argv)
 node = rclpy.create_node(sys.argv[1], parameter_overrides=[Parameter('use_sim_time', value=True)])
 node.create_timer(0.02, lambda: None)
-participant.spin(node, period=0.02)
+participant.spin(node, period_sec=0.02)
 node.destroy_node()
 rclpy.try_shutdown()
 """

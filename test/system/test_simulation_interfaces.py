@@ -79,7 +79,7 @@ from sim_clock.client.participant import Participant
 rclpy.init()
 node = rclpy.create_node('worker', parameter_overrides=[Parameter('use_sim_time', value=True)])
 node.create_timer(0.01, lambda: time.sleep(float(sys.argv[1])))  # the node's work
-participant = Participant(node, name='worker', period=0.01)
+participant = Participant(node, name='worker', period_sec=0.01)
 while participant._done.get_subscription_count() < 1:
     participant.executor.spin_once(timeout_sec=0.05)
 print('joined', flush=True)
