@@ -45,6 +45,8 @@ from sim_clock.compat import take_ready
 from sim_clock.compat import takes_message_info
 from std_srvs.srv import Trigger
 
+pytestmark = pytest.mark.dds
+
 try:
     from rclpy.experimental import EventsExecutor
 except ImportError:

@@ -35,6 +35,8 @@ from sim_clock.bag.replay import refused
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow_control import MAX_WINDOW
 
+pytestmark = pytest.mark.fast
+
 
 class Topics:
     """

@@ -23,10 +23,13 @@ rclpy one, so this test has an rclpy context of its own.
 from bags import write_string_bag
 from flow_doubles import KeepLast
 from flow_doubles import SHORT_WAIT_NS
+import pytest
 from sim_clock.bag import follower as follower_module
 from sim_clock.bag.follower import BagFollower
 from sim_clock.bag.reader import Bag
 from sim_clock.node.flow_control import window
+
+pytestmark = pytest.mark.dds
 
 
 def test_a_follower_waits_for_a_stalled_topic_at_every_window_too(

@@ -21,6 +21,8 @@ from sim_clock.bag.player import BagPlayer
 from sim_clock.bag.reader import Bag
 from sim_clock.core.units import NS_PER_SEC
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture
 def delayed(context, tmp_path):

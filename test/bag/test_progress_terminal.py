@@ -20,6 +20,10 @@ import subprocess
 import sys
 import termios
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 #: Run in a child: where its progress would go, seen from its stderr, first from the child,
 #: then from a grandchild in a process group of its own (a background job of that terminal).
 PROBE = """

@@ -30,6 +30,8 @@ from sim_clock.bag.reader import Bag
 from sim_clock.bag.reader import BagReadError
 from sim_clock.bag.replay import python_run
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(params=['sqlite3', 'mcap'])
 def test_bag(request, tmp_path):

@@ -46,6 +46,8 @@ from sim_clock.bag.recorder_summary import RecordingSummary
 from sim_clock.bag.replay import python_run
 from sim_clock.core.units import NS_PER_SEC
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(params=['sqlite3', 'mcap'])
 def test_bag(request, tmp_path):

@@ -24,6 +24,8 @@ from harness import TIMEOUT
 import pytest
 from sim_clock.bag.recorder_options import is_recorded_by_all
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 #: Topics the test publishes; recorders are asked for the first two.
 TOPICS = ('/rec_a', '/rec_b', '/rec_c')

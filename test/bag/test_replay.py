@@ -38,6 +38,8 @@ from sim_clock.node.publishing import clock_publisher
 from sim_clock.node.server import ClockServer
 from std_msgs.msg import String
 
+pytestmark = pytest.mark.process
+
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 TIMEOUT = 10.0
 

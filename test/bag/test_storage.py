@@ -42,6 +42,8 @@ from sim_clock.bag.reader import get_message
 from sim_clock.bag.reader import LeftOut
 from sim_clock.bag.storage import StoredBag
 
+pytestmark = pytest.mark.fast
+
 STORAGES = ['sqlite3', 'mcap']
 #: Two topics, distinct stamps 10 ms apart.
 MESSAGES = [(START_NS + k * 10 * MS, '/a' if k % 3 else '/b', f'm{k}') for k in range(30)]

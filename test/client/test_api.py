@@ -25,6 +25,8 @@ import pytest
 from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockTimeout
 
+pytestmark = pytest.mark.dds
+
 
 def test_timeout_sec_is_the_clients_argument_and_timeout_still_works_with_a_warning(context):
     with warnings.catch_warnings():

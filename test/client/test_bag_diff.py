@@ -26,6 +26,8 @@ from sim_clock.client.bag_diff import BagDiffError
 from sim_clock.client.bag_diff import compare
 from sim_clock.client.bag_diff import excerpt
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 
 

@@ -36,6 +36,8 @@ from sim_clock.client import cli
 from sim_clock.client.bag_diff import compare
 from sim_clock.srv import GetProgress
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 SYNC = {'sync': True, 'time_step': 0.01}
 

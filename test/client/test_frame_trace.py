@@ -46,6 +46,8 @@ from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.core.frame_events import KIND_NAMES
 from sim_clock.core.units import format_seconds
 
+pytestmark = pytest.mark.fast
+
 FIELDS = ('sequence', 'kind', 'epoch', 'sim_ns', 'start_ns', 'end_ns', 'name', 'count',
           'success', 'detail')
 

@@ -49,6 +49,8 @@ from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 SEC = 1_000_000_000
 STATUS = Status(mode='simulation', sync=True, paused=False, frame=3,

@@ -39,6 +39,8 @@ from harness import stamp_ns
 import pytest
 from sim_clock.client.panel import network_name
 
+pytestmark = pytest.mark.process
+
 
 MS = 1_000_000
 #: Runs ``simclock`` with the arguments given, as the installed executable does.

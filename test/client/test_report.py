@@ -39,6 +39,8 @@ from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEvent
 from sim_clock.core.frame_stats import real_time_factor
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope='module')
 def page():

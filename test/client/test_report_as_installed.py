@@ -21,7 +21,10 @@ from frame_timeline import Page
 from frame_timeline import synthetic_run
 from harness import executable
 from harness import TIMEOUT
+import pytest
 from sim_clock.client.frame_trace import write_trace
+
+pytestmark = pytest.mark.process
 
 
 def test_simclock_report_as_installed(tmp_path):

@@ -40,7 +40,7 @@ from sim_clock.core.frame_stats import real_time_factor
 BROWSER_TIMEOUT = 120
 WIDTH, HEIGHT = 1280, 1600
 
-pytestmark = needs_chromium
+pytestmark = [pytest.mark.process, needs_chromium]
 
 
 def chromium(tmp_path, *arguments) -> subprocess.CompletedProcess:

@@ -25,6 +25,8 @@ from sim_clock.client.results import SimClockTimeout
 from sim_clock.client.results import StepResult
 from sim_clock.msg import Reset
 
+pytestmark = pytest.mark.fast
+
 
 def test_a_reset_event_is_read_from_its_message_exactly():
     """Every field of sim_clock/msg/Reset, its times as integer ns."""

@@ -36,6 +36,8 @@ from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 SEC = 1_000_000_000
 #: Where the server's steady clock stood when the runs below began.

@@ -45,6 +45,8 @@ from sim_clock.core.frame_stats import holders
 from sim_clock.core.frame_stats import wall_ns
 from sim_clock.srv import GetFrameEvents
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 #: The slow participant's work, one frame in ten, in ns.
 WORK_NS = SLOW_WORK_NS

@@ -30,6 +30,8 @@ from sim_clock.core.rules import Mode
 from sim_clock.core.rules import Refused
 from sim_clock.core.waits import Timeout
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 SEC = 1_000_000_000
 

@@ -17,8 +17,11 @@
 import time
 
 from flow_doubles import Writer
+import pytest
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.acks import describe_waits
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

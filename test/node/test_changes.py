@@ -29,6 +29,8 @@ from sim_clock.core.timeline import Timeline
 from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.resets import ResetEvents
 
+pytestmark = pytest.mark.fast
+
 OFFSET_NS = 5_000 * MS
 SECOND_NS = 1_000 * MS
 

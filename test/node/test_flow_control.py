@@ -39,6 +39,8 @@ from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.flow_control import PublisherDestroyed
 from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize('free_running', [False, True], ids=['stepped', 'free-run'])
 def test_a_refused_sample_is_published_again_once_the_readers_caught_up(free_running):

@@ -22,6 +22,7 @@ the topic are taken through DDS, within the test process.
 import time
 
 from node_doubles import spin_until
+import pytest
 from rclpy.node import Node
 from sim_clock.core.frame_events import ACK
 from sim_clock.core.frame_events import DONE
@@ -36,6 +37,8 @@ from sim_clock.node.frame_timeline import EVENTS_QOS
 from sim_clock.node.frame_timeline import FrameTimeline
 from sim_clock.node.frame_timeline import to_msg
 from sim_clock.srv import GetFrameEvents
+
+pytestmark = pytest.mark.dds
 
 
 class Rig:

@@ -26,12 +26,15 @@ from node_doubles import MS
 from node_doubles import ServerNode
 from node_doubles import spin_for
 from node_doubles import spin_until
+import pytest
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.core.gates import parse_gates
 from sim_clock.node.gate_readers import OutputGates
 from std_msgs.msg import String
+
+pytestmark = pytest.mark.dds
 
 GATED_NS = 20 * MS
 

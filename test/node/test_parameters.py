@@ -29,6 +29,8 @@ from sim_clock.core.units import NS_PER_MS
 from sim_clock.node.parameters import CoreParameters
 from sim_clock.node.server import ClockServer
 
+pytestmark = pytest.mark.dds
+
 
 class Rig:
     """A clock server in this process, a node that watches it, and one executor for both."""

@@ -26,6 +26,7 @@ from node_doubles import MS
 from node_doubles import ServerNode
 from node_doubles import spin_for
 from node_doubles import spin_until
+import pytest
 from rclpy.node import Node
 from sim_clock.core.rules import Mode
 from sim_clock.msg import Done
@@ -33,6 +34,8 @@ from sim_clock.msg import Round
 from sim_clock.node.participants import Participants
 from sim_clock.srv import Join
 from sim_clock.wire.names import DONE_QOS
+
+pytestmark = pytest.mark.dds
 
 
 class Rig:

@@ -23,6 +23,7 @@ A real node of the test's context holds the server's /clock writer; an expected 
 from node_doubles import ServerNode
 from node_doubles import spin_for
 from node_doubles import spin_until
+import pytest
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
@@ -35,6 +36,8 @@ from sim_clock.node.readiness import ExpectedParticipants
 from sim_clock.wire.names import CLOCK_QOS
 from sim_clock.wire.names import READY_QOS
 from std_msgs.msg import String
+
+pytestmark = pytest.mark.dds
 
 PLANNER = '/planner'
 

@@ -27,6 +27,8 @@ from flow_doubles import Writer
 import pytest
 from rclpy.executors import ExternalShutdownException
 
+pytestmark = pytest.mark.fast
+
 
 class CountedWriter(Writer):
     """A writer that counts the waits for its readers' acknowledgements."""

@@ -27,6 +27,8 @@ from harness import ServerProcess
 import pytest
 from sim_clock.node.runtime import avoid_shared_memory
 
+pytestmark = pytest.mark.process
+
 VARIABLE = 'FASTDDS_BUILTIN_TRANSPORTS'
 
 

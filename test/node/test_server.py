@@ -14,8 +14,11 @@
 
 """A server's flow control is armed exactly while time advances only by steps, after any change."""
 
+import pytest
 from rclpy.parameter import Parameter
 from sim_clock.node.server import ClockServer
+
+pytestmark = pytest.mark.dds
 
 
 def _armed_as_the_run_says(server: ClockServer) -> bool:

@@ -39,6 +39,8 @@ from sim_clock.core.timeline import Timeline
 from sim_clock.node.server import ClockServer
 from sim_clock.node.ticking import Ticker
 
+pytestmark = pytest.mark.dds
+
 #: The idle republish period: publish_rate 10 Hz.
 REPUBLISH_NS = 100 * MS
 OFFSET_NS = 7 * SECOND

@@ -32,6 +32,8 @@ from sim_clock.node.publishing import ClockSink
 from sim_clock.node.view_publishers import ClockViews
 from sim_clock.node.view_publishers import load_views
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 
 

@@ -37,6 +37,8 @@ from sim_clock.node.view_publishers import declare_views
 from sim_clock.node.view_publishers import load_views
 from sim_clock.wire.names import CLOCK_QOS
 
+pytestmark = pytest.mark.dds
+
 OFFSET_NS = 100 * SECOND
 VIEWS = 'views:\n  fast: {offset: 0.5, drift_ppm: 100000}\n  late: {offset: -2}\n'
 

@@ -22,8 +22,11 @@ this loop: the same deadline, the same memory of stalled readers, the same recor
 """
 
 from flow_doubles import Writer
+import pytest
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.acks import SLICE_NS
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

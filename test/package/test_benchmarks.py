@@ -24,6 +24,8 @@ import sys
 from harness import ROOT
 import pytest
 
+pytestmark = pytest.mark.process
+
 
 #: A line of Fast DDS's own log, which it writes on stdout (its default consumer): e.g.
 #: "[RTPS_TRANSPORT_SHM Error] Failed init_port ...: open_and_lock_file failed", logged when

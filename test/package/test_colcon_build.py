@@ -25,6 +25,8 @@ from harness import ROOT
 from harness import ServerProcess
 import pytest
 
+pytestmark = pytest.mark.process
+
 NOT_SOURCES = shutil.ignore_patterns(
     '.venv', 'build', 'install', 'log', '.git', '__pycache__', '.hypothesis', '.pytest_cache')
 

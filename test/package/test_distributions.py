@@ -21,6 +21,8 @@ import subprocess
 from harness import ROOT
 import pytest
 
+pytestmark = pytest.mark.process
+
 #: Packages one distribution needs and the other has not (Kilted has no python_cmake_module).
 ONLY = {'jazzy': {'python-cmake-module'}, 'kilted': {'ament-cmake-ros-core'}}
 

@@ -19,6 +19,9 @@ import sys
 
 from layout_rules import RULES
 from layout_rules import within
+import pytest
+
+pytestmark = pytest.mark.process
 
 
 def _loaded_by(statement: str, cwd: str) -> set:

@@ -31,6 +31,8 @@ from harness import executable
 from harness import TestClient
 import pytest
 
+pytestmark = pytest.mark.process
+
 #: What CMakeLists.txt installs into lib/sim_clock.
 INSTALLED = ('bag_player', 'clock_server', 'lockstep', 'plain_rcl_node', 'recorder', 'simclock',
              'stack_relay')

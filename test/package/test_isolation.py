@@ -37,6 +37,8 @@ from sim_clock.client.domains import DOMAINS
 from sim_clock.client.domains import domains_in_use
 from sim_clock.client.domains import HELD
 
+pytestmark = pytest.mark.process
+
 #: A plain rclpy node, nothing of sim_clock: what a graph started by anything else holds.
 PLAIN_NODE = """
 import sys

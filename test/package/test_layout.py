@@ -28,6 +28,8 @@ from layout_rules import RULES
 from layout_rules import within
 import pytest
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = os.path.join(ROOT, 'sim_clock')
 
 

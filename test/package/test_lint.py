@@ -22,6 +22,8 @@ from ament_index_python.packages import get_package_prefix
 from harness import ROOT
 import pytest
 
+pytestmark = pytest.mark.process
+
 PYTHON_PATHS = [os.path.join(ROOT, path) for path in (
     'sim_clock', 'launch', 'test', 'examples', 'benchmarks', 'setup.py')]
 SCRIPTS = os.path.join(ROOT, 'scripts')

@@ -19,6 +19,8 @@ import subprocess
 import conftest
 import pytest
 
+pytestmark = pytest.mark.dds
+
 
 def test_a_dds_test_creates_a_context_but_starts_no_process(context):
     """The ``context`` fixture made a DDS participant; a process is refused, and remembered."""

@@ -21,6 +21,8 @@ import conftest
 import pytest
 import rclpy
 
+pytestmark = pytest.mark.fast
+
 
 def test_a_fast_test_that_starts_a_process_fails():
     """The start is refused, and remembered: the test fails at teardown even if it caught it."""

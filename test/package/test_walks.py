@@ -25,6 +25,7 @@ import re
 import sys
 
 from bags import write_test_bag
+import pytest
 from rclpy.parameter import Parameter
 from sim_clock.bag.player import BagPlayer
 from sim_clock.bag.reader import Bag
@@ -34,6 +35,8 @@ from sim_clock.msg import Done
 from sim_clock.node.server import ClockServer
 from sim_clock.srv import Join
 from sim_clock.srv import Step
+
+pytestmark = pytest.mark.process
 
 DESIGN = os.path.join(os.path.dirname(__file__), '..', '..', 'doc', 'design.md')
 PACKAGE = os.sep + 'sim_clock' + os.sep

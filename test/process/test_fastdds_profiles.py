@@ -29,8 +29,8 @@ from harness import executable
 import pytest
 from sim_clock.process.fastdds_profiles import fast_dds_major
 
-pytestmark = pytest.mark.skipif(
-    fast_dds_major() != 3, reason='Fast DDS 2 starts no type lookup service unless asked')
+pytestmark = [pytest.mark.process, pytest.mark.skipif(
+    fast_dds_major() != 3, reason='Fast DDS 2 starts no type lookup service unless asked')]
 
 #: How Fast DDS 3 names the type lookup service's threads.
 TYPE_LOOKUP_THREADS = 'dds.tls.'

@@ -21,6 +21,8 @@ from sim_clock.process.launch_arguments import FROM_PARAMS_FILE
 from sim_clock.process.launch_arguments import parameter_overrides
 from sim_clock.process.launch_arguments import parameter_value
 
+pytestmark = pytest.mark.fast
+
 #: The launch files' parameter arguments and their defaults (config/sim_clock.yaml's).
 DEFAULTS = dict(settings.DEFAULTS, loop=False, use_sim_time=False)
 

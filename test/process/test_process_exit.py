@@ -26,6 +26,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.process
+
 #: Run before each case's own code: an object whose finalizer speaks when the interpreter
 #: tears the module down, an atexit function, and output left in the buffers of Python and C.
 PRELUDE = """

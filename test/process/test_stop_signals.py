@@ -17,10 +17,13 @@
 import signal
 import sys
 
+import pytest
 from sim_clock.process.stop_signals import hand_back_stop_signals
 from sim_clock.process.stop_signals import ignore_stop_signals
 from sim_clock.process.stop_signals import ignoring_late_stop_signals
 from sim_clock.process.stop_signals import STOP_SIGNALS
+
+pytestmark = pytest.mark.fast
 
 
 class Unraisable:

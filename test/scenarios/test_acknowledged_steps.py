@@ -26,7 +26,10 @@ import time
 from harness import ChildProcess
 from harness import FROZEN_READER as READER
 from harness import ServerProcess
+import pytest
 from sim_clock.srv import Step
+
+pytestmark = pytest.mark.process
 
 MS = 1_000_000
 

@@ -43,6 +43,8 @@ from sim_clock.core.units import split_ns
 from sim_clock.msg import Ready
 from sim_clock.wire.names import READY_READER_QOS
 
+pytestmark = pytest.mark.process
+
 FOLLOWER = '/bag_player'
 DEEP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000,
                   reliability=ReliabilityPolicy.RELIABLE)

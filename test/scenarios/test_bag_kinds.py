@@ -42,6 +42,8 @@ from rclpy.qos import ReliabilityPolicy
 from rosbags.rosbag2 import Writer
 from sim_clock.srv import GetProgress
 
+pytestmark = pytest.mark.process
+
 HOUR_NS = 3600 * 10**9
 #: Two topics, distinct stamps 1 ms apart.
 MESSAGES = [(START_NS + k * MS, '/a' if k % 3 else '/b', f'm{k}') for k in range(300)]

@@ -26,6 +26,8 @@ import unittest
 
 import pytest
 
+pytestmark = pytest.mark.process
+
 launch_testing = pytest.importorskip(
     'launch_testing', reason='launch_testing is not installed (not on PyPI; see README)')
 

@@ -25,10 +25,13 @@ from harness import NS
 from harness import ServerProcess
 from harness import stamp_ns
 from harness import TestClient
+import pytest
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+
+pytestmark = pytest.mark.process
 
 STEP = 10 * MS
 OFFSET = 30 * MS

@@ -39,6 +39,8 @@ from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 from sim_clock.wire.names import RECORDER_NODE_NAME
 
+pytestmark = pytest.mark.process
+
 STEP = 10 * MS
 SYNC = {'sync': True, 'time_step': STEP / NS}
 END_NS = START_NS + 1000 * MS

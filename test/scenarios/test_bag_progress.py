@@ -33,6 +33,8 @@ from harness import TIMEOUT
 import pytest
 from sim_clock.testing import parameter_arguments
 
+pytestmark = pytest.mark.process
+
 STEP = 10 * MS
 SYNC = {'sync': True, 'time_step': STEP / NS}
 #: The test bag's last message (/chatter every 100 ms up to 1 s): its end.

@@ -22,6 +22,7 @@ from bags import MS
 from bags import START_NS
 from harness import executable
 from harness import stamp_ns
+import pytest
 from sim_clock.srv import Burst
 from sim_clock.srv import GetRate
 from sim_clock.srv import IsPaused
@@ -31,6 +32,8 @@ from test_bag_player import _by_topic
 from test_bag_player import bag_client  # noqa: F401 (a fixture)
 from test_bag_player import sqlite_bag  # noqa: F401 (a fixture)
 from test_bag_progress import TerminalPlayer
+
+pytestmark = pytest.mark.process
 
 
 def _start_player(start_server, bag: str, params: dict):

@@ -16,12 +16,15 @@
 
 from bisect import bisect_left
 
+import pytest
 import rclpy
 from rclpy.clock import ROSClock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.time import Time
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
+
+pytestmark = pytest.mark.process
 
 NS = 1_000_000_000
 MS = 1_000_000

@@ -32,6 +32,8 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.msg import ParameterValue
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 SYNC = {'mode': 'simulation', 'sync': True}
 

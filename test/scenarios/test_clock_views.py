@@ -31,6 +31,8 @@ from sim_clock.compat import take_ready
 from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 NS = 1_000_000_000
 MS = 1_000_000
 #: The pausing reader's pause: longer than flow control's wait, so it is taken as stalled.

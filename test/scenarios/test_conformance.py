@@ -50,6 +50,8 @@ from test_stack import READERS as STACK_READERS
 from test_stack import step_until_recorded
 from test_stack import STEPS
 
+pytestmark = pytest.mark.process
+
 SCRIPT = os.path.join(TEST_DIR, 'conformance_participant.py')
 CONFORMANCE = open(SCRIPT).read()
 ROLES = ('perception', 'planning', 'control')

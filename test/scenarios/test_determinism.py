@@ -28,6 +28,8 @@ from rclpy.serialization import deserialize_message
 from sim_clock.client.domains import DOMAINS
 from std_msgs.msg import String
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 
 

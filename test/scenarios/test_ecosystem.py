@@ -38,6 +38,8 @@ from sim_clock.client import SimClockClient
 from sim_clock.client import SimClockRefused
 from sim_clock.client import SimClockTimeout
 
+pytestmark = pytest.mark.process
+
 EXAMPLES = os.path.join(ROOT, 'examples')
 #: Colours of a terminal log line.
 ANSI = re.compile(r'\x1b\[[0-9;]*m')

@@ -30,6 +30,8 @@ from harness import UDP_LOOPBACK_ENV
 import pytest
 from sim_clock.srv import GetStatus
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 
 # The processes that get SIGKILLed here talk UDP on 127.0.0.1 only (UDP_LOOPBACK_ENV). Over

@@ -30,8 +30,11 @@ from bags import write_string_bag
 from harness import executable
 from harness import ROOT
 from harness import stamp_ns
+import pytest
 from rosbags.rosbag2 import Reader
 import yaml
+
+pytestmark = pytest.mark.process
 
 #: The distribution of the set-up that runs the suite: the script is asked for the same one.
 DISTRO = 'kilted' if os.path.basename(sys.prefix) == '.venv-kilted' else 'jazzy'

@@ -31,6 +31,8 @@ from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.msg import ParameterValue
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MEGABYTE_ID = 'u' * 1_000_000
 CONTROL_IDS = ['a\x1bb', 'a\nb', 'tab\there', 'bell\x07', 'del\x7f', 'c1\x85', '\u2028line']
 NON_ASCII_IDS = ['日本語', 'ünïcödé', '\U0001F600', 'x' * 257]

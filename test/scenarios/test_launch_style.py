@@ -43,6 +43,8 @@ from test_stack import processed
 from test_stack import step_until_recorded
 from test_stack import STEPS
 
+pytestmark = pytest.mark.process
+
 #: Runs under each rule: 20 in a soak (the figure README.md quotes).
 RUNS = soak(2, 20)
 ROLES = ('perception', 'planning', 'control')

@@ -30,6 +30,8 @@ from harness import TestClient
 import pytest
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 FRAMES = 10_000
 FRAMES_PER_CALL = 100

@@ -34,6 +34,8 @@ from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sim_clock.srv import Seek
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 STEP_NS = 10 * MS
 PERIOD_NS = 20 * MS

@@ -40,6 +40,8 @@ from rosgraph_msgs.msg import Clock
 from sim_clock.srv import Step
 from std_msgs.msg import String
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 FRAMES = 20
 MESSAGES = 5

@@ -40,6 +40,8 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.msg import ParameterValue
 
+pytestmark = pytest.mark.process
+
 NS = 1_000_000_000
 MS = 1_000_000
 MAX_STEPS = 1_000_000

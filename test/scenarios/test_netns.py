@@ -32,6 +32,8 @@ from harness import server_executable
 from harness import ServerProcess
 import pytest
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 
 # Takes sync mode across the link, steps 10 calls of 100 frames and checks /clock.

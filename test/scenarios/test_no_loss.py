@@ -31,12 +31,15 @@ from bags import RELIABLE_QOS
 from bags import START_NS
 from harness import ChildProcess
 from harness import executable
+import pytest
 from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
+
+pytestmark = pytest.mark.process
 
 #: A reliable reader that keeps every message of /clock and /burst, and says what it got once
 #: told how many distinct frames and burst messages to expect.

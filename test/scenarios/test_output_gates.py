@@ -33,6 +33,8 @@ from sim_clock.msg import FrameEvent as FrameEventMsg
 from sim_clock.srv import GetFrameEvents
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 SECOND = 1_000 * MS
 

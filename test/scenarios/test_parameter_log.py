@@ -18,6 +18,8 @@ from bags import write_test_bag
 from harness import executable
 import pytest
 
+pytestmark = pytest.mark.process
+
 SYNC = {'sync': True, 'time_step': 0.01}
 
 

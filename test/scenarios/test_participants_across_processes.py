@@ -39,6 +39,8 @@ from sim_clock.client.participant import Participant
 from sim_clock.msg import Done
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 
 #: A node under test: a use_sim_time timer of PERIOD s that works WORK s (a slow node), run

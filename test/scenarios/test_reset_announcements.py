@@ -18,11 +18,14 @@ from bags import MS
 from bags import START_NS
 from bags import write_test_bag
 from harness import executable
+import pytest
 from sim_clock.client import ResetEvent
 from sim_clock.client import SimClockClient
 from sim_clock.msg import Reset
 from sim_clock.srv import Seek
 from sim_clock.wire.names import RESET_QOS
+
+pytestmark = pytest.mark.process
 
 
 def _subscribe(client, server='/sim_clock'):

@@ -35,6 +35,8 @@ from sim_clock.client import SimClockTimeout
 from sim_clock.node.flow_control import WAIT_TIMEOUT_NS
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 #: The client's timeout while the frozen reader holds each acknowledged step's answer.
 ANSWER_S = 0.7

@@ -43,6 +43,8 @@ from sim_clock.client.bag_diff import compare
 from sim_clock.srv import Step
 from sim_clock.wire.names import RECORDER_NODE_NAME
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 #: The topics in the order the player publishes them within a frame.
 TOPICS = ('/same_c', '/same_a', '/same_b')

@@ -18,9 +18,12 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
+import pytest
 import rclpy
 from rosgraph_msgs.msg import Clock
 from sim_clock.wire.names import CLOCK_QOS
+
+pytestmark = pytest.mark.process
 
 TIMEOUT = 15.0
 

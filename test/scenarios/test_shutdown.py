@@ -42,6 +42,8 @@ import pytest
 from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 #: The bound on the end of each process, from the signal on (the issue's figure).
 END_S = 2.0

@@ -38,6 +38,8 @@ from harness import soak
 from harness import TIMEOUT
 import pytest
 
+pytestmark = pytest.mark.process
+
 #: Runs of each executable (10 in a soak), the gaps between the two SIGINTs spread over 1 to
 #: 10 ms whatever their number.
 RUNS = soak(3, 10)

@@ -34,6 +34,8 @@ from harness import stamp_ns
 from harness import TIMEOUT
 import pytest
 
+pytestmark = pytest.mark.process
+
 PACKAGE = os.path.join(ROOT, 'test', 'simulation_interfaces_pkg')
 SITE = f'lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages'
 

@@ -45,6 +45,8 @@ from sim_clock.srv import Step
 from sim_clock.wire.names import READY_READER_QOS
 from sim_clock.wire.names import RECORDER_NODE_NAME
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 STEPS, FRAMES = 20, 10
 TOPICS = ('/stage1', '/stage2', '/ping', '/pong', '/result', '/relay')

@@ -23,6 +23,8 @@ from harness import stamp_ns
 from harness import TestClient
 import pytest
 
+pytestmark = pytest.mark.process
+
 NS = 1_000_000_000
 MS = 1_000_000
 

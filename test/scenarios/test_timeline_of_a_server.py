@@ -25,6 +25,7 @@ from frame_timeline import SLOW_PARTICIPANT
 from frame_timeline import SLOW_WORK_NS
 from harness import ChildProcess
 from harness import executable
+import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sim_clock.core.frame_events import DONE
@@ -38,6 +39,8 @@ from sim_clock.msg import FrameEvent as FrameEventMsg
 from sim_clock.srv import GetFrameEvents
 from sim_clock.srv import Step
 from std_srvs.srv import Trigger
+
+pytestmark = pytest.mark.process
 
 MS = 1_000_000
 STEP_NS = 10 * MS

@@ -36,6 +36,8 @@ from harness import TIMEOUT
 import pytest
 from sim_clock.srv import Step
 
+pytestmark = pytest.mark.process
+
 MS = 1_000_000
 STEP_NS = 10 * MS
 FRAMES = 50

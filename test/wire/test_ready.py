@@ -16,6 +16,7 @@
 
 import time
 
+import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy
@@ -28,6 +29,8 @@ from sim_clock.wire.ready import ReadyReports
 from sim_clock.wire.ready import SeenReaders
 from sim_clock.wire.ready import UNKNOWN_NODE
 from std_msgs.msg import String
+
+pytestmark = pytest.mark.dds
 
 TIMEOUT_S = 10.0
 

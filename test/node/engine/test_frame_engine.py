@@ -23,6 +23,7 @@ output, and a refused step. The time core and the change dispatch are the real o
 from typing import List
 
 from node_doubles import Logger
+import pytest
 from sim_clock.core import settings
 from sim_clock.core.axes import Axes
 from sim_clock.core.frame_events import FrameEventRing
@@ -30,6 +31,8 @@ from sim_clock.node.changes import TimelineChanges
 from sim_clock.node.engine import FrameEngine
 from sim_clock.node.engine import StepRequest
 from sim_clock.node.engine.parts import EngineParts
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 SECOND = 1_000 * MS
