@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import TIERS
+from conftest import TEST_DIR
 from harness import ROOT
 from harness import ServerProcess
 import pytest
@@ -52,12 +52,26 @@ def workspace(tmp_path_factory):
     return workspace
 
 
+def _suite_parts() -> list:
+    """Return the folders of test/ that hold tests, and the modules of its top-level tests."""
+    parts = []
+    for entry in os.scandir(TEST_DIR):
+        if entry.is_dir() and any(name.startswith('test_') and name.endswith('.py')
+                                  for _, _, files in os.walk(entry.path) for name in files):
+            parts.append(entry.name)
+        elif entry.name.startswith('test_') and entry.name.endswith('.py'):
+            parts.append(entry.name[len('test_'):-len('.py')])
+    return sorted(parts)
+
+
 @pytest.mark.slow
 def test_colcon_test_runs_the_chosen_tests(workspace):
     """`colcon test` runs pytest folders through ament_cmake_pytest; test-result lists them."""
     colcon = os.path.join(sys.prefix, 'bin', 'colcon')
-    # The time core, and the package checks (which see where sim_clock was imported from).
-    env = dict(_env(), SIM_CLOCK_EXPECTED_PREFIX=str(workspace / 'install' / 'sim_clock'))
+    # The time core, and the package checks (which see where sim_clock was imported from): their
+    # fast tier, since test/package/ holds this test too, and a colcon test in it would nest.
+    env = dict(_env(), SIM_CLOCK_EXPECTED_PREFIX=str(workspace / 'install' / 'sim_clock'),
+               PYTEST_ADDOPTS='-m fast')
     run = subprocess.run(
         [colcon, 'test', '--event-handlers', 'console_direct-', '--ctest-args', '-R',
          '^(core|package)$'], cwd=workspace, env=env, capture_output=True, text=True,
@@ -74,12 +88,12 @@ def test_colcon_test_runs_the_chosen_tests(workspace):
     assert tests > 100 and errors == failures == 0, result.stdout
     results = workspace / 'build' / 'sim_clock' / 'test_results' / 'sim_clock'
     assert sorted(os.listdir(results)) == ['core.xunit.xml', 'package.xunit.xml']
-    # `colcon test` as a whole runs what scripts/run_tests.sh runs: one CTest test per tier
-    # folder, every folder, no marker leaving tests out.
+    # `colcon test` as a whole runs what scripts/run_tests.sh runs: one CTest test per folder
+    # of test/ that holds tests, and the top-level test files, no marker leaving tests out.
     listed = subprocess.run(['ctest', '-N'], cwd=workspace / 'build' / 'sim_clock',
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    assert sorted(re.findall(r'Test +#\d+: (\w+)', listed.stdout)) == sorted(TIERS)
+    assert sorted(re.findall(r'Test +#\d+: (\w+)', listed.stdout)) == _suite_parts()
     with open(workspace / 'build' / 'sim_clock' / 'CTestTestfile.cmake') as ctest_file:
         assert 'PYTEST_ADDOPTS' not in ctest_file.read()
 
