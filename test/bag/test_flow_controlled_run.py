@@ -15,7 +15,7 @@
 """
 A bag's run under flow control, without DDS: refusals placed exactly on its topics and /clock.
 
-rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the views alone in
+rcl's refusal in C is in ``test/bag/test_replay.py``; /clock and the views alone in
 ``test/node/test_flow_control.py``, with the same writers (``test/flow_doubles.py``).
 """
 

@@ -17,7 +17,7 @@
 
 ``ClockSink`` and ``ClockViews`` themselves, on writers that acknowledge at once; the views'
 wrapper cuts its windows where the views' budgets run out, so /clock runs out with them.
-Through DDS: ``test/system/test_clock_views.py``.
+Through DDS: ``test/scenarios/test_clock_views.py``.
 """
 
 from types import SimpleNamespace
