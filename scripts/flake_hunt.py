@@ -17,7 +17,7 @@
 Run chosen tests N times, optionally beside a CPU load, and count each test's failures.
 
     scripts/flake_hunt.py --runs 10 --load 1 --tier process
-    scripts/flake_hunt.py --distro kilted --runs 5 test/system/test_faults.py -k long_step
+    scripts/flake_hunt.py --distro kilted --runs 5 test/scenarios/test_faults.py -k long_step
 
 Each run is one ``scripts/run_tests.sh`` (set-up included, so the same tests CI runs), its
 results read from its JUnit file. ``--load K`` keeps K busy-looping processes beside the

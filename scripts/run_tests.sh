@@ -3,7 +3,8 @@
 #   scripts/run_tests.sh                    ROS 2 Jazzy (.venv)
 #   scripts/run_tests.sh --distro kilted    ROS 2 Kilted (.venv-kilted)
 #   scripts/run_tests.sh --fast             the fast tier only: no process, no DDS participant
-#   scripts/run_tests.sh --tier dds         one tier: fast, dds or process (test/conftest.py)
+#   scripts/run_tests.sh --tier dds         one tier: fast, dds or process, as each test module
+#                                           declares it (pytestmark; test/conftest.py)
 # Other arguments go to pytest, e.g. scripts/run_tests.sh -k timeline
 # The tests run in SIM_CLOCK_TEST_WORKERS processes (default 2; 0: in pytest's own), a test
 # file's tests in one of them; the fast tier and a run given -n run as asked.

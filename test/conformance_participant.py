@@ -23,7 +23,7 @@ It plays one role of the stack of ``examples/stack_node.py`` (``perception``, ``
 message types and sim_clock's generated interfaces (``sim_clock.msg``, ``sim_clock.srv``), and
 nothing else of sim_clock: what it needs to know is doc/frames.md, "The wire protocol, for a
 participant in any language", and the ``.msg`` and ``.srv`` files. The comments name the part
-of that section each piece follows. ``test/system/test_conformance.py`` runs it in place of the
+of that section each piece follows. ``test/scenarios/test_conformance.py`` runs it in place of the
 helper-based node of its role and compares the recordings.
 
 It keeps the frame's time itself (the node does not use ``use_sim_time``), and the role's timer

@@ -18,18 +18,25 @@ Test isolation, the suite's tiers, and fixtures shared by the suite.
 Every run talks DDS on loopback only, on DDS domains of its own (one per test that starts a
 server), and writes logs and temporary files under a folder of its own.
 
-The folder a test lives in says its tier (:data:`TIERS`), and the tier is checked, not trusted:
+The folders of test/ mirror the package (``test/<part>/test_<module>.py`` holds the tests of
+``sim_clock/<part>/<module>.py``), with ``scenarios/`` for the product driven as a user drives
+it and ``package/`` for the repository's files. A test's tier is not its folder: each test
+module declares it, ``pytestmark = pytest.mark.fast`` (or ``dds``, ``process``), and a module
+that declares none, or more than one, is refused at collection. The tier is checked, not
+trusted:
 
 - ``fast``: no child process and no DDS participant (the time core, the node's and the bag
   player's parts with our doubles, the client's formatting, the package's files);
 - ``dds``: rclpy nodes in the pytest process, on DDS, and no child process;
 - ``process``: servers, players, CLIs, builds and browsers in processes of their own.
 
-``scripts/run_tests.sh --fast`` runs the fast tier, ``--tier T`` any one; without either the
-whole suite runs. A fast test that creates an rclpy context, or a fast or dds test that starts
-a process, fails, naming what it did (:class:`TierGuard`).
+``scripts/run_tests.sh --fast`` runs the fast tier, ``--tier T`` any one (``-m T`` selects
+the same tests); without either the whole suite runs. A fast test that creates an rclpy
+context, or a fast or dds test that starts a process, fails, naming what it did
+(:class:`TierGuard`).
 """
 
+import ast
 import os
 import shutil
 import sys
@@ -50,11 +57,10 @@ RUN_DIR = pytest.StashKey[str]()
 PASSED = pytest.StashKey[bool]()
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
-#: The tier of each folder of test/; a test file elsewhere is refused at collection.
-TIERS = {'core': 'fast', 'node': 'fast', 'bag': 'fast', 'client': 'fast', 'package': 'fast',
-         'dds': 'dds', 'system': 'process'}
-#: What each tier may not do.
+#: The tiers, each with what its tests may not do; a test module names its tier in pytestmark.
 FORBIDDEN = {'fast': {'process', 'participant'}, 'dds': {'process'}, 'process': set()}
+#: The tier of a collected test, read from its module once (pytest_collection_modifyitems).
+TIER = pytest.StashKey[str]()
 #: The audit events (sys.addaudithook) of starting a process.
 PROCESS_EVENTS = frozenset({'subprocess.Popen', 'os.fork', 'os.forkpty', 'os.posix_spawn',
                             'os.spawn', 'os.system', 'os.exec', 'pty.spawn'})
@@ -94,7 +100,8 @@ class TierGuard:
         """Raise TierViolation (and remember it) if the running test's tier forbids ``kind``."""
         if kind in self.forbidden:
             self.violations.append(what)
-            raise TierViolation(f'{what}: tests of this tier may not (test/conftest.py, TIERS)')
+            raise TierViolation(
+                f'{what}: tests of this tier may not (test/conftest.py, FORBIDDEN)')
 
     def _audit(self, event: str, args) -> None:
         if event in PROCESS_EVENTS and self.forbidden:
@@ -104,10 +111,52 @@ class TierGuard:
 GUARD = TierGuard()
 
 
-def tier_of(path) -> str:
-    """Return the tier of the test file at ``path`` (None outside the tier folders)."""
-    relative = os.path.relpath(str(path), TEST_DIR).split(os.sep)
-    return TIERS.get(relative[0]) if len(relative) > 1 else None
+class NoTier(ValueError):
+    """A test module that declares no tier, or more than one, or a test that changes its tier."""
+
+
+def module_tier(module) -> str:
+    """Return the tier ``module`` declares in its ``pytestmark``; raise NoTier if not one."""
+    marks = getattr(module, 'pytestmark', [])
+    tiers = [mark.name for mark in (marks if isinstance(marks, list) else [marks])
+             if mark.name in FORBIDDEN]
+    if len(tiers) != 1:
+        raise NoTier(f'declares {"no tier" if not tiers else "the tiers " + ", ".join(tiers)}: '
+                     f'give it one, after its imports: pytestmark = pytest.mark.fast (no process, '
+                     f'no DDS participant), pytest.mark.dds (rclpy nodes in the test process) '
+                     f'or pytest.mark.process (processes of its own) (test/conftest.py)')
+    return tiers[0]
+
+
+def declared_tier(path) -> str:
+    """
+    Return the tier a test file's source names in its module-level ``pytestmark`` (or None).
+
+    Read without importing the file: --tier leaves out the other tiers' files before they are
+    imported, and test/package/test_tiers.py checks every file with it. The tier a test runs
+    under is read from its imported module (:func:`module_tier`).
+    """
+    with open(path) as source:
+        tree = ast.parse(source.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == 'pytestmark'
+                for target in node.targets):
+            tiers = {mark.attr for mark in ast.walk(node.value)
+                     if isinstance(mark, ast.Attribute) and mark.attr in FORBIDDEN
+                     and ast.unparse(mark.value) == 'pytest.mark'}
+            return tiers.pop() if len(tiers) == 1 else None
+    return None
+
+
+def tier_of(item) -> str:
+    """Return the tier of test ``item``: its module's, which no test may change."""
+    tier = module_tier(getattr(item, 'module', None))
+    own = {mark.name for mark in item.iter_markers() if mark.name in FORBIDDEN}
+    if own != {tier}:
+        raise NoTier(f'{item.name} is marked {", ".join(sorted(own - {tier}))} in a module of '
+                     f"the {tier} tier: a test's tier is its module's (test/conftest.py)")
+    return tier
 
 
 def pytest_addoption(parser):
@@ -120,28 +169,34 @@ def pytest_addoption(parser):
 
 
 def pytest_ignore_collect(collection_path, config):
-    """Leave out the folders of the other tiers under --tier (without importing them)."""
+    """Under --tier, leave out the test files of another tier, without importing them."""
     tier = config.getoption('--tier')
-    path = str(collection_path)
-    if tier is None or os.path.dirname(path) != TEST_DIR or not os.path.isdir(path):
+    name = collection_path.name
+    if tier is None or not name.startswith('test_') or collection_path.suffix != '.py':
         return None
-    return True if TIERS.get(os.path.basename(path), tier) != tier else None
+    return True if declared_tier(collection_path) not in (None, tier) else None
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its folder's tier; a test file outside the tier folders is an error."""
+    """Read each test's tier from its module; refuse every module without one; apply --tier."""
+    refused = {}
     for item in items:
-        tier = tier_of(item.path)
-        if tier is None:
-            raise pytest.UsageError(f'{item.path} is in no tier folder of test/: put it in one '
-                                    f'of {", ".join(sorted(TIERS))} (test/conftest.py)')
-        item.add_marker(tier)
+        try:
+            item.stash[TIER] = tier_of(item)
+        except NoTier as error:
+            refused.setdefault(os.path.relpath(str(item.path)), str(error))
+    if refused:
+        raise pytest.UsageError('\n'.join(f'{path} {why}' for path, why in refused.items()))
+    tier = config.getoption('--tier')
+    if tier is not None:
+        config.hook.pytest_deselected(items=[item for item in items if item.stash[TIER] != tier])
+        items[:] = [item for item in items if item.stash[TIER] == tier]
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Guard the test's set-up, call and teardown by its tier."""
-    GUARD.forbidden, GUARD.violations = FORBIDDEN[tier_of(item.path)], []
+    GUARD.forbidden, GUARD.violations = FORBIDDEN[item.stash[TIER]], []
     try:
         yield
     finally:
@@ -155,7 +210,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.when == 'teardown' and GUARD.violations and not report.failed:
         report.outcome = 'failed'
-        report.longrepr = (f'{item.nodeid} is in the {tier_of(item.path)} tier, and it '
+        report.longrepr = (f'{item.nodeid} is in the {item.stash[TIER]} tier, and it '
                            + '; '.join(GUARD.violations))
 
 

@@ -47,7 +47,7 @@ interleaved with another step's.
 The action's execute callback is a coroutine that awaits the frame engine's outcome (an rclpy
 Future): rclpy's ActionServer runs it as a task of the executor that spins the node, the
 package's executor or rclpy's SingleThreadedExecutor
-(``test/system/test_simulation_interfaces.py``).
+(``test/node/test_simulation_interfaces.py``).
 """
 
 from typing import Callable

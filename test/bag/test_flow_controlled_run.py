@@ -15,7 +15,7 @@
 """
 A bag's run under flow control, without DDS: refusals placed exactly on its topics and /clock.
 
-rcl's refusal in C is in ``test/system/test_replay_native.py``; /clock and the views alone in
+rcl's refusal in C is in ``test/bag/test_replay.py``; /clock and the views alone in
 ``test/node/test_flow_control.py``, with the same writers (``test/flow_doubles.py``).
 """
 
@@ -34,6 +34,8 @@ from sim_clock.bag.replay import python_run
 from sim_clock.bag.replay import refused
 from sim_clock.node.acks import Acknowledgements
 from sim_clock.node.flow_control import MAX_WINDOW
+
+pytestmark = pytest.mark.fast
 
 
 class Topics:

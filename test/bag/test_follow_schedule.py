@@ -28,6 +28,8 @@ from sim_clock.bag.reader import Bag
 from sim_clock.bag.replay import python_run
 from sim_clock.core.axes import Axes
 
+pytestmark = pytest.mark.fast
+
 #: Bag stamps: a first one off the ms grid, then uneven gaps.
 TIMES = [START_NS + t for t in (0, 3 * MS, 4 * MS, 10 * MS, 25 * MS, 26 * MS, 40 * MS)]
 

@@ -23,6 +23,8 @@ from sim_clock.bag.keyboard import keys_in
 from sim_clock.bag.keyboard import user_terminal
 from sim_clock.node.outcomes import Answer
 
+pytestmark = pytest.mark.fast
+
 
 class Actions:
     """The player's actions, as a small fake: each records what it was asked."""

@@ -28,6 +28,8 @@ from sim_clock.bag.reader import TopicFilter
 from sim_clock.process.arguments import empty_parameter_values
 from sim_clock.process.arguments import split_ros_args
 
+pytestmark = pytest.mark.fast
+
 
 def test_flags_map_onto_parameters_and_options():
     """Each flag lands where the player takes it; seconds become exact ns."""

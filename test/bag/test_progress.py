@@ -34,6 +34,8 @@ from sim_clock.bag.progress import Terminal
 from sim_clock.bag.progress import UNKNOWN_TIME_LEFT
 from sim_clock.bag.replay import python_run
 
+pytestmark = pytest.mark.fast
+
 S = 1_000_000_000
 MS = 1_000_000
 START = 1000 * S + 7

@@ -16,7 +16,10 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.bag.recorder_frame_order import FrameOrder
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 #: A frame's messages as three topics publish them (source timestamp, topic, data).

@@ -16,8 +16,11 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.bag.recorder_frame_order import FrameOrder
 from sim_clock.bag.recorder_round_tally import RoundTally
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

@@ -16,7 +16,7 @@
 ``compare`` on bags written here: each kind of difference is named.
 
 The bags are written with rosbags as the recorder writes them (10 ms frames, the step in the
-metadata), then changed in one place each. ``simclock diff``: test/system/test_same_bag.py.
+metadata), then changed in one place each. ``simclock diff``: test/scenarios/test_same_bag.py.
 """
 
 from bags import recording
@@ -25,6 +25,8 @@ import pytest
 from sim_clock.client.bag_diff import BagDiffError
 from sim_clock.client.bag_diff import compare
 from sim_clock.client.bag_diff import excerpt
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

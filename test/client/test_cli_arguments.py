@@ -23,6 +23,8 @@ from sim_clock.client.cli_arguments import DEFAULT_TIMEOUT
 from sim_clock.core.rules import MAX_STEPS_PER_CALL
 from sim_clock.wire.names import DEFAULT_SERVER
 
+pytestmark = pytest.mark.fast
+
 
 def parse(*argv):
     """Return the parsed arguments of a simclock command line."""

@@ -16,6 +16,7 @@
 
 from dataclasses import replace
 
+import pytest
 from sim_clock.client.cli_format import for_the_command_line
 from sim_clock.client.cli_format import format_progress
 from sim_clock.client.cli_format import format_progress_line
@@ -30,6 +31,8 @@ from sim_clock.client.results import Status
 from sim_clock.client.results import StepResult
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
+
+pytestmark = pytest.mark.fast
 
 STATUS = Status(mode='simulation', sync=True, paused=False, frame=12, time_ns=120_000_000,
                 epoch=2, owner='alice', real_time_factor=1.0, time_step_ns=10_000_000,

@@ -23,6 +23,8 @@ from sim_clock.client.domains import DomainIds
 from sim_clock.client.domains import DomainInUse
 from sim_clock.client.domains import domains_in_use
 
+pytestmark = pytest.mark.fast
+
 UDP_HEADER = ('  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid'
               '  timeout inode ref pointer drops\n')
 

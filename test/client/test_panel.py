@@ -18,7 +18,7 @@
 The model (sim_clock.client.panel_model) is pure; the web side (sim_clock.client.panel's
 application) is served in this process by aiohttp's test server, with a fake of the panel's
 control and watch: what a page is sent and what it may do. The panel against a real server
-in a real browser: test/system/test_panel_in_browser.py.
+in a real browser: test/client/test_panel_in_browser.py.
 """
 
 import asyncio
@@ -48,6 +48,8 @@ from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.wire.progress_report import Playback
 from sim_clock.wire.progress_report import ProgressReport
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 SEC = 1_000_000_000

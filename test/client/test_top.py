@@ -17,7 +17,7 @@
 
 The events are recorded with the server's own ring, by hand: steady times and holds are
 exact, so each figure of the view is known to the digit. The live view against a real server
-and its participants: test/system/test_simclock_top.py.
+and its participants: test/client/test_top_as_installed.py.
 """
 
 import dataclasses
@@ -35,6 +35,8 @@ from sim_clock.core.frame_events import FRAME
 from sim_clock.core.frame_events import FrameEventRing
 from sim_clock.core.frame_events import GATE
 from sim_clock.core.frame_events import RESET
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 SEC = 1_000_000_000

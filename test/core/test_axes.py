@@ -16,8 +16,11 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.core.axes import Axes
 from sim_clock.core.units import MAX_TIME_NS
+
+pytestmark = pytest.mark.fast
 
 TIMES = st.integers(min_value=0, max_value=MAX_TIME_NS)
 

@@ -22,6 +22,8 @@ from sim_clock.core.barrier import MAX_PARTICIPANTS
 from sim_clock.core.rules import Refused
 from sim_clock.core.waits import Timeout
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 
 

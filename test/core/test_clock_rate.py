@@ -31,6 +31,8 @@ from sim_clock.core.rules import max_clock_rate_from_float
 from sim_clock.core.rules import Refused
 from sim_clock.core.timeline import Timeline
 
+pytestmark = pytest.mark.fast
+
 NS = 1_000_000_000
 MS = 1_000_000
 SERIES = [base * 10 ** power for power in range(13) for base in (1, 2, 5)]

@@ -31,6 +31,8 @@ from sim_clock.core.frame_stats import real_time_factor
 from sim_clock.core.frame_stats import slowest_frames
 from sim_clock.core.frame_stats import wall_ns
 
+pytestmark = pytest.mark.fast
+
 MS = 1_000_000
 
 

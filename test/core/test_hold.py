@@ -16,11 +16,14 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.core import settings
 from sim_clock.core.gates import parse_gates
 from sim_clock.core.hold import Hold
 from sim_clock.core.rules import Mode
 from sim_clock.core.waits import Awaited
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 SECOND = 1_000 * MS

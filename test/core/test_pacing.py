@@ -16,11 +16,14 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.pacing import FULL_SPEED_MAX_CHUNK
 from sim_clock.core.pacing import Pacing
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

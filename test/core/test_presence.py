@@ -16,7 +16,10 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 from sim_clock.core.presence import Presence
+
+pytestmark = pytest.mark.fast
 
 S = 1_000_000_000
 

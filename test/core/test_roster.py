@@ -24,6 +24,8 @@ from sim_clock.core.roster import SERVER
 from sim_clock.core.roster import WriterView
 from sim_clock.core.rules import Refused
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize('value, expected', [
     ('', ()),

@@ -23,6 +23,8 @@ from sim_clock.core.rules import Refused
 from sim_clock.core.rules import SYNC_NEEDS_SIMULATION
 from sim_clock.core.units import NS_PER_MS
 
+pytestmark = pytest.mark.fast
+
 RT, SIM = Mode.REAL_TIME, Mode.SIMULATION
 
 

@@ -23,6 +23,8 @@ from sim_clock.core.rules import Refused
 from sim_clock.core.sync_lease import SyncLease
 from sim_clock.core.units import NS_PER_SEC
 
+pytestmark = pytest.mark.fast
+
 #: Where the fake steady clock starts: anything but zero.
 START_NS = 1_000 * NS_PER_SEC
 

@@ -43,6 +43,8 @@ from sim_clock.core.units import NS_PER_MS
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.core.units import split_ns
 
+pytestmark = pytest.mark.fast
+
 RT = Mode.REAL_TIME
 SIM = Mode.SIMULATION
 #: Where the fake steady clock starts: anything but zero, so no test relies on a zero origin.

@@ -24,6 +24,8 @@ from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.views import parse_views
 from sim_clock.core.views import View
 
+pytestmark = pytest.mark.fast
+
 NS = 1_000_000_000
 
 

@@ -21,6 +21,8 @@ from sim_clock.core.units import MAX_TIME_NS
 from sim_clock.core.units import NS_PER_SEC
 from sim_clock.node.publishing import clock_publisher
 
+pytestmark = pytest.mark.fast
+
 #: A bag-like clock offset: a wall-clock epoch time.
 START_NS = 1_700_000_000 * NS_PER_SEC
 

@@ -24,6 +24,8 @@ from sim_clock.process.fastdds_profiles import GIVEN_PROFILES
 from sim_clock.process.fastdds_profiles import LOOPBACK_PROFILE_FILES
 from sim_clock.process.fastdds_profiles import PROFILE_FILES
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize('environ, variable, expected', [
     ({'ROS_DISTRO': 'jazzy'}, 'FASTRTPS_DEFAULT_PROFILES_FILE', PROFILE_FILES[2]),

@@ -38,6 +38,8 @@ from sim_clock.srv import SyncModeCmd
 from std_srvs.srv import SetBool
 from std_srvs.srv import Trigger
 
+pytestmark = pytest.mark.fast
+
 PAIRS = [(StepOutcome, Step), (SyncOutcome, SyncModeCmd), (Answer, Trigger), (Answer, SetBool),
          (JoinOutcome, Join), (LeaveOutcome, Leave), (SeekOutcome, Seek),
          (ProgressReport, GetProgress)]

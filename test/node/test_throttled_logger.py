@@ -14,7 +14,10 @@
 
 """The server's throttled logger: per call site, on steady time, rclpy reached only to say."""
 
+import pytest
 from sim_clock.node.throttled_logger import ThrottledLogger
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

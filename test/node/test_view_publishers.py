@@ -17,7 +17,7 @@
 
 ``ClockSink`` and ``ClockViews`` themselves, on writers that acknowledge at once; the views'
 wrapper cuts its windows where the views' budgets run out, so /clock runs out with them.
-Through DDS: ``test/system/test_clock_views.py``.
+Through DDS: ``test/scenarios/test_clock_views.py``.
 """
 
 from types import SimpleNamespace
@@ -31,6 +31,8 @@ from sim_clock.node.flow_control import MAX_WINDOW
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.view_publishers import ClockViews
 from sim_clock.node.view_publishers import load_views
+
+pytestmark = pytest.mark.fast
 
 MS = 1_000_000
 

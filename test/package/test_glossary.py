@@ -26,6 +26,9 @@ import os
 import re
 
 from harness import ROOT
+import pytest
+
+pytestmark = pytest.mark.fast
 
 DESIGN = os.path.join(ROOT, 'doc', 'design.md')
 PACKAGE = os.path.join(ROOT, 'sim_clock')

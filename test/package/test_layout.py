@@ -28,6 +28,8 @@ from layout_rules import RULES
 from layout_rules import within
 import pytest
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = os.path.join(ROOT, 'sim_clock')
 
 
@@ -242,6 +244,49 @@ def test_no_two_modules_share_a_name():
     shared = {short: names for short, names in by_name.items()
               if len(names) > 1 and short != '__init__'}
     assert not shared, shared
+
+
+#: The folders of test/ that hold tests but mirror no part: the product driven as a user
+#: drives it, and the checks of the repository's files.
+NOT_PARTS = ('scenarios', 'package')
+
+
+def _test_files():
+    """Yield (folder relative to test/, module names it may test, test file's name)."""
+    test_dir = os.path.join(ROOT, 'test')
+    for folder, _, files in os.walk(test_dir):
+        relative = os.path.relpath(folder, test_dir)
+        mirrored = os.path.normpath(os.path.join(PACKAGE, relative))
+        modules = {name[:-3] for name in os.listdir(mirrored) if name.endswith('.py')
+                   and name != '__init__.py'} if os.path.isdir(mirrored) else set()
+        for name in sorted(files):
+            if name.startswith('test_') and name.endswith('.py'):
+                yield relative, modules, name[:-3]
+
+
+def test_the_test_folders_mirror_the_package():
+    """
+    test/<part>/test_<module>.py holds the tests of sim_clock/<part>/<module>.py.
+
+    Each folder of test/ that holds tests is a part of the package (test/node/engine/ is
+    sim_clock/node/engine/, test/ itself sim_clock/), ``scenarios/`` or ``package/``. A test
+    file in a part's folder is named after one of that part's modules: ``test_<module>.py``,
+    or ``test_<module>_<what>.py`` beside it (a tier or a way in of its own). A file named as a
+    module's tests is in that module's folder, not among the scenarios or the package checks.
+    """
+    misplaced = []
+    for folder, modules, test in _test_files():
+        if folder.split(os.sep)[0] in NOT_PARTS:
+            named = [name for module_name, name in ((n.rsplit('.', 1)[-1], n) for n in MODULES)
+                     if test == f'test_{module_name}']
+            if named:
+                misplaced.append(f'{folder}/{test}.py is named as the tests of {named[0]}')
+        elif not modules:
+            misplaced.append(f'{folder}/{test}.py is in no folder of a part of sim_clock/')
+        elif not any(test == f'test_{module}' or test.startswith(f'test_{module}_')
+                     for module in modules):
+            misplaced.append(f'{folder}/{test}.py names no module of sim_clock/{folder}/')
+    assert not misplaced
 
 
 def test_no_two_test_files_share_a_name():

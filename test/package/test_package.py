@@ -30,6 +30,8 @@ from sim_clock.process.launch_arguments import FROM_PARAMS_FILE
 from sim_clock.wire.names import RECORDER_NODE_NAME
 import yaml
 
+pytestmark = pytest.mark.fast
+
 LAUNCH_FILE = os.path.join(ROOT, 'launch', 'sim_clock.launch.py')
 BAG_LAUNCH_FILE = os.path.join(ROOT, 'launch', 'bag_player.launch.py')
 #: launch file -> the parameters it offers as arguments: the server's, and the player's

@@ -28,6 +28,8 @@ import sys
 from harness import ROOT
 import pytest
 
+pytestmark = pytest.mark.fast
+
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks', 'performance'))
 try:
     from run import markdown  # noqa: E402
