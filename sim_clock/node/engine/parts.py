@@ -17,12 +17,12 @@ What the frame engine works with: one interface per collaborator, and the parts 
 
 The engine (:mod:`.engine`) is handed :class:`EngineParts` and nothing else: no node, no
 server. Each field is typed by what the engine calls on it, so a test drives the engine with
-small fakes of these parts (``test/node/engine/test_frame_engine.py``) and the server wires the real ones
-(``node/server.py``). The readers of its waits on the wire (participants, output gates) are
-handed :class:`WaitParts`; the engine, made after them, registers with each the method it is
-called by when one of its waits ends (``when_released``, ``when_ready``), and with the change
-dispatch what it does after each (``after_dispatch``): at run time they call the engine
-itself, never through the server.
+small fakes of these parts (``test/node/engine/test_frame_engine.py``) and the server wires the
+real ones (``node/server.py``). The readers of its waits on the wire (participants, output
+gates) are handed :class:`WaitParts`; the engine, made after them, registers with each the
+method it is called by when one of its waits ends (``when_released``, ``when_ready``), and with
+the change dispatch what it does after each (``after_dispatch``): at run time they call the
+engine itself, never through the server.
 """
 
 from dataclasses import dataclass
