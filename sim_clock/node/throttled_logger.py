@@ -45,39 +45,48 @@ class ThrottledLogger:
         #: The call sites of ``once=True`` calls that have said their line.
         self._said: set = set()
 
+    # Each level calls rclpy from a line of its own: rclpy keeps one severity per call site,
+    # and raises if one site logs at two.
+
     def debug(self, message: str, **kwargs) -> bool:
         """Log at DEBUG."""
-        return self._log(self._logger.debug, message, **kwargs)
+        return not self._held_back(kwargs) and self._logger.debug(message, **kwargs)
 
     def info(self, message: str, **kwargs) -> bool:
         """Log at INFO."""
-        return self._log(self._logger.info, message, **kwargs)
+        return not self._held_back(kwargs) and self._logger.info(message, **kwargs)
 
     def warning(self, message: str, **kwargs) -> bool:
         """Log at WARN."""
-        return self._log(self._logger.warning, message, **kwargs)
+        return not self._held_back(kwargs) and self._logger.warning(message, **kwargs)
 
     def error(self, message: str, **kwargs) -> bool:
         """Log at ERROR."""
-        return self._log(self._logger.error, message, **kwargs)
+        return not self._held_back(kwargs) and self._logger.error(message, **kwargs)
 
     def fatal(self, message: str, **kwargs) -> bool:
         """Log at FATAL."""
-        return self._log(self._logger.fatal, message, **kwargs)
+        return not self._held_back(kwargs) and self._logger.fatal(message, **kwargs)
 
-    def _log(self, method, message: str, throttle_duration_sec=None, once: bool = False,
-             **kwargs) -> bool:
-        """Pass ``message`` on unless its call site said something too recently, or once."""
-        if throttle_duration_sec is not None or once:
-            caller = sys._getframe(2)
-            site = (caller.f_code, caller.f_lineno)
-            if once:
-                if site in self._said:
-                    return False
-                self._said.add(site)
-            if throttle_duration_sec is not None:
-                now = self._now_ns()
-                if now < self._next_ns.get(site, now):
-                    return False
-                self._next_ns[site] = now + round(throttle_duration_sec * NS_PER_SEC)
-        return method(message, **kwargs)
+    def _held_back(self, kwargs: dict) -> bool:
+        """
+        Take ``throttle_duration_sec`` and ``once`` out of ``kwargs``; whether they hold it back.
+
+        The call site is the caller of the level's method: two frames up from here.
+        """
+        throttle_duration_sec = kwargs.pop('throttle_duration_sec', None)
+        once = kwargs.pop('once', False)
+        if throttle_duration_sec is None and not once:
+            return False
+        caller = sys._getframe(2)
+        site = (caller.f_code, caller.f_lineno)
+        if once:
+            if site in self._said:
+                return True
+            self._said.add(site)
+        if throttle_duration_sec is not None:
+            now = self._now_ns()
+            if now < self._next_ns.get(site, now):
+                return True
+            self._next_ns[site] = now + round(throttle_duration_sec * NS_PER_SEC)
+        return False

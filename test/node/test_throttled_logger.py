@@ -15,6 +15,7 @@
 """The server's throttled logger: per call site, on steady time, rclpy reached only to say."""
 
 import pytest
+import rclpy.logging
 from sim_clock.node.throttled_logger import ThrottledLogger
 
 pytestmark = pytest.mark.fast
@@ -81,3 +82,12 @@ def test_once_says_a_call_site_a_single_time_and_other_arguments_pass_on():
     logger.info('with a name', skip_first=False)
     assert lines.lines == [('warning', 'shared topics', {}),
                            ('info', 'with a name', {'skip_first': False})]
+
+
+def test_rclpy_s_own_logger_takes_every_level_through_it():
+    """One severity per call site, as rclpy keeps: each level reaches it from a line of its own."""
+    logger = ThrottledLogger(rclpy.logging.get_logger('throttled_logger_test'), Steady())
+    said = [(logger.info('an info line'),
+             logger.warning('a warning line', throttle_duration_sec=5.0),
+             logger.error('an error line', once=True)) for _ in range(2)]
+    assert said == [(True, True, True), (True, False, False)]
