@@ -12,7 +12,16 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""How often the node wakes up and publishes: the tick period and the idle republish."""
+"""
+How free run paces frames against wall time, and how often the node wakes up to publish them.
+
+The rule: a frame of ``time_step_ns`` is due every ``time_step_ns / real_time_factor`` ns of
+steady time, counted from a reference the timeline sets at each resume, reset or change of
+pace (:func:`frames_due`, in integers; :func:`frame_period_ns`). The timeline advances by it
+(``Timeline.poll``); the node's tick (``node/ticking.py``) wakes up once a frame period, at
+most a :data:`FULL_SPEED_TICK_NS` at full speed, publishes what is due in batches
+(``node/engine/free_run.py``), and republishes the time when idle (:class:`Pacing`).
+"""
 
 from fractions import Fraction
 from typing import Optional
@@ -33,6 +42,24 @@ FULL_SPEED_TICK_NS = 1_000_000
 #: bag's empty span) in one jump instead of publishing each: about 2 ms of work at the pace
 #: of /clock alone, so fewer cost less than the jump saves.
 SKIP_EMPTY_FRAMES = 1000
+
+
+def frames_due(elapsed_ns: int, real_time_factor: Fraction, time_step_ns: int) -> int:
+    """
+    Return the frames due ``elapsed_ns`` of steady time after the pacing's reference.
+
+    ``real_time_factor`` > 0: simulated ns per steady ns, exact. Whole frames only (floor), so
+    a frame is never early; integer arithmetic, so no error accumulates over a long run.
+    """
+    return ((elapsed_ns * real_time_factor.numerator)
+            // (real_time_factor.denominator * time_step_ns))
+
+
+def frame_period_ns(real_time_factor: Fraction, time_step_ns: int) -> Fraction:
+    """Return the steady time between two frames, in ns (exact); 0 as fast as possible."""
+    if not real_time_factor:
+        return Fraction(0)
+    return time_step_ns / real_time_factor
 
 
 class Pacing:

@@ -29,6 +29,8 @@ from typing import List
 from typing import Optional
 import uuid
 
+from sim_clock.core.pacing import frame_period_ns
+from sim_clock.core.pacing import frames_due
 from sim_clock.core.rules import check_mode_sync
 from sim_clock.core.rules import check_real_time_factor
 from sim_clock.core.rules import check_steps
@@ -130,9 +132,7 @@ class Timeline:
         """
         if self.mode is Mode.REAL_TIME or not self.free_running:
             return None
-        if not self._rtf:  # 0: as fast as possible
-            return Fraction(0)
-        return self.time_step_ns / self._rtf
+        return frame_period_ns(self._rtf, self.time_step_ns)
 
     def take_changes(self) -> List[Change]:
         """Return the changes since the last call, oldest first, and forget them."""
@@ -163,9 +163,7 @@ class Timeline:
         if not self._rtf:
             count = limit
         else:
-            elapsed = self._now_ns() - self._ref_steady_ns
-            rtf = self._rtf
-            due = (elapsed * rtf.numerator) // (rtf.denominator * self.time_step_ns)
+            due = frames_due(self._now_ns() - self._ref_steady_ns, self._rtf, self.time_step_ns)
             count = min(self._ref_frame + due - self.frame, limit)
         count = min(count, (MAX_TIME_NS - self.time_ns) // self.time_step_ns)
         return self._advance(max(count, 0))

@@ -14,9 +14,13 @@
 
 """Pacing without ROS: the idle republish, and the chunks of free run as fast as possible."""
 
+from fractions import Fraction
+
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
+from sim_clock.core.pacing import frame_period_ns
+from sim_clock.core.pacing import frames_due
 from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
@@ -79,3 +83,18 @@ def test_a_full_speed_batch_starts_with_a_first_chunk():
     # 10 frames in 10 us, 190 us left: 190 more.
     assert full_speed_chunk(10, 10_000, 190_000) == 190
     assert full_speed_chunk(10, 10_000, 0) == 1
+
+
+@given(st.integers(0, 10**15), st.fractions(Fraction(1, 1000), Fraction(1000)).map(
+    lambda rtf: rtf.limit_denominator(10**6)), st.integers(1, 10**9))
+def test_the_frames_due_are_the_whole_frames_the_wall_time_holds(elapsed_ns, rtf, step_ns):
+    """Never early, never a frame short: floor(elapsed * rtf / step), exact."""
+    due = frames_due(elapsed_ns, rtf, step_ns)
+    assert due * step_ns <= elapsed_ns * rtf < (due + 1) * step_ns
+    assert frames_due(elapsed_ns + 1, rtf, step_ns) >= due  # time never runs back
+
+
+def test_a_frame_period_is_the_step_over_the_factor_and_0_as_fast_as_possible():
+    assert frame_period_ns(Fraction(2), 1_000_000) == 500_000
+    assert frame_period_ns(Fraction(1, 3), 1_000_000) == 3_000_000
+    assert frame_period_ns(Fraction(0), 1_000_000) == 0
