@@ -164,6 +164,17 @@ class Barrier:
         return sorted(p.name for p in self.participants.values() if p.awaited_ns is not None)
 
     @property
+    def awaited_have_answered(self) -> bool:
+        """Whether some participant is awaited and every one awaited has said a done before."""
+        awaited = False
+        for participant in self.participants.values():
+            if participant.awaited_ns is not None:
+                if participant.last_done_ns is None:
+                    return False
+                awaited = True
+        return awaited
+
+    @property
     def clear(self) -> bool:
         """Whether the next frame may be published (nobody is awaited)."""
         for participant in self.participants.values():  # a loop: asked at every frame

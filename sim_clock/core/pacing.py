@@ -42,6 +42,12 @@ FULL_SPEED_TICK_NS = 1_000_000
 #: bag's empty span) in one jump instead of publishing each: about 2 ms of work at the pace
 #: of /clock alone, so fewer cost less than the jump saves.
 SKIP_EMPTY_FRAMES = 1000
+#: While free run holds a frame for participants that have each said a done before, its time
+#: is republished at most this often (the bare rclpy barrier's resend): each participant
+#: answers every republish with a done, so at publish_rate a frame held longer than the
+#: republish period took a round of extra dones and wake-ups each period, a cost that grew
+#: with the participants until frames all but stopped (64 participant processes on 2 cores).
+HELD_REPUBLISH_NS = 100_000_000
 
 
 def frames_due(elapsed_ns: int, real_time_factor: Fraction, time_step_ns: int) -> int:
@@ -86,7 +92,7 @@ class Pacing:
             return self.publish_period_ns if driven else FULL_SPEED_TICK_NS
         return int(min(max(frame_period_ns, MIN_TICK_NS), self.publish_period_ns))
 
-    def republish_due(self, now_ns: int, tick_ns: int) -> bool:
+    def republish_due(self, now_ns: int, tick_ns: int, held_for_answered: bool = False) -> bool:
         """
         Whether the tick at ``now_ns`` (of a timer of period ``tick_ns``) republishes.
 
@@ -94,9 +100,18 @@ class Pacing:
         passed, less half a tick. A timer fires on its own schedule while a publish is noted
         when its callback ran, a little late, so with a tick of one period "a whole period
         has passed" held only every other tick: /clock came at half of publish_rate.
+
+        The period is the republish period, or with ``held_for_answered`` (a frame held for
+        participants that have each said a done before) at least :data:`HELD_REPUBLISH_NS`.
+        A participant that has said none yet keeps the republish period: its first done may
+        have gone out before its writer matched the server's reader, and only the republish
+        it answers brings it again.
         """
+        period = self.publish_period_ns
+        if held_for_answered:
+            period = max(period, HELD_REPUBLISH_NS)
         return (self.last_publish_ns is None
-                or now_ns - self.last_publish_ns >= self.publish_period_ns - tick_ns // 2)
+                or now_ns - self.last_publish_ns >= period - tick_ns // 2)
 
 
 def full_speed_chunk(published: int, elapsed_ns: int, left_ns: int) -> int:

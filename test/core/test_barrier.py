@@ -41,6 +41,25 @@ def test_every_frame_participant_is_awaited_each_frame():
     assert barrier.participants['a'].last_done_ns == 30 * MS
 
 
+def test_awaited_have_answered_once_every_awaited_participant_said_a_done():
+    """Nobody awaited: no; one awaited that never said a done: no; after a reset: no again."""
+    barrier = Barrier()
+    barrier.join('a', 0)
+    assert not barrier.awaited_have_answered
+    barrier.published(10 * MS, now_ns=0)
+    assert not barrier.awaited_have_answered  # a's first frame: its done may be lost
+    barrier.done('a', 10 * MS, now_ns=1)
+    barrier.join('b', 0)
+    barrier.published(20 * MS, now_ns=2)
+    assert not barrier.awaited_have_answered  # b has said nothing yet
+    barrier.done('b', 20 * MS, now_ns=3)
+    assert barrier.waiting_for == ['a']
+    assert barrier.awaited_have_answered  # a, still awaited, answered a frame before
+    barrier.reset()
+    barrier.published(10 * MS, now_ns=6)
+    assert not barrier.awaited_have_answered
+
+
 def test_period_makes_only_some_frames_due():
     """A 30 ms participant on 10 ms frames: the first frame after joining, then every third."""
     barrier = Barrier()

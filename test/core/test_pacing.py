@@ -25,6 +25,7 @@ from sim_clock.core.pacing import FULL_SPEED_BATCH_NS
 from sim_clock.core.pacing import FULL_SPEED_CHUNK
 from sim_clock.core.pacing import full_speed_chunk
 from sim_clock.core.pacing import FULL_SPEED_MAX_CHUNK
+from sim_clock.core.pacing import HELD_REPUBLISH_NS
 from sim_clock.core.pacing import Pacing
 
 pytestmark = pytest.mark.fast
@@ -98,3 +99,17 @@ def test_a_frame_period_is_the_step_over_the_factor_and_0_as_fast_as_possible():
     assert frame_period_ns(Fraction(2), 1_000_000) == 500_000
     assert frame_period_ns(Fraction(1, 3), 1_000_000) == 3_000_000
     assert frame_period_ns(Fraction(0), 1_000_000) == 0
+
+
+def test_a_frame_held_for_participants_that_answered_is_republished_at_most_each_100_ms():
+    """The republish period when idle; at least HELD_REPUBLISH_NS while held for answerers."""
+    pacing = Pacing(10_000_000)
+    pacing.last_publish_ns = 0
+    assert pacing.republish_due(10_000_000, 1_000_000)
+    assert not pacing.republish_due(10_000_000, 1_000_000, held_for_answered=True)
+    assert not pacing.republish_due(HELD_REPUBLISH_NS - 1_000_000, 1_000_000, True)
+    assert pacing.republish_due(HELD_REPUBLISH_NS, 1_000_000, held_for_answered=True)
+    slow = Pacing(2 * HELD_REPUBLISH_NS)  # a publish_rate below 10 Hz stays as set
+    slow.last_publish_ns = 0
+    assert not slow.republish_due(HELD_REPUBLISH_NS, 1_000_000, held_for_answered=True)
+    assert slow.republish_due(2 * HELD_REPUBLISH_NS, 1_000_000, held_for_answered=True)

@@ -74,7 +74,8 @@ class FreeRun(EngineMember):
                 self._logger.error(
                     'simulated time reached the latest representable value; reset to go on',
                     throttle_duration_sec=10.0)
-        elif self._core.pacing.republish_due(self._now(), self._pace.period_ns):
+        elif self._core.pacing.republish_due(self._now(), self._pace.period_ns,
+                                             holds and self._barrier.awaited_have_answered):
             frames_out.republish()
 
     def _waits_for_expected(self) -> None:

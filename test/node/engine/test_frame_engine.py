@@ -471,6 +471,40 @@ def test_a_release_in_free_run_sends_the_frames_due_at_once():
     assert rig.sink.all_frames() == [10 * MS, 20 * MS]  # the next one due, held again
 
 
+def test_a_held_frame_is_republished_at_publish_rate_until_each_holder_has_answered_once():
+    """
+    Free run held for a participant: its time again each 10 ms until its first done came.
+
+    A first done may be lost before its writer matched, and only a republish brings it again;
+    once every participant held for has answered a frame, each republish costs them all a done
+    and a wake-up, so a held frame's time comes again each 100 ms at most.
+    """
+    rig = Rig(sync=False, time_step=0.01, real_time_factor=1.0)
+    pacing = rig.core.pacing
+    rig.pace.published = lambda: setattr(pacing, 'last_publish_ns', rig.clock.now)
+
+    def republished_in(wall_ms: int) -> int:
+        before = len(rig.sink.times)
+        for _ in range(wall_ms):
+            rig.clock.now += MS
+            rig.engine.free_run.tick()
+        return len(rig.sink.times) - before
+
+    rig.core.barrier.join('planner', 0)
+    rig.clock.now += 10 * MS
+    rig.engine.free_run.tick()
+    assert rig.sink.all_frames() == [10 * MS]           # out, held for it
+    assert republished_in(300) == 30                    # no done yet: at publish_rate
+    assert rig.core.barrier.done('planner', 10 * MS, rig.clock.now)
+    rig.engine.released()
+    assert rig.sink.all_frames() == [10 * MS, 20 * MS]  # the next, held again
+    assert republished_in(300) == 3                     # it answered before: each 100 ms
+    rig.core.barrier.join('late_joiner', 0)             # joins; due from the next frame
+    assert rig.core.barrier.done('planner', 20 * MS, rig.clock.now)
+    rig.engine.released()
+    assert republished_in(100) == 10                    # a holder with no done yet: 10 ms
+
+
 def test_a_release_wakes_a_held_step_and_leaves_sync_mode_without_a_tick():
     rig = Rig(sync=True, time_step=0.01)
     rig.core.barrier.join('planner', 0)
