@@ -123,6 +123,26 @@ def renamed(value, old_value, old: str, new: str, stacklevel: int = 3):
     return old_value
 
 
+def renamed_attribute(old: str, new: str) -> property:
+    """
+    Return a property ``old`` that reads and writes attribute ``new``, warning at each use.
+
+    An attribute renamed to rclpy's name keeps its old name for one release, as an argument
+    does (:func:`renamed`).
+    """
+    message = f'{old} is deprecated: use {new}'
+
+    def get(self):
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    def set_(self, value) -> None:
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        setattr(self, new, value)
+
+    return property(get, set_, doc=f'Deprecated: :attr:`{new}`.')
+
+
 class SimClockClient:
     """
     Drive a sim_clock server: take sync mode, step, read status, give sync mode back.
@@ -555,16 +575,7 @@ class SimClockClient:
             Reset, f'{self.server}/resets', lambda msg: callback(ResetEvent.from_msg(msg)),
             RESET_READER_QOS)
 
-    @property
-    def timeout(self) -> float:
-        """Return :attr:`timeout_sec` (this name is deprecated)."""
-        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
-        return self.timeout_sec
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
-        self.timeout_sec = value
+    timeout = renamed_attribute('timeout', 'timeout_sec')
 
     def spin_until(self, condition: Callable[[], bool], timeout_sec: Optional[float] = None,
                    *, timeout: Optional[float] = None) -> None:

@@ -35,7 +35,6 @@ import tempfile
 import time
 from typing import Callable
 from typing import Optional
-import warnings
 
 from ament_index_python.packages import get_package_prefix
 import rclpy
@@ -44,6 +43,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sim_clock.client.api import renamed
+from sim_clock.client.api import renamed_attribute
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
@@ -176,16 +176,7 @@ class LockstepHarness:
         # Run what the new time made ready (timers due, messages), until nothing is left.
         run_ready_callbacks(self.executor)
 
-    @property
-    def timeout(self) -> float:
-        """Return :attr:`timeout_sec` (this name is deprecated)."""
-        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
-        return self.timeout_sec
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        warnings.warn('timeout is deprecated: use timeout_sec', DeprecationWarning, stacklevel=2)
-        self.timeout_sec = value
+    timeout = renamed_attribute('timeout', 'timeout_sec')
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -20,16 +20,6 @@ What ServerControl returns to the services: each service's answer, field for fie
 
 from dataclasses import dataclass
 
-from builtin_interfaces.msg import Time as TimeMsg
-from sim_clock.core.units import split_ns
-
-
-def time_msg(time_ns: int) -> TimeMsg:
-    """Return ``time_ns`` as a builtin_interfaces/Time."""
-    stamp = TimeMsg()
-    stamp.sec, stamp.nanosec = split_ns(time_ns)
-    return stamp
-
 
 @dataclass
 class Answer:

@@ -19,9 +19,9 @@ from typing import Callable
 from sim_clock.core.state import Change
 from sim_clock.core.state import ChangeKind
 from sim_clock.msg import Reset
-from sim_clock.node.outcomes import time_msg
 from sim_clock.wire.names import RESET_QOS
 from sim_clock.wire.names import RESETS_TOPIC
+from sim_clock.wire.status import time_msg
 
 
 def log_change(logger, change: Change, at_ns: int) -> None:

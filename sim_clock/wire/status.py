@@ -20,7 +20,7 @@ client reads the answer back into one (:func:`status_from_response`). How each f
 is derived from the service's own field types (``srv/GetStatus.srv``), by one rule: a
 ``builtin_interfaces/Time`` field ``x`` is the integer ``x_ns`` here (``clock`` is
 ``time_ns``), a sequence is a tuple. A new field is its line in the ``.srv`` and its line in
-:class:`Status`; a field on one side only raises (``test/client/test_status.py``).
+:class:`Status`; a field on one side only raises (``test/wire/test_status.py``).
 """
 
 import dataclasses
@@ -140,7 +140,7 @@ def fill_status(response, status: Status):
             stamp = getattr(response, field.field)
             stamp.sec, stamp.nanosec = split_ns(value)
         elif field.is_times:
-            setattr(response, field.field, [_time_msg(time_ns) for time_ns in value])
+            setattr(response, field.field, [time_msg(time_ns) for time_ns in value])
         else:
             setattr(response, field.field, value)
     return response
@@ -161,7 +161,8 @@ def status_from_response(response) -> Status:
     return Status(**values)
 
 
-def _time_msg(time_ns: int) -> TimeMsg:
+def time_msg(time_ns: int) -> TimeMsg:
+    """Return ``time_ns`` as a ``builtin_interfaces/Time``."""
     stamp = TimeMsg()
     stamp.sec, stamp.nanosec = split_ns(time_ns)
     return stamp
