@@ -50,6 +50,8 @@
 //
 // rmw_create_client: a process that makes a client of the server's ~/join takes part on its
 // own (sim_clock's participant helper): the layer keeps out of its way.
+// rmw_send_request, rmw_take_response: a service call within a frame is part of that frame;
+// the process is not idle while an answer is to come (see "services" below).
 //
 // What it cannot hold it says once on stderr: a timer on the steady or system clock that
 // fires (rcl_timer_call), a publish from a thread that neither waits nor runs a callback it
@@ -126,6 +128,8 @@ typedef rmw_ret_t (* take_request_t)(const rmw_service_t *, rmw_service_info_t *
   bool *);
 typedef rmw_ret_t (* take_response_t)(const rmw_client_t *, rmw_service_info_t *, void *,
   bool *);
+typedef rmw_ret_t (* send_request_t)(const rmw_client_t *, const void *, int64_t *);
+typedef rmw_ret_t (* server_is_available_t)(const rmw_node_t *, const rmw_client_t *, bool *);
 typedef rmw_ret_t (* destroy_service_t)(rmw_node_t *, rmw_service_t *);
 typedef rmw_ret_t (* destroy_client_t)(rmw_node_t *, rmw_client_t *);
 typedef rmw_ret_t (* destroy_guard_condition_t)(rmw_guard_condition_t *);
@@ -172,6 +176,8 @@ static struct
   count_matched_publishers_t count_matched_publishers;
   take_request_t take_request;
   take_response_t take_response;
+  send_request_t send_request;
+  server_is_available_t server_is_available;
   destroy_service_t destroy_service;
   destroy_client_t destroy_client;
   destroy_guard_condition_t destroy_guard_condition;
@@ -292,6 +298,20 @@ typedef struct
 
 static sub_t g_subs[MAX_ENTITIES];
 static pub_t g_pubs[MAX_ENTITIES];
+
+// A service client of the process's nodes, and how many of its requests await an answer.
+// A request sent within a frame is part of that frame: the process is not idle while an
+// answer to a followed client is to come (see "services" below).
+typedef struct
+{
+  const rmw_client_t * client;  // NULL: a free entry
+  const rmw_node_t * node;
+  bool followed;  // neither the server's own services nor an action's get_result
+  uint32_t pending;
+} client_t;
+
+static client_t g_clients[MAX_ENTITIES];
+static uint32_t g_requests_pending = 0;  // the sum of the followed clients' pending
 // Next frame: what each topic the process publishes on got since the last done.
 static char g_count_topics[MAX_ENTITIES][TOPIC_LENGTH];
 static uint32_t g_counts[MAX_ENTITIES];
@@ -440,6 +460,8 @@ static void resolve(void)
       dlsym(rmw, "rmw_subscription_count_matched_publishers");
     *(void **)&g_real.take_request = dlsym(rmw, "rmw_take_request");
     *(void **)&g_real.take_response = dlsym(rmw, "rmw_take_response");
+    *(void **)&g_real.send_request = dlsym(rmw, "rmw_send_request");
+    *(void **)&g_real.server_is_available = dlsym(rmw, "rmw_service_server_is_available");
     *(void **)&g_real.destroy_service = dlsym(rmw, "rmw_destroy_service");
     *(void **)&g_real.destroy_client = dlsym(rmw, "rmw_destroy_client");
     *(void **)&g_real.destroy_guard_condition = dlsym(rmw, "rmw_destroy_guard_condition");
@@ -453,8 +475,8 @@ static void resolve(void)
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
     !g_real.create_client || !g_real.count_matched_subscriptions ||
     !g_real.count_matched_publishers || !g_real.take_request || !g_real.take_response ||
-    !g_real.destroy_service || !g_real.destroy_client || !g_real.destroy_guard_condition ||
-    !g_real.set_on_new_message)
+    !g_real.send_request || !g_real.server_is_available || !g_real.destroy_service ||
+    !g_real.destroy_client || !g_real.destroy_guard_condition || !g_real.set_on_new_message)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
@@ -559,11 +581,61 @@ static bool keep_guard_conditions(slot_t * slot, const rmw_guard_conditions_t * 
   return true;
 }
 
+// ---- services ----------------------------------------------------------------------------
+//
+// A service call within a frame is part of that frame: from rmw_send_request until its answer
+// is taken (rmw_take_response), the process is not idle. Only a request that a server was
+// there to take is awaited (DDS drops one sent before any server matched the client), and only
+// while that server is on the graph (one that went away will not answer). Not followed: the
+// server's own services (a node that steps the clock from a callback would wait on itself),
+// and an action's get_result, whose answer comes when the goal ends, frames later.
+
+// Under g_lock: the entry of a client of the process; NULL if it is not one.
+static client_t * find_client(const rmw_client_t * client)
+{
+  for (size_t i = 0; client && i < MAX_ENTITIES; i++) {
+    if (g_clients[i].client == client) {
+      return &g_clients[i];
+    }
+  }
+  return NULL;
+}
+
+// Under g_lock: forget what a client awaits.
+static void forget_requests(client_t * entry)
+{
+  g_requests_pending -= entry->pending;
+  entry->pending = 0;
+}
+
+// Under g_lock: whether an answer to a request of the process is still to come. A client
+// whose server has left the graph awaits nothing any more (said once).
+static bool answers_to_come(void)
+{
+  static bool gone_said = false;
+  for (size_t i = 0; g_requests_pending && i < MAX_ENTITIES; i++) {
+    client_t * entry = &g_clients[i];
+    bool available = true;
+    if (entry->client && entry->pending &&
+      g_real.server_is_available(entry->node, entry->client, &available) == RMW_RET_OK &&
+      !available)
+    {
+      if (!gone_said) {
+        gone_said = true;
+        LOG("the server of %s left with a request of the process unanswered: the frame "
+          "waits for it no more", entry->client->service_name);
+      }
+      forget_requests(entry);
+    }
+  }
+  return g_requests_pending != 0;
+}
+
 // Under g_lock: the process has taken a /clock it has not said done for, and every thread
 // that waits is idle. Then returns true with the time in *time_ns (the pending mark cleared).
 static bool finished(int64_t * time_ns, uint32_t * round)
 {
-  if (!g_clock_pending) {
+  if (!g_clock_pending || answers_to_come()) {
     return false;
   }
   for (size_t i = 0; i < MAX_THREADS; i++) {
@@ -1141,6 +1213,22 @@ rmw_client_t * rmw_create_client(
   rmw_client_t * client = g_real.create_client(node, type_support, service_name,
       qos_policies);
   size_t prefix = strlen(g_server_prefix);
+  if (client && !t_agent && service_name) {
+    static const char get_result[] = "/_action/get_result";
+    size_t length = strlen(service_name);
+    bool action_result = length >= sizeof(get_result) - 1 &&
+      strcmp(service_name + length - (sizeof(get_result) - 1), get_result) == 0;
+    pthread_mutex_lock(&g_lock);
+    client_t * entry = NULL;
+    for (size_t i = 0; i < MAX_ENTITIES && !entry; i++) {
+      entry = g_clients[i].client ? NULL : &g_clients[i];
+    }
+    if (entry) {
+      *entry = (client_t){client, node,
+        strncmp(service_name, g_server_prefix, prefix) != 0 && !action_result, 0};
+    }
+    pthread_mutex_unlock(&g_lock);
+  }
   if (!client || t_agent || !service_name || strncmp(service_name, g_server_prefix, prefix) ||
     strcmp(service_name + prefix, "join") != 0)
   {
@@ -1812,13 +1900,55 @@ rmw_ret_t rmw_take_request(
   return g_real.take_request(service, request_header, ros_request, taken);
 }
 
+rmw_ret_t rmw_send_request(
+  const rmw_client_t * client, const void * ros_request, int64_t * sequence_id)
+{
+  RESOLVE();
+  if (t_agent || !client || !atomic_load(&g_active)) {
+    return g_real.send_request(client, ros_request, sequence_id);
+  }
+  pthread_mutex_lock(&g_lock);
+  client_t * entry = find_client(client);
+  bool available = false;
+  if (entry && entry->followed &&
+    g_real.server_is_available(entry->node, client, &available) == RMW_RET_OK && available)
+  {
+    // Counted before it goes: its answer may be taken by another thread before this one
+    // returns from the send.
+    entry->pending++;
+    g_requests_pending++;
+  }
+  pthread_mutex_unlock(&g_lock);
+  rmw_ret_t ret = g_real.send_request(client, ros_request, sequence_id);
+  if (ret != RMW_RET_OK && available) {
+    pthread_mutex_lock(&g_lock);
+    entry = find_client(client);
+    if (entry && entry->pending) {
+      entry->pending--;
+      g_requests_pending--;
+    }
+    pthread_mutex_unlock(&g_lock);
+  }
+  return ret;
+}
+
 rmw_ret_t rmw_take_response(
   const rmw_client_t * client, rmw_service_info_t * request_header, void * ros_response,
   bool * taken)
 {
   RESOLVE();
   took_entity(client ? client->data : NULL);
-  return g_real.take_response(client, request_header, ros_response, taken);
+  rmw_ret_t ret = g_real.take_response(client, request_header, ros_response, taken);
+  if (ret == RMW_RET_OK && taken && *taken && !t_agent) {
+    pthread_mutex_lock(&g_lock);
+    client_t * entry = find_client(client);
+    if (entry && entry->pending) {
+      entry->pending--;
+      g_requests_pending--;
+    }
+    pthread_mutex_unlock(&g_lock);
+  }
+  return ret;
 }
 
 // A timer's call: what a wait was given for it is its guard condition. A timer on the steady
@@ -1902,6 +2032,15 @@ rmw_ret_t rmw_destroy_client(rmw_node_t * node, rmw_client_t * client)
 {
   RESOLVE();
   destroyed(client ? client->data : NULL);
+  if (!t_agent && client) {
+    pthread_mutex_lock(&g_lock);
+    client_t * entry = find_client(client);
+    if (entry) {
+      forget_requests(entry);
+      entry->client = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+  }
   return g_real.destroy_client(node, client);
 }
 

@@ -195,6 +195,59 @@ rclpy.try_shutdown()
 """
 
 
+#: Two plain rclpy nodes, no sim_clock in them: 'server' answers /work (std_srvs Trigger)
+#: after WORK_S of work with its own clock; 'caller' calls it at each frame and prints, at each
+#: answer, the clock it called at, the server's clock and its own clock as it takes the answer.
+#: The caller prints 'matched' once the service is there.
+CALL = """
+import sys
+import time
+
+import rclpy
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
+role, work = sys.argv[1], float(sys.argv[2])
+rclpy.init()
+node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
+
+
+def now():
+    return node.get_clock().now().nanoseconds
+
+
+def answer(request, response):
+    at = now()
+    time.sleep(work)
+    response.success, response.message = True, str(at)
+    return response
+
+
+def call():
+    sent = now()
+    future = caller.call_async(Trigger.Request())
+    future.add_done_callback(
+        lambda done: print('answered', sent, done.result().message, now(), flush=True))
+
+
+if role == 'server':
+    node.create_service(Trigger, '/work', answer)
+    print('matched', flush=True)
+else:
+    caller = node.create_client(Trigger, '/work')
+    while not caller.service_is_ready():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    node.create_timer(0.01, call)
+    print('matched', flush=True)
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
 #: A node that takes part through sim_clock's participant helper itself: its timer prints
 #: each firing with its clock.
 HELPED = """
@@ -446,6 +499,46 @@ def test_rounds_carry_a_chain_through_within_its_frame(
         for node in nodes.values():
             node.stop()
     for role, node in nodes.items():
+        assert node.process.returncode == 0, node.output()
+        assert 'sim_clock lockstep' not in node.output(), node.output()
+
+
+@pytest.mark.parametrize('rule', ['participant', 'rounds'])
+def test_a_service_call_within_a_frame_is_answered_in_that_frame(
+        start_server, client, domain_id, tmp_path, rule):
+    """
+    A call sent at frame t is answered, and its answer taken, at t, before the step returns.
+
+    The server's handler works WORK_S: the caller's process is idle while the answer is to
+    come, and the layer holds its done until the answer is taken (doc/lockstep-layer.md,
+    "Services").
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': rule}
+    nodes = {role: ChildProcess(domain_id, CALL, str(tmp_path), args=(role, WORK_S), env=env,
+                                prefix=(executable('lockstep'),))
+             for role in ('server', 'caller')}
+    try:
+        for node in nodes.values():
+            node.expect('matched', timeout=START_S)
+        client.spin_until(
+            lambda: {'/server', '/caller'} <= set(client.status().participants),
+            'both nodes among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        answered = [tuple(int(t) for t in line) for line in
+                    _lines(nodes['caller'].printed_by_now(), 'answered')]
+        frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
+        assert [(sent, taken) for sent, _, taken in answered] == [
+            (t, t) for t in frames], nodes['caller'].output()
+        # The server took the /clock of the frame before the request (or, at once with it,
+        # after it): never a later one.
+        assert all(at <= sent for sent, at, _ in answered), answered
+    finally:
+        for node in nodes.values():
+            node.stop()
+    for node in nodes.values():
         assert node.process.returncode == 0, node.output()
         assert 'sim_clock lockstep' not in node.output(), node.output()
 
