@@ -31,8 +31,9 @@ processes of ``benchmarks/performance/roles.py``:
   real_time_factor 0 and at 1 kHz: the server's frames/s against the server alone, and the
   nodes' CPU, with and without ``max_clock_rate``;
 - ``recorder``: a lockstep stack (sync mode, a participant publishing on 10, 100 and 500
-  topics every frame) recorded by ``recorder``: frames/s against the same stack unrecorded,
-  the recorder's peak memory, and the messages lost (every frame of every topic is counted);
+  topics every frame) recorded by ``recorder --hold-frames``: frames/s against the same
+  stack unrecorded, the recorder's peak memory, and the messages lost (every frame of every
+  topic is counted);
 - ``bag_player``: bags of 100 MB and 1 GB (written here with rosbags into TMPDIR, deleted
   after) and one of 1,000 topics, played by the bag player in sync mode: peak memory (the
   player and its read-ahead process), messages/s, time to the first message and time of a seek
@@ -328,11 +329,13 @@ def _stack(bench, topics: int, sizes: Sizes, workdir: Optional[str]) -> dict:
         # Its own log: the line of the first /clock says it stamps from there on.
         with open(log_path, 'w') as log:
             recorder = run.Process(
-                [executable, output, '--until', str(frames * MS / 1e9), '-t',
+                [executable, output, '--until', str(frames * MS / 1e9), '--hold-frames', '-t',
                  *(f'/scale/t{k}:std_msgs/msg/String' for k in range(topics))],
                 bench.env, log)
         bench.processes.append(recorder)
         _wait_for_log(log_path, 'first /clock received', run.TIMEOUT)
+        # A participant (--hold-frames): every frame waits for it, so nothing is lost.
+        _wait_for_log(log_path, 'joined ', run.TIMEOUT)
     stack = bench.role('participant', '--topics', topics, '--readers', int(recorder is not None),
                        '--frames', frames, '--warmup', sizes.recorder_steps)
     stack.expect('ready', run.TIMEOUT * 2)

@@ -27,6 +27,7 @@ from typing import MutableMapping
 from typing import Optional
 
 from rcl_interfaces.msg import ParameterEvent
+from rclpy.callback_groups import CallbackGroup
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -59,6 +60,31 @@ def take_ready(subscription) -> list:
                 taken.append(tuple(item) if with_info else (item[0],))
     except InvalidHandle:
         return taken
+
+
+class TakenByOwner(CallbackGroup):
+    """
+    A callback group whose entities no executor waits on or runs: their owner takes them.
+
+    rclpy's executors build each wait set from the entities whose group ``can_execute``
+    (``filter(self.can_execute, node.subscriptions)``, 7 and 9 alike), and their event handlers
+    take their subscription's group. A subscription here costs the executor one call of
+    :meth:`can_execute` a look, where one in its wait set costs it a handle, an entry and its
+    QoS event handlers at every look, and a look for each message: a node with hundreds of
+    busy subscriptions spends its time there. Its owner takes what waits with
+    :func:`take_ready`, when it chooses.
+    """
+
+    def can_execute(self, entity) -> bool:
+        """Never: the executor leaves the entity out of its waits."""
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        """Never: the executor never runs the entity's callback."""
+        return False
+
+    def ending_execution(self, entity) -> None:
+        """Nothing began, so nothing ends."""
 
 
 def drop_pending(subscription) -> int:

@@ -42,6 +42,7 @@ from sim_clock.compat import publisher_address
 from sim_clock.compat import raw_publish
 from sim_clock.compat import replace_parameter_store
 from sim_clock.compat import take_ready
+from sim_clock.compat import TakenByOwner
 from sim_clock.compat import takes_message_info
 from std_srvs.srv import Trigger
 
@@ -274,6 +275,33 @@ def test_take_ready_takes_everything_waiting_as_the_callback_args(context):
     assert all('source_timestamp' in info for _, info in got_info)
     node.destroy_subscription(plain)
     assert take_ready(plain) == []
+    node.destroy_node()
+
+
+def test_an_executor_leaves_what_its_owner_takes_in_the_queue(context):
+    """A subscription TakenByOwner is never run by the executor; take_ready gets it all."""
+    node = rclpy.create_node('taken_by_owner', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    publisher = node.create_publisher(ClockMsg, '/taken_by_owner', 10)
+    ran = []
+    owned = node.create_subscription(ClockMsg, '/taken_by_owner', ran.append, 10,
+                                     callback_group=TakenByOwner())
+    plain = node.create_subscription(ClockMsg, '/taken_by_owner', ran.append, 10)
+    _wait_for(lambda: publisher.get_subscription_count() == 2)
+    for sec in range(3):
+        publisher.publish(ClockMsg(clock=Time(sec=sec)))
+    # The executor runs the plain subscription's three messages, and nothing of the other.
+    deadline = time.monotonic() + 10.0
+    while len(ran) < 3 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
+    executor.spin_once(timeout_sec=0.1)
+    assert [msg.clock.sec for msg in ran] == [0, 1, 2]
+    got = []
+    _wait_for(lambda: got.extend(take_ready(owned)) or len(got) >= 3)
+    assert [item[0].clock.sec for item in got] == [0, 1, 2]
+    node.destroy_subscription(plain)
+    executor.shutdown()
     node.destroy_node()
 
 

@@ -53,6 +53,7 @@ from sim_clock.node.flow_control import STALLED_WARNING_PERIOD_S
 from sim_clock.node.flow_control import window
 from sim_clock.node.runtime import spin_until_stopped
 from sim_clock.wire.names import CLOCK_TOPIC
+from sim_clock.wire.participant_link import Joining
 from sim_clock.wire.participant_link import LEAVE_TIMEOUT_NS
 from sim_clock.wire.participant_link import Left
 from sim_clock.wire.participant_link import ParticipantLink
@@ -65,8 +66,6 @@ LOOK_NS = 100_000_000
 #: How long after the source's /clock writer is seen its ``~/join`` may still appear (DDS
 #: discovers a node's endpoints one by one), in ns; then it is played best effort.
 JOIN_GRACE_NS = 2_000_000_000
-#: How long a join waits for its answer before it is asked again (a join is idempotent), in ns.
-JOIN_ANSWER_NS = 5_000_000_000
 #: The subscription to the source's /clock: every time it publishes, when it publishes
 #: reliably (a reset is seen even where time goes back and forth within a burst).
 FOLLOWED_CLOCK_DEPTH = 1000
@@ -117,8 +116,8 @@ class BagFollower(Node):
         self.joined = self._refused = False
         #: Its participant endpoints (:class:`ParticipantLink`), the join asked, the reports.
         self._link: Optional[ParticipantLink] = None
-        self._asked = self._ready = None
-        self._asked_ns = 0
+        self._join: Optional[Joining] = None
+        self._ready = None
         self._looked_ns = 0
         self._log_start()
 
@@ -191,22 +190,15 @@ class BagFollower(Node):
         """Make the endpoints of ``server``'s participant protocol; join once they matched."""
         self.server = server
         self._link = ParticipantLink(self, server)
+        self._join = Joining(
+            self._link, self.participant_name, node=self.get_fully_qualified_name(),
+            period_ns=0, also_ready=lambda: self._clock_sub.get_publisher_count() > 0)
 
     def _joining(self, now_ns: int) -> None:
         """Ask ``~/join`` once its service, the done topic and /clock have matched; take it."""
-        asked = self._asked
-        if asked is None:
-            if self._link.ready_to_join() and self._clock_sub.get_publisher_count() > 0:
-                self._asked = self._link.ask_join(
-                    self.participant_name, node=self.get_fully_qualified_name(), period_ns=0)
-                self._asked_ns = now_ns
+        response = self._join.poll(now_ns)
+        if response is None:
             return
-        if not asked.done():
-            if now_ns - self._asked_ns >= JOIN_ANSWER_NS:  # lost: asked again
-                self._link.forget(asked)
-                self._asked = None
-            return
-        response = asked.result()
         if not response.success:
             self.get_logger().warning(
                 f'{self.server} refused this player as a participant ({response.message}): '
@@ -229,7 +221,7 @@ class BagFollower(Node):
         if self._ready is not None:
             self.destroy_publisher(self._ready.publisher)
         self.server, self.joined, self._refused = None, False, False
-        self._link = self._asked = self._ready = None
+        self._link = self._join = self._ready = None
 
     @property
     def participant_name(self) -> str:

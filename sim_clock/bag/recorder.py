@@ -32,6 +32,7 @@ server's Rounds announced for the frames before it is waited for first
 from dataclasses import dataclass
 import os
 import sys
+import time
 from typing import Dict
 from typing import List
 from typing import Optional
@@ -62,6 +63,7 @@ from sim_clock.bag.recorder_options import parse_arguments
 from sim_clock.bag.recorder_round_tally import RoundTally
 from sim_clock.bag.recorder_summary import RecordingSummary
 from sim_clock.compat import take_ready
+from sim_clock.compat import TakenByOwner
 from sim_clock.core.units import join_ns
 from sim_clock.msg import Round
 from sim_clock.node.runtime import loopback_udp_only
@@ -75,6 +77,8 @@ from sim_clock.wire.names import CLOCK_TOPIC
 from sim_clock.wire.names import DEFAULT_SERVER
 from sim_clock.wire.names import DONE_QOS
 from sim_clock.wire.names import RECORDER_NODE_NAME as NODE_NAME
+from sim_clock.wire.participant_link import Joining
+from sim_clock.wire.participant_link import ParticipantLink
 from sim_clock.wire.ready import ReadyReports
 #: How often the graph is looked at for the publishers of topics not yet recorded, in s.
 DISCOVERY_PERIOD = 0.2
@@ -83,6 +87,10 @@ DISCOVERY_PERIOD = 0.2
 END_WAIT_NS = 10_000_000_000
 #: Subscriber history: a lockstep step may deliver a burst on one topic.
 RECORD_DEPTH = 1000
+#: The recorder takes what its topics received at each /clock, and at least this often (ns
+#: of the steady clock) while time stands: RECORD_DEPTH messages a topic in this time are
+#: held by DDS until then.
+TAKE_PERIOD_NS = 50_000_000
 #: A topic subscribed before its publishers are known: reliable and volatile, what rclpy's
 #: default publisher offers; adapted once they appear, while nothing has arrived.
 EARLY_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
@@ -114,6 +122,8 @@ class RecordedTopic:
     #: Subscribed before a publisher was seen: its QoS is adapted to the first ones.
     early: bool = False
     received: int = 0
+    #: A take found its queue full (messages may have been dropped before it): said once.
+    full_said: bool = False
     subscription: object = None
     #: Added to the bag with its first message written, so that ids follow the write order.
     connection: object = None
@@ -134,7 +144,7 @@ class Recorder(Node):
 
     def __init__(self, writer, topics: List[str], until_ns: Optional[int] = None,
                  *, types: Optional[Dict[str, str]] = None, all_topics: bool = False,
-                 server: str = DEFAULT_SERVER, **kwargs):
+                 server: str = DEFAULT_SERVER, hold_frames: bool = False, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self._writer = writer
         self._waiting = list(dict.fromkeys(topics))
@@ -156,6 +166,13 @@ class Recorder(Node):
         self._end_ns = self._end_deadline = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._tally = RoundTally()
+        #: The recorded topics' subscriptions: taken by the recorder itself, never waited on
+        #: by the executor, which would look at each of them at each message (TakenByOwner).
+        self._taken_here = TakenByOwner()
+        #: A /clock came since the topics were last taken; when they are taken next at the
+        #: latest (steady ns).
+        self._clock_came = False
+        self._take_by_ns = 0
         for topic in list(self._waiting):
             if topic in self._types:
                 self._subscribe(topic, self._types[topic], [])
@@ -177,6 +194,17 @@ class Recorder(Node):
         # Topics still waiting for a type count as readers that matched nothing.
         self._ready = ReadyReports(self, server, pending=lambda: self._waiting)
         self._ready.look()
+        #: --hold-frames: the participant endpoints, the join being asked (None once
+        #: answered), whether the server took it, and the last /clock time, until answered.
+        self._link = self._join = None
+        self.joined = False
+        self._unanswered, self._answer_ns = False, 0
+        if hold_frames:
+            self._link = ParticipantLink(self, server)
+            self._join = Joining(
+                self._link, self.get_fully_qualified_name(),
+                node=self.get_fully_qualified_name(), period_ns=0,
+                also_ready=lambda: self._clock_sub.get_publisher_count() > 0)
         if all_topics:
             self.get_logger().info(
                 f'recording every topic but {CLOCK_TOPIC}, clock views and those of {server} '
@@ -202,7 +230,7 @@ class Recorder(Node):
         # of the end would come too late, and data one message per turn would be slow.
         self._take_waiting(self._rounds_sub)
         for entry in self._topics.values():
-            self._take_waiting(entry.subscription)
+            self._take_topic(entry)
         missing = self._tally.missing(self._end_ns, self._order.held(self._end_source))
         now = self._steady.now().nanoseconds
         if missing and now < self._end_deadline:
@@ -226,6 +254,9 @@ class Recorder(Node):
         return list(self._waiting)
 
     def _on_clock(self, msg, info) -> None:
+        # --hold-frames: each /clock is answered once the queues were emptied after it, also
+        # past --until (the stack goes on while the recording ends).
+        self._unanswered, self._answer_ns = True, join_ns(msg.clock)
         if self._end_source is not None:
             return  # ended at --until: what comes after is not recorded
         if self.clock_ns is None:
@@ -234,6 +265,7 @@ class Recorder(Node):
             self.get_logger().info(
                 f'first {CLOCK_TOPIC} received ({join_ns(msg.clock)} ns): stamping from here on')
         self.clock_ns = join_ns(msg.clock)
+        self._clock_came = True
         self.summary.clock(self.clock_ns)
         self._tally.clock(self.clock_ns)
         self._order.clock(info['source_timestamp'], self.clock_ns)
@@ -253,21 +285,63 @@ class Recorder(Node):
 
     def spin_once(self, executor) -> None:
         """One round of the spin loop (see ``sim_clock.node.runtime.spin_until_stopped``)."""
-        executor.spin_once(timeout_sec=0.1)
+        executor.spin_once(timeout_sec=TAKE_PERIOD_NS / 1e9)
         self._ready.look()
-        if self._order.ready():
-            # The executor takes one message of each ready subscription in turn, so /clock,
-            # one message a frame, runs ahead of topics with more. Before frames are written,
-            # every queue is emptied: /clock first, then the data published before it.
+        now_ns = time.monotonic_ns()
+        if self._clock_came or now_ns >= self._take_by_ns or self._order.ready():
+            # Every queue is emptied before frames are written: /clock first, then the data
+            # published before it (stamped by source timestamp, whatever the take order).
+            self._clock_came, self._take_by_ns = False, now_ns + TAKE_PERIOD_NS
             self._take_waiting(self._clock_sub)
             for entry in self._topics.values():
-                self._take_waiting(entry.subscription)
+                self._take_topic(entry)
+        if self._order.ready():
             self._write(self._order.take())
+        if self._join is not None:
+            self._joining(now_ns)
+        elif self.joined and self._unanswered:
+            # Every queue was emptied after the last /clock came: the frame may go on.
+            self._unanswered = False
+            self._link.say_done(self.get_fully_qualified_name(), self._answer_ns)
 
-    def _take_waiting(self, subscription) -> None:
-        """Run the callback of each message waiting for ``subscription``, without the executor."""
-        for item in take_ready(subscription):
+    def _joining(self, now_ns: int) -> None:
+        """--hold-frames: ask ``~/join`` once it is served; say whether the server took it."""
+        response = self._join.poll(now_ns)
+        if response is None:
+            return
+        self._join = None
+        if not response.success:
+            self.get_logger().warning(
+                f'{self._link.server} refused the recorder as a participant '
+                f'({response.message}): recording without holding its frames')
+            return
+        self.joined = True
+        self.get_logger().info(
+            f'joined {self._link.server} as participant {self.get_fully_qualified_name()!r}: '
+            'each frame waits until the recorder has taken what came before it')
+
+    def _take_waiting(self, subscription) -> int:
+        """Run the callback of each message waiting for ``subscription``; return how many."""
+        items = take_ready(subscription)
+        for item in items:
             subscription.callback(*item)
+        return len(items)
+
+    def _take_topic(self, entry: RecordedTopic) -> None:
+        """
+        Take what waits for a recorded topic; say once when its queue was full.
+
+        A full queue (RECORD_DEPTH) means DDS may have dropped older messages to keep the
+        newest: the stack published faster than the recorder takes. --hold-frames makes it
+        wait instead.
+        """
+        if self._take_waiting(entry.subscription) >= entry.qos.depth and not entry.full_said:
+            entry.full_said = True
+            self.get_logger().warning(
+                f'{entry.subscription.topic_name}: {entry.qos.depth} messages waited at once, '
+                'as many as its queue holds: older ones may have been dropped unrecorded; '
+                + ('a frame published more on it than that' if self.joined else
+                   'with --hold-frames the frames wait for the recorder instead'))
 
     def finish(self, executor) -> None:
         """
@@ -279,10 +353,12 @@ class Recorder(Node):
         by name.
         """
         if self.context.ok():
+            if self.joined:
+                self._link.leave(self.get_fully_qualified_name(), executor.spin_once)
             # Named in expected_participants, it ends: frames wait for a recorder again.
             self._ready.gone()
             for entry in self._topics.values():
-                self._take_waiting(entry.subscription)
+                self._take_topic(entry)
         self._write(self._order.take(final=True, before=self._end_source))
         self.summary.after_end += self._order.discard()
         self.summary.before_clock = self._order.before_clock
@@ -364,7 +440,8 @@ class Recorder(Node):
         self.summary.add_topic(topic, type_name)
         self._waiting.remove(topic)  # first: a stop may end create_subscription
         entry.subscription = self.create_subscription(
-            message_class, topic, self._writer_callback(topic, entry), entry.qos, raw=True)
+            message_class, topic, self._writer_callback(topic, entry), entry.qos, raw=True,
+            callback_group=self._taken_here)
         self.get_logger().info(f'recording {topic} ({type_name})' + (
             '' if infos else ', subscribed before any publisher'))
 
@@ -405,12 +482,13 @@ class Recorder(Node):
         if (wanted.reliability, wanted.durability) == (
                 entry.qos.reliability, entry.qos.durability):
             return
+        self._take_topic(entry)  # what came counts as received
         if entry.received == 0:
             self.destroy_subscription(entry.subscription)
             entry.qos = wanted
             entry.subscription = self.create_subscription(
                 entry.message_class, topic, self._writer_callback(topic, entry), wanted,
-                raw=True)
+                raw=True, callback_group=self._taken_here)
             offer = ', '.join(policy.name.lower().replace('_', ' ')
                               for policy in (wanted.reliability, wanted.durability))
             self.get_logger().info(f'{topic}: subscribed again as its publishers offer ({offer})')
@@ -457,7 +535,8 @@ def main(args=None) -> int:
 
     def make_node() -> Recorder:
         recorders.append(Recorder(writer, options.topics, options.until_ns, types=options.types,
-                                  all_topics=options.all, server=options.server))
+                                  all_topics=options.all, server=options.server,
+                                  hold_frames=options.hold_frames))
         return recorders[0]
     try:
         return spin_until_stopped(make_node, argv, logger_name=NODE_NAME,

@@ -117,6 +117,11 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
                         help='stop once /clock reaches this simulated time, in seconds')
     parser.add_argument('-s', '--storage', choices=STORAGES, default=STORAGES[0],
                         help='storage format of the bag (default: %(default)s)')
+    parser.add_argument('--hold-frames', action='store_true',
+                        help='join the clock server (--server) as a participant: each frame '
+                             'waits until the recorder has taken the /clock of the frame and '
+                             'every message that came before it, so a stack faster than the '
+                             'recorder waits for it instead of losing messages')
     options = parser.parse_intermixed_args(argv)
     given = options.positional_topics + options.topics
     if options.all and given:

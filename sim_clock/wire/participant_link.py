@@ -47,6 +47,10 @@ from sim_clock.wire.names import SERVICE_QOS
 LEAVE_TIMEOUT_NS = 500_000_000
 #: How long one turn of a bounded leave's wait spins at most, in s.
 LEAVE_POLL_S = 0.05
+#: How long an asked join's answer is waited for before it is asked again (a join is
+#: idempotent): the server may answer before its response writer has matched the asking
+#: client's reader, and the answer is lost.
+JOIN_ANSWER_NS = 5_000_000_000
 
 
 class Left(enum.Enum):
@@ -216,3 +220,39 @@ class ParticipantLink:
                 node.destroy_client(entity)
         self._made = []
         self.leave_client = self.join_client = self.done_publisher = None
+
+
+class Joining:
+    """
+    A join asked without blocking, for a node whose own loop calls :meth:`poll` each turn.
+
+    It asks once ``~/join`` is served, the done topic has matched and ``also_ready()`` says
+    so (a player waits for the source's /clock writer, say), and asks again when no answer
+    came within ``answer_ns``. ``fields``: the rest of :func:`join_request`.
+    """
+
+    def __init__(self, link: ParticipantLink, name: str, *,
+                 also_ready: Callable[[], bool] = lambda: True,
+                 answer_ns: int = JOIN_ANSWER_NS, **fields):
+        self._link = link
+        self._name = name
+        self._also_ready = also_ready
+        self._answer_ns = answer_ns
+        self._fields = fields
+        self._future: Optional[Future] = None
+        self._asked_ns = 0
+
+    def poll(self, now_ns: int) -> Optional[Join.Response]:
+        """Return the server's ``Join.Response`` once it came (success or not); None until."""
+        future = self._future
+        if future is None:
+            if self._link.ready_to_join() and self._also_ready():
+                self._future = self._link.ask_join(self._name, **self._fields)
+                self._asked_ns = now_ns
+            return None
+        if not future.done():
+            if now_ns - self._asked_ns >= self._answer_ns:  # lost: asked again
+                self._link.forget(future)
+                self._future = None
+            return None
+        return future.result()

@@ -17,11 +17,13 @@
 import os
 import signal
 import subprocess
+import time
 
 from harness import ChildProcess
 from harness import executable
 from harness import TIMEOUT
 import pytest
+import rclpy
 from sim_clock.bag.recorder_options import is_recorded_by_all
 
 pytestmark = pytest.mark.process
@@ -119,6 +121,96 @@ def test_until_records_what_was_published_before_the_clock_that_reached_it(
         recorded = [(stamp, bytes(data)) for _, stamp, data in bag.messages()]
     assert [stamp for stamp, _ in recorded] == [40 * MS], (recorded, recorder.log())
     assert b'before' in recorded[0][1]
+
+
+def test_hold_frames_holds_each_frame_until_the_recorder_took_what_came_before(
+        start_server, client, publishers, tmp_path):
+    """
+    --hold-frames: the recorder joins; a frame waits for it, stopped (SIGSTOP), and goes on.
+
+    A message published at 0.01 s is recorded with its frame; the step of 0.02 s answers only
+    once the recorder, continued, has taken that /clock and emptied its queues.
+    """
+    from rosbags.rosbag2 import Reader
+    from sim_clock.srv import Step
+    from sim_clock.wire.names import RECORDER_NODE_NAME
+    from std_msgs.msg import String
+    start_server({'sync': True, 'time_step': 0.01})
+    client.wait_for_clock()
+    output, recorder = _start_recorder(
+        start_server, tmp_path, 'held', ['-t', '/rec_a', '--hold-frames', '--until', '0.05'])
+    name = f'/{RECORDER_NODE_NAME}'
+    client.spin_until(lambda: name in client.status().participants
+                      and f"joined /sim_clock as participant '{name}'" in recorder.log(),
+                      'the recorder among the participants, and saying so')
+    client.spin_until(lambda: client.node.count_subscribers('/rec_a') >= 1, 'its subscription')
+    _step(client, 1)
+    publishers['/rec_a'].publish(String(data='at 0.01'))
+    os.kill(recorder.process.pid, signal.SIGSTOP)
+    try:
+        future = client.client_for(Step, 'step').call_async(Step.Request(steps=1))
+        client.spin_until(lambda: client.status().waiting_for == [name],
+                          'the frame of 0.02 s waiting for the stopped recorder')
+        assert not future.done()
+    finally:
+        os.kill(recorder.process.pid, signal.SIGCONT)
+    client.spin_until(future.done, 'the step, once the recorder goes on')
+    assert future.result().success, future.result().message
+    _step(client, 3)
+    assert recorder.process.wait(TIMEOUT) == 0, recorder.log()
+    with Reader(output) as bag:
+        recorded = [(stamp, bytes(data)) for _, stamp, data in bag.messages()]
+    assert [stamp for stamp, _ in recorded] == [10 * MS], (recorded, recorder.log())
+    assert b'at 0.01' in recorded[0][1]
+    client.spin_until(lambda: name not in client.status().participants,
+                      'the recorder gone from the participants at its end')
+
+
+def test_a_full_queue_is_said_once(context, tmp_path, capfd):
+    """
+    A take that finds a topic's queue full says so, once: older messages may have been lost.
+
+    The recorder node runs in the test's process; a reliable writer with a deeper history
+    than the recorder's queue (RECORD_DEPTH) publishes more than it holds, and every message
+    is acknowledged (in the recorder's queue, or dropped from it) before the recorder looks.
+    """
+    from rclpy.duration import Duration
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    from sim_clock.bag.recorder import RECORD_DEPTH
+    from sim_clock.bag.recorder import Recorder
+    from sim_clock.bag.recorder_bag_file import close_bag
+    from sim_clock.bag.recorder_bag_file import create_bag
+    from std_msgs.msg import String
+    output = str(tmp_path / 'full')
+    writer = create_bag(output, 'mcap')
+    recorder = Recorder(writer, ['/full'], types={'/full': 'std_msgs/msg/String'},
+                        context=context)
+    node = rclpy.create_node('full_writer', context=context)
+    publisher = node.create_publisher(String, '/full', QoSProfile(
+        depth=RECORD_DEPTH * 2, reliability=ReliabilityPolicy.RELIABLE))
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(recorder)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while publisher.get_subscription_count() < 1:
+            assert time.monotonic() < deadline, 'the recorder never matched'
+            executor.spin_once(timeout_sec=0.05)
+        for k in range(RECORD_DEPTH + 10):
+            publisher.publish(String(data=str(k)))
+        assert publisher.wait_for_all_acked(Duration(seconds=TIMEOUT))
+        for _ in range(2):
+            recorder.spin_once(executor)
+    finally:
+        executor.shutdown()
+        recorder.destroy_node()
+        node.destroy_node()
+        close_bag(writer, output)
+    said = [line for line in capfd.readouterr().err.splitlines() if 'waited at once' in line]
+    assert len(said) == 1, said
+    assert (f'/full: {RECORD_DEPTH} messages waited at once, as many as its queue holds'
+            in said[0]), said
 
 
 @pytest.mark.parametrize('announced', [1, 2])

@@ -33,7 +33,10 @@ from rclpy.node import Node
 from sim_clock.core.units import join_ns
 from sim_clock.msg import Done
 from sim_clock.node.participants import Participants
+from sim_clock.srv import Join
 from sim_clock.wire.names import DONE_QOS
+from sim_clock.wire.names import SERVICE_QOS
+from sim_clock.wire.participant_link import Joining
 from sim_clock.wire.participant_link import Left
 from sim_clock.wire.participant_link import ParticipantLink
 
@@ -117,6 +120,43 @@ def test_a_forgotten_join_is_never_answered(context):
     rig.spin_until(lambda: 'planner' in rig.barrier.participants)
     spin_for([rig.server, rig.node], 0.2)
     assert not future.done()
+
+
+def test_joining_asks_once_ready_and_answers_the_servers_outcome(context):
+    """Not asked before ``also_ready``; then asked with its fields, answered once."""
+    rig = Rig(context)
+    ready = []
+    joining = Joining(rig.link, 'planner', also_ready=lambda: bool(ready), node='/planner',
+                      period_ns=20 * MS)
+    rig.spin_until(rig.link.ready_to_join)
+    assert joining.poll(time.monotonic_ns()) is None
+    spin_for([rig.server, rig.node], 0.2)
+    assert 'planner' not in rig.barrier.participants
+    ready.append(True)
+    answers = []
+    rig.spin_until(lambda: answers.append(joining.poll(time.monotonic_ns())) or answers[-1])
+    assert answers[-1].success
+    assert rig.barrier.participants['planner'].period_ns == 20 * MS
+
+
+def test_joining_asks_again_when_no_answer_came_in_time(context):
+    """No answer within answer_ns: the join is given up and asked again at the next poll."""
+    rig = Rig(context, serve=False)
+    joins = []
+
+    def answer(request, response):
+        joins.append(request.name)
+        response.success = True
+        return response
+    rig.server.create_service(Join, '/sim_clock/join', answer, qos_profile=SERVICE_QOS)
+    joining = Joining(rig.link, 'planner', answer_ns=0)
+    rig.spin_until(rig.link.ready_to_join)
+    now_ns = time.monotonic_ns()
+    assert joining.poll(now_ns) is None  # asked
+    assert joining.poll(now_ns) is None  # no answer within 0 ns: given up
+    assert joining.poll(now_ns) is None  # asked again
+    rig.spin_until(lambda: len(joins) == 2)
+    assert joins == ['planner', 'planner']
 
 
 def test_a_done_without_counts_says_its_time_and_next(context):
