@@ -127,20 +127,20 @@ def bag(tmp_path):
 @pytest.mark.soak
 @pytest.mark.parametrize('mode, storage, layer, asan', [
     ('deterministic', 'sqlite3', '', False), ('next_frame', 'mcap', '', False),
-    ('deterministic', 'sqlite3', 'rounds', False),
+    ('deterministic', 'sqlite3', 'rounds', False), ('next_frame', 'mcap', 'next_frame', False),
     pytest.param('deterministic', 'sqlite3', 'rounds', True, marks=pytest.mark.skipif(
         not os.path.isdir(ASAN),
         reason='the compiler could not build the layer with AddressSanitizer'))],
-    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_rounds_asan'])
+    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_next_frame', 'layer_rounds_asan'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
         start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan):
     """
     RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
 
-    ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds: named
-    in ``expected_participants`` as the helper's are (at the next frame, see
-    doc/lockstep-layer.md, "What it does not do yet"); ``asan``: with the layer built with
-    AddressSanitizer, which reports any bad access of the layer in these processes.
+    ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds or at
+    the next frame: named in ``expected_participants`` as the helper's are; ``asan``: with the
+    layer built with AddressSanitizer, which reports any bad access of the layer in these
+    processes.
     """
     path, chatter = bag
     digests, first, first_log = set(), None, None
