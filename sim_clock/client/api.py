@@ -47,6 +47,8 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sim_clock.client.deprecated_names import renamed
+from sim_clock.client.deprecated_names import renamed_attribute
 from sim_clock.client.results import ControlResult
 from sim_clock.client.results import FrameEvents
 from sim_clock.client.results import ResetEvent
@@ -108,39 +110,6 @@ SERVICE_TYPES = {
 }
 
 _instances = itertools.count()
-
-
-def renamed(value, old_value, old: str, new: str, stacklevel: int = 3):
-    """
-    Return ``old_value`` where a caller gave ``old`` (and say it is deprecated), else ``value``.
-
-    The client's arguments follow rclpy's names (``timeout_sec``); the old names keep working
-    for one release, with a DeprecationWarning that names the new one.
-    """
-    if old_value is None:
-        return value
-    warnings.warn(f'{old}= is deprecated: use {new}=', DeprecationWarning, stacklevel=stacklevel)
-    return old_value
-
-
-def renamed_attribute(old: str, new: str) -> property:
-    """
-    Return a property ``old`` that reads and writes attribute ``new``, warning at each use.
-
-    An attribute renamed to rclpy's name keeps its old name for one release, as an argument
-    does (:func:`renamed`).
-    """
-    message = f'{old} is deprecated: use {new}'
-
-    def get(self):
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        return getattr(self, new)
-
-    def set_(self, value) -> None:
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        setattr(self, new, value)
-
-    return property(get, set_, doc=f'Deprecated: :attr:`{new}`.')
 
 
 class SimClockClient:

@@ -42,11 +42,11 @@ from rclpy.clock import ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sim_clock.client.api import renamed
-from sim_clock.client.api import renamed_attribute
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockTimeout
 from sim_clock.client.api import StepResult
+from sim_clock.client.deprecated_names import renamed
+from sim_clock.client.deprecated_names import renamed_attribute
 from sim_clock.client.domains import check_free
 from sim_clock.client.domains import DOMAINS
 from sim_clock.client.spinning import run_ready_callbacks

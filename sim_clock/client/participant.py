@@ -39,9 +39,9 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sim_clock.client.api import DEFAULT_TIMEOUT
-from sim_clock.client.api import renamed
 from sim_clock.client.api import SimClockClient
 from sim_clock.client.api import SimClockError
+from sim_clock.client.deprecated_names import renamed
 from sim_clock.client.rounds import RoundDelivery
 from sim_clock.client.spinning import due_timers
 from sim_clock.client.spinning import next_timer_ns
