@@ -108,17 +108,21 @@ rclpy.try_shutdown()
 """
 
 
-#: Two plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
-#: frame (once its writer has matched a reader: it prints 'matched'); 'listener' prints each
-#: message it takes with its own clock.
-PAIR = """
-import sys
+def plain_node(body: str, imports: str = '') -> str:
+    """
+    Return a plain rclpy program, no sim_clock in it, around ``body``.
 
+    Before it: a node named argv[1] with ``use_sim_time``, ``now()`` (its clock, in ns) and
+    ``qos`` (reliable, depth 100); after it, ``rclpy.spin`` until Ctrl-C, then a clean end.
+    ``imports``: what ``body`` imports besides.
+    """
+    return f"""
+import sys
+{imports}
 import rclpy
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from std_msgs.msg import String
 
 role = sys.argv[1]
 rclpy.init()
@@ -130,6 +134,20 @@ def now():
     return node.get_clock().now().nanoseconds
 
 
+{body}
+try:
+    rclpy.spin(node)
+except KeyboardInterrupt:
+    pass
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+#: Two plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
+#: frame (once its writer has matched a reader: it prints 'matched'); 'listener' prints each
+#: message it takes with its own clock.
+PAIR = plain_node("""
 if role == 'talker':
     publisher = node.create_publisher(String, '/a', qos)
     node.create_timer(0.01, lambda: publisher.publish(String(data=str(now()))))
@@ -140,38 +158,14 @@ else:
     node.create_subscription(
         String, '/a', lambda msg: print('heard', msg.data, now(), flush=True), qos)
     print('ready', flush=True)
-try:
-    rclpy.spin(node)
-except KeyboardInterrupt:
-    pass
-node.destroy_node()
-rclpy.try_shutdown()
-"""
+""", imports='from std_msgs.msg import String')
 
 
 #: Three plain rclpy nodes, no sim_clock in them: 'talker' publishes its clock on /a at each
 #: frame, 'relay' answers each message of /a at once on /b with its own clock added, and
 #: 'listener' prints each message of /b it takes with its own clock. Each prints 'matched'
 #: once its writer has matched a reader (the listener at once).
-CHAIN = """
-import sys
-
-import rclpy
-from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
-from std_msgs.msg import String
-
-role = sys.argv[1]
-rclpy.init()
-node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
-qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-
-
-def now():
-    return node.get_clock().now().nanoseconds
-
-
+CHAIN = plain_node("""
 publisher = None
 if role == 'talker':
     publisher = node.create_publisher(String, '/a', qos)
@@ -186,34 +180,15 @@ else:
 while publisher is not None and publisher.get_subscription_count() < 1:
     rclpy.spin_once(node, timeout_sec=0.05)
 print('matched', flush=True)
-try:
-    rclpy.spin(node)
-except KeyboardInterrupt:
-    pass
-node.destroy_node()
-rclpy.try_shutdown()
-"""
+""", imports='from std_msgs.msg import String')
 
 
 #: Two plain rclpy nodes, no sim_clock in them: 'server' answers /work (std_srvs Trigger)
 #: after WORK_S of work with its own clock; 'caller' calls it at each frame and prints, at each
 #: answer, the clock it called at, the server's clock and its own clock as it takes the answer.
 #: The caller prints 'matched' once the service is there.
-CALL = """
-import sys
-import time
-
-import rclpy
-from rclpy.parameter import Parameter
-from std_srvs.srv import Trigger
-
-role, work = sys.argv[1], float(sys.argv[2])
-rclpy.init()
-node = rclpy.create_node(role, parameter_overrides=[Parameter('use_sim_time', value=True)])
-
-
-def now():
-    return node.get_clock().now().nanoseconds
+CALL = plain_node("""
+work = float(sys.argv[2])
 
 
 def answer(request, response):
@@ -239,13 +214,7 @@ else:
         rclpy.spin_once(node, timeout_sec=0.05)
     node.create_timer(0.01, call)
     print('matched', flush=True)
-try:
-    rclpy.spin(node)
-except KeyboardInterrupt:
-    pass
-node.destroy_node()
-rclpy.try_shutdown()
-"""
+""", imports='import time\nfrom std_srvs.srv import Trigger')
 
 
 #: A node that takes part through sim_clock's participant helper itself: its timer prints
