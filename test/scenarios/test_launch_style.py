@@ -83,13 +83,14 @@ def layer_environment(rule: str, asan: bool) -> dict:
 
 
 def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
-                 storage: str, layer: str = '', asan: bool = False):
+                 storage: str, layer: str = '', asan: bool = False, hold: bool = False):
     """
     Start everything at once, step at once; return (digest, path, processed, its log).
 
     ``layer``: each node unchanged, on ``rclpy.spin`` (``--mode plain``), under the lockstep
     layer with that rule (doc/lockstep-layer.md), not on the participant helper in ``mode``;
-    ``asan``: the layer built with AddressSanitizer (:func:`layer_environment`).
+    ``asan``: the layer built with AddressSanitizer (:func:`layer_environment`); ``hold``: the
+    recorder with ``--hold-frames``, a participant that each frame waits for once it joined.
     """
     output = str(tmp_path / f'{layer or mode}{"-asan" * asan}-{run}')
     player = start_server({'sync': True, 'time_step': 0.01,
@@ -102,6 +103,7 @@ def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str,
              for role in ROLES}
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
+        *(['--hold-frames'] if hold else []),
         '-t', *(f'{topic}:std_msgs/msg/String' for topic in TOPICS)])
     client.status_when_ready()  # a child left running by a failure here is killed at the end
     step_until_recorded(client, recorder, nodes, player)
@@ -125,30 +127,35 @@ def bag(tmp_path):
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize('mode, storage, layer, asan', [
-    ('deterministic', 'sqlite3', '', False), ('next_frame', 'mcap', '', False),
-    ('deterministic', 'sqlite3', 'rounds', False), ('next_frame', 'mcap', 'next_frame', False),
-    pytest.param('deterministic', 'sqlite3', 'rounds', True, marks=pytest.mark.skipif(
+@pytest.mark.parametrize('mode, storage, layer, asan, hold', [
+    ('deterministic', 'sqlite3', '', False, False), ('next_frame', 'mcap', '', False, False),
+    ('deterministic', 'sqlite3', 'rounds', False, False),
+    ('next_frame', 'mcap', 'next_frame', False, False),
+    ('deterministic', 'sqlite3', 'rounds', False, True),
+    pytest.param('deterministic', 'sqlite3', 'rounds', True, False, marks=pytest.mark.skipif(
         not os.path.isdir(ASAN),
         reason='the compiler could not build the layer with AddressSanitizer'))],
-    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_next_frame', 'layer_rounds_asan'])
+    ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_next_frame',
+         'layer_rounds_hold_frames', 'layer_rounds_asan'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
-        start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan):
+        start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan, hold):
     """
     RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
 
     ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds or at
     the next frame: named in ``expected_participants`` as the helper's are; ``asan``: with the
     layer built with AddressSanitizer, which reports any bad access of the layer in these
-    processes.
+    processes; ``hold``: the recorder with ``--hold-frames``, joining while the stack runs.
     """
     path, chatter = bag
     digests, first, first_log = set(), None, None
     for run in range(RUNS):
         digest, output, seen, log = launched_run(
-            start_server, client, domain_id, tmp_path, path, mode, run, storage, layer, asan)
+            start_server, client, domain_id, tmp_path, path, mode, run, storage, layer, asan,
+            hold)
         digests.add(digest)
         first, first_log = first or output, first_log or log
+        assert not hold or 'joined /sim_clock as participant' in log, log
         assert len(digests) == 1, '\n'.join((
             f'run {run} recorded another file than run 0:', *compare(first, output).lines(),
             'the recorder of run 0 said:', first_log, f'the recorder of run {run} said:', log))
