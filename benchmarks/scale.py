@@ -20,6 +20,8 @@ Run after scripts/setup.sh, from the repository, with AMENT_PREFIX_PATH=.venv::
     .venv/bin/python benchmarks/scale.py                     # every case at full size
     .venv/bin/python benchmarks/scale.py --quick             # small sizes: a check in seconds
     .venv/bin/python benchmarks/scale.py --only participants --doc doc/performance.md
+    .venv/bin/python benchmarks/scale.py --only participants --participants 16 64 \
+        --layouts processes                                  # some sizes, one layout
 
 The cases (``--only CASE``), each on a DDS domain of its own (``--domain``), with the
 processes of ``benchmarks/performance/roles.py``:
@@ -50,6 +52,7 @@ a PNG of the curves (with matplotlib, where installed).
 import argparse
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 import json
 import os
 import shutil
@@ -88,7 +91,10 @@ class Sizes:
     """What each case measures at; ``--quick`` shrinks everything."""
 
     participants: tuple = (1, 4, 16, 64)
-    #: frames measured at a participant count (after 50 of warm-up)
+    #: the participants case's layouts: processes of one node, nodes in NODE_PROCESSES processes
+    layouts: tuple = ('processes', 'nodes')
+    #: frames measured at a participant count (after 50 of warm-up); other counts: the frames
+    #: of the next larger count listed (the fewest past 64)
     barrier_frames: dict = field(default_factory=lambda: {1: 3000, 4: 3000, 16: 1000, 64: 300})
     executors: tuple = ('events', 'single')
     sim_time_nodes: tuple = (10, 50, 100)
@@ -183,6 +189,13 @@ def _spread(count: int, processes: int) -> List[int]:
     return [count // processes + (k < count % processes) for k in range(processes)]
 
 
+def _frames_at(frames: dict, count: int) -> int:
+    """Return the frames measured at ``count`` participants: those of the next count listed."""
+    listed = sorted(frames)
+    return frames[next((listed_count for listed_count in listed if listed_count >= count),
+                       listed[-1])]
+
+
 def _started(bench, argvs: List[list], timeout: float) -> list:
     """
     Start a role for each of ``argvs``, :data:`STARTING_AT_ONCE` at a time; return them ready.
@@ -204,14 +217,17 @@ def participants(bench, sizes: Sizes) -> List[Row]:
     """Free run held by participants, as processes and as nodes, against the bare barrier."""
     run = _performance()
     rows = []
-    layouts = [('processes', count, [1] * count) for count in sizes.participants]
-    layouts += [(f'nodes in {NODE_PROCESSES} processes', count,
-                 _spread(count, NODE_PROCESSES)) for count in sizes.participants
-                if count > NODE_PROCESSES]
+    layouts = []
+    if 'processes' in sizes.layouts:
+        layouts += [('processes', count, [1] * count) for count in sizes.participants]
+    if 'nodes' in sizes.layouts:
+        layouts += [(f'nodes in {NODE_PROCESSES} processes', count,
+                     _spread(count, NODE_PROCESSES)) for count in sizes.participants
+                    if count > NODE_PROCESSES]
     for layout, count, spread in layouts:
         timeout = run.TIMEOUT * (1 + count // 4)
         # A role's own wait for its frames counts from its ready, before the last batch starts.
-        frames = ['--frames', sizes.barrier_frames[count], '--warmup', 50,
+        frames = ['--frames', _frames_at(sizes.barrier_frames, count), '--warmup', 50,
                   '--timeout', timeout * 10]
         bench.server(real_time_factor=0.0, time_step=0.001, paused=True)
         ours = _started(bench, [('participant', '--nodes', nodes, *frames)
@@ -642,6 +658,12 @@ def parse_arguments(argv) -> argparse.Namespace:
                         metavar='CASE', help='run only these cases: ' + ', '.join(
                             case.__name__ for case in CASES))
     parser.add_argument('--domain', type=int, help=DOMAIN_HELP)
+    parser.add_argument('--participants', nargs='+', type=int, metavar='COUNT',
+                        help='the participants case at these counts only (default: 1 4 16 64; '
+                             'with --quick: 1 4)')
+    parser.add_argument('--layouts', nargs='+', choices=Sizes.layouts, metavar='LAYOUT',
+                        help='the participants case in these layouts only: processes (one '
+                             f'node each), nodes (in {NODE_PROCESSES} processes)')
     parser.add_argument('--doc', metavar='FILE',
                         help='also put the table, dated, with the machine and the load, in FILE '
                              'between its markers (doc/performance.md)')
@@ -662,6 +684,10 @@ def main(argv=None) -> int:
     from sim_clock.client.domains import domain_for_run
     run = _performance()
     sizes = QUICK if args.quick else FULL
+    if args.participants:
+        sizes = replace(sizes, participants=tuple(args.participants))
+    if args.layouts:
+        sizes = replace(sizes, layouts=tuple(args.layouts))
     load_start = os.getloadavg()[0]
     domain_id = domain_for_run(args.domain)
     log_path = args.log or os.path.join(
