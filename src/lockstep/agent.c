@@ -25,8 +25,10 @@
 // and joins again when a server comes back. It says done when the preloaded half says the
 // process has finished a time (or a round), and hands it the server's Rounds (next frame,
 // rounds). It calls ~/leave when the node is destroyed or the process exits (half a second at
-// most: the server may be gone). Without a server it makes nothing but its node and waits on
-// its graph guard condition.
+// most: the server may be gone). Until a server is first on the graph it makes nothing: a
+// DDS participant of its own (its threads, its discovery) would cost a process that never
+// meets a server a share of its latency. The host looks for the server through the process's
+// own participant, every LOOK_FOR_SERVER_NS.
 
 #define _POSIX_C_SOURCE 200809L  // clock_gettime, pthread_condattr_setclock
 
@@ -59,6 +61,7 @@
 #define MAX_ENDPOINTS 256
 #define JOIN_AGAIN_NS (2 * NS_PER_SEC)  // asked again after so long without an answer
 #define LEAVE_TIMEOUT_NS (NS_PER_SEC / 2)
+#define LOOK_FOR_SERVER_NS (NS_PER_SEC / 10)  // before the context is made
 #define MAX_MEMBERS 64
 #define NAME_LENGTH 512
 
@@ -532,6 +535,26 @@ static bool leaving(void)
   return false;
 }
 
+// Wait until the host sees the server on the graph; false if stopped first.
+static bool wait_for_server(void)
+{
+  pthread_mutex_lock(&g_lock);
+  while (!g_stop) {
+    pthread_mutex_unlock(&g_lock);
+    bool seen = g_host->server_seen();  // takes the host's lock: never under the agent's
+    pthread_mutex_lock(&g_lock);
+    if (seen || g_stop) {
+      break;
+    }
+    int64_t deadline = now_ns() + LOOK_FOR_SERVER_NS;
+    struct timespec until = {(time_t)(deadline / NS_PER_SEC), (long)(deadline % NS_PER_SEC)};
+    pthread_cond_timedwait(&g_changed, &g_lock, &until);
+  }
+  bool go = !g_stop;
+  pthread_mutex_unlock(&g_lock);
+  return go;
+}
+
 int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
 {
   g_host = host;
@@ -540,6 +563,16 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
   pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
   pthread_cond_init(&g_changed, &attributes);
   pthread_condattr_destroy(&attributes);
+  if (!wait_for_server()) {
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < MAX_MEMBERS; i++) {
+      g_members[i].state = g_members[i].state == MEMBER_FREE ? MEMBER_FREE : MEMBER_GONE;
+    }
+    pthread_cond_broadcast(&g_changed);
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+  }
+  SAY("the server is on the graph: the participant starts");
   if (!set_up(domain_id)) {
     tear_down();
     pthread_mutex_lock(&g_lock);
@@ -709,6 +742,7 @@ void lockstep_agent_stop(void)
 {
   pthread_mutex_lock(&g_lock);
   g_stop = true;
+  pthread_cond_broadcast(&g_changed);  // an agent still looking for the server ends at once
   int64_t deadline = now_ns() + LEAVE_TIMEOUT_NS;
   for (size_t i = 0; i < MAX_MEMBERS; i++) {
     member_t * member = &g_members[i];

@@ -67,13 +67,17 @@ typedef struct lockstep_host_s
   // server's left out, with what each matched, for its Ready on ~/ready: at most `capacity`
   // into `endpoints`; returns how many there are.
   size_t (* endpoints)(const char * node_name, lockstep_endpoint_t * endpoints, size_t capacity);
+  // Whether the server is on the graph as a node of the process sees it (its ~/done reader,
+  // through the process's own DDS participant): the agent makes its own only once it is.
+  bool (* server_seen)(void);
 } lockstep_host_t;
 
 // The agent's functions, looked up by these names (dlsym). Every one is called with the
 // host's thread-local mark set, so that the agent's own rmw calls pass through untouched.
 
-// The agent's thread: make the context (on `domain_id`, the process's), join the nodes
-// added, serve leaves, until lockstep_agent_stop. Returns 0, or 1 if it could not start.
+// The agent's thread: once the host sees the server, make the context (on `domain_id`, the
+// process's), join the nodes added, serve leaves, until lockstep_agent_stop. Returns 0, or 1
+// if it could not start.
 typedef int (* lockstep_agent_run_t)(const lockstep_host_t * host, size_t domain_id);
 #define LOCKSTEP_AGENT_RUN "lockstep_agent_run"
 // A node of the process subscribed to /clock: join under its full name (once).

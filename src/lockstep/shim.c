@@ -124,6 +124,7 @@ typedef rmw_client_t * (* create_client_t)(const rmw_node_t *,
   const rosidl_service_type_support_t *, const char *, const rmw_qos_profile_t *);
 typedef rmw_ret_t (* count_matched_subscriptions_t)(const rmw_publisher_t *, size_t *);
 typedef rmw_ret_t (* count_matched_publishers_t)(const rmw_subscription_t *, size_t *);
+typedef rmw_ret_t (* count_subscribers_t)(const rmw_node_t *, const char *, size_t *);
 typedef rmw_ret_t (* take_request_t)(const rmw_service_t *, rmw_service_info_t *, void *,
   bool *);
 typedef rmw_ret_t (* take_response_t)(const rmw_client_t *, rmw_service_info_t *, void *,
@@ -174,6 +175,7 @@ static struct
   create_client_t create_client;
   count_matched_subscriptions_t count_matched_subscriptions;
   count_matched_publishers_t count_matched_publishers;
+  count_subscribers_t count_subscribers;
   take_request_t take_request;
   take_response_t take_response;
   send_request_t send_request;
@@ -212,10 +214,13 @@ static struct
 static __thread bool t_agent = false;
 // The agent has joined: the waits and takes of the process are tracked.
 static atomic_bool g_active = false;
-// Default rule: the agent has started (and the process takes part through the layer): the
-// waits of the process are tracked already, so that a thread that waits when the agent joins
-// (a server step may follow at once) is known for what it is, as are the /clock
-// subscriptions it waits on.
+// Default rule: the server is on the graph (and the process takes part through the layer):
+// the waits of the process are tracked already, so that a thread that waits when the agent
+// joins (a server step may follow at once) is known for what it is, as are the /clock
+// subscriptions it waits on. Not before: a process that never meets a server waits as it
+// would without the layer. A thread whose wait began before is followed from its next one
+// (a server sends its time again while it stands, at publish_rate, which wakes a /clock
+// subscription's wait).
 static atomic_bool g_tracking = false;
 // The calling thread has called rmw_wait: it is a waiting thread, never a worker.
 static __thread bool t_waited = false;
@@ -458,6 +463,7 @@ static void resolve(void)
       dlsym(rmw, "rmw_publisher_count_matched_subscriptions");
     *(void **)&g_real.count_matched_publishers =
       dlsym(rmw, "rmw_subscription_count_matched_publishers");
+    *(void **)&g_real.count_subscribers = dlsym(rmw, "rmw_count_subscribers");
     *(void **)&g_real.take_request = dlsym(rmw, "rmw_take_request");
     *(void **)&g_real.take_response = dlsym(rmw, "rmw_take_response");
     *(void **)&g_real.send_request = dlsym(rmw, "rmw_send_request");
@@ -474,7 +480,8 @@ static void resolve(void)
     !g_real.publish_loaned || !g_real.publish_serialized || !g_real.take_serialized ||
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
     !g_real.create_client || !g_real.count_matched_subscriptions ||
-    !g_real.count_matched_publishers || !g_real.take_request || !g_real.take_response ||
+    !g_real.count_matched_publishers || !g_real.count_subscribers || !g_real.take_request ||
+    !g_real.take_response ||
     !g_real.send_request || !g_real.server_is_available || !g_real.destroy_service ||
     !g_real.destroy_client || !g_real.destroy_guard_condition || !g_real.set_on_new_message)
   {
@@ -971,6 +978,26 @@ static size_t endpoints(const char * node_name, lockstep_endpoint_t * out, size_
   return size;
 }
 
+// Whether a node of the process sees the server's ~/done reader (only a sim_clock server
+// reads it), through the process's own participant.
+static bool server_seen(void)
+{
+  char topic[TOPIC_LENGTH + sizeof("done")];
+  snprintf(topic, sizeof(topic), "%sdone", g_server_prefix);
+  bool seen = false;
+  pthread_mutex_lock(&g_lock);  // a node is destroyed only once it is out of g_nodes
+  for (size_t i = 0; i < MAX_ENTITIES && !seen; i++) {
+    size_t count = 0;
+    seen = g_nodes[i] &&
+      g_real.count_subscribers(g_nodes[i], topic, &count) == RMW_RET_OK && count;
+  }
+  if (seen && !g_helper && !g_host.next_frame && !g_host.rounds) {
+    atomic_store(&g_tracking, true);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return seen;
+}
+
 static void * agent_main(void * unused)
 {
   (void)unused;
@@ -1062,6 +1089,7 @@ static bool start_agent(size_t domain_id)
   g_host.on_round = on_round;
   g_host.publisher_topics = publisher_topics;
   g_host.endpoints = endpoints;
+  g_host.server_seen = server_seen;
   if (rule && rule[0] && strcmp(rule, "next_frame") != 0 && strcmp(rule, "rounds") != 0 &&
     strcmp(rule, "participant") != 0)
   {
@@ -1081,7 +1109,6 @@ static bool start_agent(size_t domain_id)
   }
   g_agent_failed = false;
   g_agent_started = true;
-  atomic_store(&g_tracking, !g_helper && !g_host.next_frame && !g_host.rounds);
   atexit(stop_agent);  // after the rmw's own exit handlers were registered: it runs before them
   pthread_atfork(before_fork, after_fork, in_a_child);
   return true;

@@ -381,12 +381,17 @@ def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path)
         clock = client.node.create_publisher(Clock, '/clock', QOS)
         client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock",
                           timeout=START_S)
-        # The layer is in the process and has started its participant, which found no server.
+        # The layer is in the process and has started its agent, which looks for a server.
         with open(f'/proc/{child.pid}/maps') as maps:
             mapped = maps.read()
         assert 'libsim_clock_lockstep.so' in mapped and 'libsim_clock_lockstep_agent.so' in mapped
         for k in range(1, 6):
             assert _fired_at(client, clock, child, k * 10 * MS) == k * 10 * MS
+        # It made no DDS participant of its own (no hidden node of the layer's on the graph),
+        # where the node's own is seen.
+        names = {name for name, _ in client.node.get_node_names_and_namespaces()}
+        assert 'plain' in names, names
+        assert not [name for name in names if name.startswith('_sim_clock_lockstep')], names
         child.stop()
         assert child.process.returncode == 0, child.output()
         assert 'sim_clock lockstep' not in child.output(), child.output()
@@ -723,6 +728,34 @@ def _warnings(child) -> list:
 
 def _fired(printed, name='plain', word='fired') -> list:
     return [int(t) for who, t in _lines(printed, word) if who == name]
+
+
+def test_nodes_waiting_before_the_server_came_are_followed_once_it_has(
+        start_server, client, domain_id, tmp_path):
+    """
+    Two executors on two threads, blocked in their waits before any server is there.
+
+    Until the layer sees the server it makes no participant and forwards every wait as it
+    is; once it sees it, each thread's next wait is followed (the server's time, sent again
+    while it stands, wakes them): both hold each frame from the first.
+    """
+    child = ChildProcess(domain_id, LIMITS, str(tmp_path), args=('executors',),
+                         prefix=(executable('lockstep'),),
+                         env={'SIM_CLOCK_LOCKSTEP_LOG': '1'})
+    try:
+        child.expect('ready', timeout=START_S)
+        start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+        client.spin_until(lambda: {'/left', '/right'} <= set(client.status().participants),
+                          'both nodes among the participants', timeout=START_S)
+        _step(client, FRAMES)
+        printed = child.printed_by_now()
+        frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
+        for name in ('left', 'right'):
+            assert _fired(printed, name) == frames, printed
+            assert _fired(printed, name, 'ended') == frames, printed
+        assert 'the server is on the graph: the participant starts' in child.output()
+    finally:
+        child.stop()
 
 
 def test_limit_a_steady_timer_fires_between_frames(start_server, client, domain_id, tmp_path):
