@@ -392,13 +392,28 @@ static void turn(void)
   {
     failed("look for the server");
   }
+  // A join only once the server's ends of ~/done (and ~/rounds) have matched the agent's:
+  // the server waits for a participant from the frame after its join, and a done said, or a
+  // Round sent, before they matched would be lost.
+  size_t done_readers = 0, rounds_writers = 1;
+  if (join_served && rcl_publisher_get_subscription_count(&g_done, &done_readers) !=
+    RCL_RET_OK)
+  {
+    failed("done readers");
+  }
+  if (join_served && (g_host->next_frame || g_host->rounds) &&
+    rcl_subscription_get_publisher_count(&g_rounds, &rounds_writers) != RCL_RET_OK)
+  {
+    failed("rounds writers");
+  }
+  bool matched = done_readers > 0 && rounds_writers > 0;
   int64_t now = now_ns();
   bool any_joined = false;
   for (size_t i = 0; i < MAX_MEMBERS; i++) {
     member_t * member = &g_members[i];
     switch (member->state) {
       case MEMBER_NEW:
-        if (join_served && !g_stop) {
+        if (join_served && matched && !g_stop) {
           send(member, true);
         }
         break;
