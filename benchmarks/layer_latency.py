@@ -22,12 +22,13 @@ Run after scripts/setup.sh, from the repository, with AMENT_PREFIX_PATH=.venv:
 Each turn starts two plain rclpy processes with ``use_sim_time`` and no clock server on the
 domain: a talker that, once its writer has matched, publishes the steady clock
 (``CLOCK_MONOTONIC``, one clock for every process of the host) on /latency every 2 ms of wall
-time, and a listener that takes each message on ``rclpy.spin`` and keeps the steady clock at
-its callback minus the one in the message. Turns alternate without the layer and with both
-processes under it (``lib/sim_clock/lockstep``: its agent started by the /clock subscription
-of ``use_sim_time``, looking for a server that never comes), so that a machine's drift
-touches both alike. Prints each turn's p50 and p90 in us, then the median p50 of each side
-and their ratio (the layer's target: within 2 %, doc/lockstep-layer.md).
+time until the listener has left, and a listener that takes each message on ``rclpy.spin``
+and keeps the steady clock at its callback minus the one in the message. Turns alternate
+without the layer and with both processes under it (``lib/sim_clock/lockstep``: its agent
+started by the /clock subscription of ``use_sim_time``, looking for a server that never
+comes), so that a machine's drift touches both alike. Prints each turn's p50 and p90 in us,
+then the median p50 of each side and their ratio (the layer's target: within 2 %,
+doc/lockstep-layer.md).
 """
 
 import argparse
@@ -43,6 +44,9 @@ from sim_clock.client.domains import DOMAIN_HELP
 
 #: The messages before these many are not kept: discovery, the first takes, caches warming.
 WARM_UP = 300
+
+#: How long the talker may take to see that the listener has left (it then ends by itself).
+TALKER_END_S = 10.0
 
 #: The two processes, by role (argv[1]); argv[2] how many messages the listener keeps.
 NODE = """
@@ -67,10 +71,14 @@ qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 steady = Clock(clock_type=ClockType.STEADY_TIME)
 if role == 'talker':
     publisher = node.create_publisher(String, '/latency', qos)
+    matched = [False]
 
     def send():
         if publisher.get_subscription_count() >= 1:
+            matched[0] = True
             publisher.publish(String(data=str(time.monotonic_ns())))
+        elif matched[0]:
+            raise SystemExit(0)  # the listener has kept its messages and left
     node.create_timer(0.002, send, clock=steady)
 else:
     latencies = []
@@ -105,9 +113,14 @@ def turn(domain_id: int, messages: int, layer: bool) -> dict:
                               stdout=subprocess.DEVNULL)
     try:
         out, _ = listener.communicate(timeout=120 + messages * 0.01)
+        try:
+            talker.wait(TALKER_END_S)  # it ends once the listener has left the graph
+        except subprocess.TimeoutExpired:
+            pass  # stopped below
     finally:
-        talker.terminate()
-        talker.wait(30)
+        if talker.poll() is None:
+            talker.terminate()
+            talker.wait(30)
         if listener.poll() is None:
             listener.kill()
     if listener.returncode != 0 or not out.strip():
