@@ -392,9 +392,9 @@ static void turn(void)
   {
     failed("look for the server");
   }
-  // A join only once the server's ends of ~/done (and ~/rounds) have matched the agent's:
-  // the server waits for a participant from the frame after its join, and a done said, or a
-  // Round sent, before they matched would be lost.
+  // The server's ends of ~/done (and ~/rounds) matched the agent's: a done said, or a Round
+  // sent, before they matched would be lost. A join waits for it (the server waits for a
+  // participant from the frame after its join), and so does following the process.
   size_t done_readers = 0, rounds_writers = 1;
   if (join_served && rcl_publisher_get_subscription_count(&g_done, &done_readers) !=
     RCL_RET_OK)
@@ -449,17 +449,8 @@ static void turn(void)
         break;
     }
   }
-  // A done sent before the server's reader matched would be lost; a Round too.
-  size_t readers = 0, writers = 1;
-  if (any_joined && rcl_publisher_get_subscription_count(&g_done, &readers) != RCL_RET_OK) {
-    failed("done readers");
-  }
-  if (any_joined && (g_host->next_frame || g_host->rounds) &&
-    rcl_subscription_get_publisher_count(&g_rounds, &writers) != RCL_RET_OK)
-  {
-    failed("rounds writers");
-  }
-  bool active = any_joined && readers > 0 && writers > 0 && !g_stop;
+  // A member is joined only while the join is served (else it went back to new above).
+  bool active = any_joined && matched && !g_stop;
   // Joined, and the server's ends of ~/done (and ~/rounds) matched, which no Ready counts:
   // each node says what its endpoints matched, and again whenever that changes.
   for (size_t i = 0; active && i < MAX_MEMBERS; i++) {
@@ -570,6 +561,18 @@ static bool wait_for_server(void)
   return go;
 }
 
+// The agent ends without a participant: every node it was given is gone, and it stops.
+static void all_gone(void)
+{
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    g_members[i].state = g_members[i].state == MEMBER_FREE ? MEMBER_FREE : MEMBER_GONE;
+  }
+  g_stop = true;
+  pthread_cond_broadcast(&g_changed);
+  pthread_mutex_unlock(&g_lock);
+}
+
 int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
 {
   g_host = host;
@@ -579,24 +582,13 @@ int lockstep_agent_run(const lockstep_host_t * host, size_t domain_id)
   pthread_cond_init(&g_changed, &attributes);
   pthread_condattr_destroy(&attributes);
   if (!wait_for_server()) {
-    pthread_mutex_lock(&g_lock);
-    for (size_t i = 0; i < MAX_MEMBERS; i++) {
-      g_members[i].state = g_members[i].state == MEMBER_FREE ? MEMBER_FREE : MEMBER_GONE;
-    }
-    pthread_cond_broadcast(&g_changed);
-    pthread_mutex_unlock(&g_lock);
+    all_gone();  // stopped before a server came
     return 0;
   }
   SAY("the server is on the graph: the participant starts");
   if (!set_up(domain_id)) {
     tear_down();
-    pthread_mutex_lock(&g_lock);
-    for (size_t i = 0; i < MAX_MEMBERS; i++) {
-      g_members[i].state = g_members[i].state == MEMBER_FREE ? MEMBER_FREE : MEMBER_GONE;
-    }
-    g_stop = true;
-    pthread_cond_broadcast(&g_changed);
-    pthread_mutex_unlock(&g_lock);
+    all_gone();
     return 1;
   }
   const rcl_guard_condition_t * graph = rcl_node_get_graph_guard_condition(&g_node);

@@ -481,9 +481,9 @@ static void resolve(void)
     !g_real.take_serialized_with_info || !g_real.deserialize || !g_real.serialize ||
     !g_real.create_client || !g_real.count_matched_subscriptions ||
     !g_real.count_matched_publishers || !g_real.count_subscribers || !g_real.take_request ||
-    !g_real.take_response ||
-    !g_real.send_request || !g_real.server_is_available || !g_real.destroy_service ||
-    !g_real.destroy_client || !g_real.destroy_guard_condition || !g_real.set_on_new_message)
+    !g_real.take_response || !g_real.send_request || !g_real.server_is_available ||
+    !g_real.destroy_service || !g_real.destroy_client || !g_real.destroy_guard_condition ||
+    !g_real.set_on_new_message)
   {
     // rcl called an rmw function, so an implementation is loaded: one this cannot find
     // cannot be called, and the process cannot go on.
