@@ -730,6 +730,18 @@ def _fired(printed, name='plain', word='fired') -> list:
     return [int(t) for who, t in _lines(printed, word) if who == name]
 
 
+def _both_executors_hold_each_frame(client, child) -> None:
+    """Once /left and /right have joined, step: each one's timer fired and ended at each frame."""
+    client.spin_until(lambda: {'/left', '/right'} <= set(client.status().participants),
+                      'both nodes among the participants', timeout=START_S)
+    _step(client, FRAMES)
+    printed = child.printed_by_now()
+    frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
+    for name in ('left', 'right'):
+        assert _fired(printed, name) == frames, printed
+        assert _fired(printed, name, 'ended') == frames, printed
+
+
 def test_nodes_waiting_before_the_server_came_are_followed_once_it_has(
         start_server, client, domain_id, tmp_path):
     """
@@ -745,14 +757,7 @@ def test_nodes_waiting_before_the_server_came_are_followed_once_it_has(
     try:
         child.expect('ready', timeout=START_S)
         start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
-        client.spin_until(lambda: {'/left', '/right'} <= set(client.status().participants),
-                          'both nodes among the participants', timeout=START_S)
-        _step(client, FRAMES)
-        printed = child.printed_by_now()
-        frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
-        for name in ('left', 'right'):
-            assert _fired(printed, name) == frames, printed
-            assert _fired(printed, name, 'ended') == frames, printed
+        _both_executors_hold_each_frame(client, child)
         assert 'the server is on the graph: the participant starts' in child.output()
     finally:
         child.stop()
@@ -830,14 +835,7 @@ def test_limit_two_executors_on_two_threads_are_both_followed(
     """Two nodes, each on an executor of its own on a thread of its own: both hold each frame."""
     child = _limit(start_server, domain_id, tmp_path, 'executors')
     try:
-        client.spin_until(lambda: {'/left', '/right'} <= set(client.status().participants),
-                          'both nodes among the participants', timeout=START_S)
-        _step(client, FRAMES)
-        printed = child.printed_by_now()
-        frames = [k * 10 * MS for k in range(1, FRAMES + 1)]
-        for name in ('left', 'right'):
-            assert _fired(printed, name) == frames, printed
-            assert _fired(printed, name, 'ended') == frames, printed
+        _both_executors_hold_each_frame(client, child)
     finally:
         child.stop()
     assert _warnings(child) == [], child.output()
