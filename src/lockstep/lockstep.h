@@ -69,6 +69,7 @@ typedef struct lockstep_host_s
   size_t (* endpoints)(const char * node_name, lockstep_endpoint_t * endpoints, size_t capacity);
   // Whether the server is on the graph as a node of the process sees it (its ~/done reader,
   // through the process's own DDS participant): the agent makes its own only once it is.
+  // When it is, the host starts following the process's waits (the default rule).
   bool (* server_seen)(void);
 } lockstep_host_t;
 
