@@ -112,7 +112,9 @@ static member_t g_members[MAX_MEMBERS];
 static bool g_ready = false;   // the entities exist: g_done and g_wake may be used
 static bool g_stop = false;
 static bool g_active = false;  // said to the host
-// Next frame: the last done said, answered again for a Round of its time published again.
+// The last done said: published on a join's answer if the process finished a frame past the
+// join before the answer came; at the next frame and in rounds, answered again for a Round of
+// its time published again, with what it published (round, topics, counts).
 static int64_t g_done_ns = -1;
 static uint32_t g_done_round = 0;
 static rosidl_runtime_c__String__Sequence g_done_topics;
@@ -283,6 +285,8 @@ static void send(member_t * member, bool join)
   member->state = join ? MEMBER_JOINING : MEMBER_LEAVING;
 }
 
+static void publish_done_of(const member_t * member, int64_t time_ns);
+
 // Under g_lock: take the answers to joins and leaves.
 static void take_answers(void)
 {
@@ -300,7 +304,13 @@ static void take_answers(void)
             free(member->ready);  // a node that joins again says Ready again
             member->ready = NULL;
             member->ready_size = 0;
-            SAY("joined as %s", member->name);
+            int64_t clock_ns = (int64_t)joined.clock.sec * NS_PER_SEC + joined.clock.nanosec;
+            SAY("joined as %s at %lld ns", member->name, (long long)clock_ns);
+            if (g_done_ns > clock_ns) {
+              // The process was followed from the join on, and finished a frame the server
+              // counts it in before the answer came: that done was kept for now.
+              publish_done_of(member, g_done_ns);
+            }
           } else {
             member->state = MEMBER_GONE;
             LOG("join as %s refused: %s", member->name, joined.message.data);
@@ -408,14 +418,22 @@ static void turn(void)
   }
   bool matched = done_readers > 0 && rounds_writers > 0;
   int64_t now = now_ns();
-  bool any_joined = false;
+  bool taking_part = false;
   for (size_t i = 0; i < MAX_MEMBERS; i++) {
     member_t * member = &g_members[i];
     switch (member->state) {
       case MEMBER_NEW:
         if (join_served && matched && !g_stop) {
+          // The process is followed before the server can count it: the first frame after
+          // the join may reach the process before the join's answer reaches this thread.
+          if (!g_active) {
+            g_active = true;
+            g_done_ns = -1;  // a done said before (to a server gone since) is not this one's
+            g_host->set_active(true);
+          }
           send(member, true);
         }
+        taking_part |= member->state == MEMBER_JOINING;
         break;
       case MEMBER_JOINING:
       case MEMBER_JOINED:
@@ -428,7 +446,7 @@ static void turn(void)
         } else if (member->state == MEMBER_JOINING && now - member->sent_ns > JOIN_AGAIN_NS) {
           send(member, true);  // the answer was lost: joining again changes nothing more
         }
-        any_joined |= member->state == MEMBER_JOINED;
+        taking_part |= member->state == MEMBER_JOINED || member->state == MEMBER_JOINING;
         break;
       case MEMBER_TO_LEAVE:
         if (leave_served) {
@@ -450,7 +468,7 @@ static void turn(void)
     }
   }
   // A member is joined only while the join is served (else it went back to new above).
-  bool active = any_joined && matched && !g_stop;
+  bool active = taking_part && matched && !g_stop;
   // Joined, and the server's ends of ~/done (and ~/rounds) matched, which no Ready counts:
   // each node says what its endpoints matched, and again whenever that changes.
   for (size_t i = 0; active && i < MAX_MEMBERS; i++) {
@@ -464,32 +482,41 @@ static void turn(void)
   }
 }
 
+// Publish the member's done for time_ns (the last one said, under the rounds rules); under
+// g_lock.
+static void publish_done_of(const member_t * member, int64_t time_ns)
+{
+  if (!g_ready) {
+    return;
+  }
+  sim_clock__msg__Done done;
+  memset(&done, 0, sizeof(done));  // __init leaves fields without a default as they are
+  bool ok = sim_clock__msg__Done__init(&done) &&
+    rosidl_runtime_c__String__assign(&done.name, member->name);
+  done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
+  done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
+  if (ok && (g_host->next_frame || g_host->rounds)) {
+    done.rounds = true;
+    done.next_frame = g_host->next_frame;
+    done.round = g_done_round;
+    ok = rosidl_runtime_c__String__Sequence__copy(&g_done_topics, &done.topics) &&
+      rosidl_runtime_c__uint32__Sequence__copy(&g_done_counts, &done.counts);
+  }
+  if (!ok) {
+    LOG("done for %lld ns: out of memory", (long long)time_ns);
+  } else if (rcl_publish(&g_done, &done, NULL) != RCL_RET_OK) {
+    failed("publish done");
+  }
+  sim_clock__msg__Done__fini(&done);
+}
+
 // Publish a done for each node joined; under g_lock.
 static void publish_done(int64_t time_ns)
 {
-  for (size_t i = 0; i < MAX_MEMBERS && g_ready; i++) {
-    if (g_members[i].state != MEMBER_JOINED) {
-      continue;
+  for (size_t i = 0; i < MAX_MEMBERS; i++) {
+    if (g_members[i].state == MEMBER_JOINED) {
+      publish_done_of(&g_members[i], time_ns);
     }
-    sim_clock__msg__Done done;
-    memset(&done, 0, sizeof(done));  // __init leaves fields without a default as they are
-    bool ok = sim_clock__msg__Done__init(&done) &&
-      rosidl_runtime_c__String__assign(&done.name, g_members[i].name);
-    done.time.sec = (int32_t)(time_ns / NS_PER_SEC);
-    done.time.nanosec = (uint32_t)(time_ns % NS_PER_SEC);
-    if (ok && (g_host->next_frame || g_host->rounds)) {
-      done.rounds = true;
-      done.next_frame = g_host->next_frame;
-      done.round = g_done_round;
-      ok = rosidl_runtime_c__String__Sequence__copy(&g_done_topics, &done.topics) &&
-        rosidl_runtime_c__uint32__Sequence__copy(&g_done_counts, &done.counts);
-    }
-    if (!ok) {
-      LOG("done for %lld ns: out of memory", (long long)time_ns);
-    } else if (rcl_publish(&g_done, &done, NULL) != RCL_RET_OK) {
-      failed("publish done");
-    }
-    sim_clock__msg__Done__fini(&done);
   }
 }
 
@@ -730,8 +757,8 @@ void lockstep_agent_done(int64_t time_ns, uint32_t round, const char * const * t
     if (!ok) {
       LOG("done for %lld ns: out of memory", (long long)time_ns);
     }
-    g_done_ns = time_ns;
   }
+  g_done_ns = time_ns;
   publish_done(time_ns);
   pthread_mutex_unlock(&g_lock);
 }

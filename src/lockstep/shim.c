@@ -58,7 +58,7 @@
 // took, an event callback set on /clock (rmw_subscription_set_on_new_message_callback: an
 // EventsExecutor, which never calls rmw_wait).
 //
-// Until the agent has joined, each function only forwards (a thread-local and an atomic load).
+// Until the agent joins, each function only forwards (a thread-local and an atomic load).
 
 #define _GNU_SOURCE  // dladdr, dl_iterate_phdr, RTLD_NOLOAD
 
@@ -212,7 +212,7 @@ static struct
 
 // Set on the agent's thread, and around each call into the agent: its rmw calls pass through.
 static __thread bool t_agent = false;
-// The agent has joined: the waits and takes of the process are tracked.
+// The agent has sent a join (or joined): the waits and takes of the process are tracked.
 static atomic_bool g_active = false;
 // Default rule: the server is on the graph (and the process takes part through the layer):
 // the waits of the process are tracked already, so that a thread that waits when the agent

@@ -37,6 +37,10 @@ import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sim_clock.msg import Done
+from sim_clock.msg import Round
+from sim_clock.srv import Join
+from sim_clock.srv import Leave
 from sim_clock.srv import Step
 from std_msgs.msg import String
 
@@ -51,6 +55,8 @@ WORK_S = 0.02  # each callback's work: a step of FRAMES frames takes FRAMES * WO
 START_S = 60.0
 NODE_NAME = '/plain'
 QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+#: The server's ~/done and ~/rounds: reliable, volatile, depth 1000.
+SERVER_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 #: A plain rclpy node, no sim_clock in it: prints each firing (and its end) and each message
 #: with its clock. On the executor argv[2] names: ``single`` (rclpy.spin's), ``multi``
@@ -395,6 +401,64 @@ def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path)
         child.stop()
         assert child.process.returncode == 0, child.output()
         assert 'sim_clock lockstep' not in child.output(), child.output()
+    finally:
+        child.stop()
+
+
+@pytest.mark.parametrize('rule', ['participant', 'next_frame', 'rounds'])
+def test_a_frame_that_comes_before_the_join_is_answered_is_held(
+        client, domain_id, tmp_path, rule):
+    """
+    The first frame after a join may reach the process before the join's answer reaches it.
+
+    The server counts a participant from the first frame it publishes after the join; the
+    layer learns of the join only from the answer, which comes on another path. Here a
+    server of the test's makes that order certain: it answers the join only once the node
+    has fired at that frame. The layer followed the process from the join on, so it says
+    the node done for that frame (doc/lockstep-layer.md, "Join").
+    """
+    child = _start_node(domain_id, tmp_path, layer=True, env={'SIM_CLOCK_LOCKSTEP_RULE': rule})
+    try:
+        node = client.node
+        clock = node.create_publisher(Clock, '/clock', QOS)
+        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock",
+                          timeout=START_S)
+        first = Clock()
+        first.clock.nanosec = 10 * MS
+        kind = Round(next_frame=rule == 'next_frame')
+        kind.time = first.clock
+        rounds = node.create_publisher(Round, '/sim_clock/rounds', SERVER_QOS)
+        fired = []
+
+        def join(request, response):
+            # The frame goes out (after its Round, at the next frame) before the answer, and
+            # again until the node has fired at it (its /clock reader is best effort).
+            deadline = time.monotonic() + START_S
+            while not fired and time.monotonic() < deadline:
+                if rule == 'next_frame':
+                    rounds.publish(kind)
+                clock.publish(first)
+                try:
+                    fired.append(int(child.expect('fired', timeout=0.1)))
+                except AssertionError:
+                    pass
+            response.success, response.message = True, 'joined'
+            return response
+
+        done = []
+        node.create_service(Join, '/sim_clock/join', join, qos_profile=SERVICE_QOS)
+        node.create_service(Leave, '/sim_clock/leave', lambda _, response: response,
+                            qos_profile=SERVICE_QOS)
+        # The layer looks for this reader: only a server has it.
+        node.create_subscription(Done, '/sim_clock/done', done.append, SERVER_QOS)
+        client.spin_until(lambda: fired, 'the join, answered once the node fired',
+                          timeout=START_S)
+        client.spin_until(lambda: any(msg.time == first.clock for msg in done),
+                          'the done for the frame that came before the answer',
+                          timeout=START_S)
+        assert fired == [10 * MS], child.output()
+        said = [msg for msg in done if msg.time == first.clock][0]
+        assert said.name == NODE_NAME and said.rounds == (rule != 'participant'), said
     finally:
         child.stop()
 
