@@ -58,7 +58,8 @@
 // took, an event callback set on /clock (rmw_subscription_set_on_new_message_callback: an
 // EventsExecutor, which never calls rmw_wait).
 //
-// Until the agent joins, each function only forwards (a thread-local and an atomic load).
+// Until the agent joins, each function only forwards (a thread-local and an atomic load). When
+// the server goes, what the layer held is handed to the process (let_go), then it forwards.
 
 #define _GNU_SOURCE  // dladdr, dl_iterate_phdr, RTLD_NOLOAD
 
@@ -222,6 +223,9 @@ static atomic_bool g_active = false;
 // (a server sends its time again while it stands, at publish_rate, which wakes a /clock
 // subscription's wait).
 static atomic_bool g_tracking = false;
+// Next frame and rounds: the layer stopped following the process (the server is gone) while
+// it held messages; it hands those over, and what comes after them, until it holds none.
+static atomic_bool g_letting_go = false;
 // The calling thread has called rmw_wait: it is a waiting thread, never a worker.
 static __thread bool t_waited = false;
 // Said once: what the layer cannot hold (doc/lockstep-layer.md, "What it does not do yet").
@@ -851,9 +855,29 @@ static void found_ready(slot_t * slot, const array_t * arrays)
 
 // ---- the agent --------------------------------------------------------------------------
 
+static bool let_go(void);
+static void send_held(void);
+
 static void set_active(bool active)
 {
-  atomic_store(&g_active, active);
+  if (active || (!g_host.next_frame && !g_host.rounds)) {
+    atomic_store(&g_letting_go, false);
+    atomic_store(&g_active, active);
+    return;
+  }
+  // No Round will release what is held: the process gets it now, and what it held to
+  // publish goes out, as without the layer.
+  pthread_mutex_lock(&g_lock);
+  atomic_store(&g_active, false);
+  if (g_host.rounds) {
+    send_held();
+  }
+  bool released = let_go();
+  const rmw_guard_condition_t * wake = g_wake;
+  pthread_mutex_unlock(&g_lock);
+  if (released && wake) {
+    g_real.trigger_guard_condition(wake);
+  }
 }
 
 static void set_wake(const void * guard_condition)
@@ -1777,9 +1801,29 @@ static bool release_rounds(void)
   return true;
 }
 
+// Under g_lock: release everything held, in the order it came (the layer no longer follows
+// the process); whether anything was. The process takes from what is held until none is.
+static bool let_go(void)
+{
+  bool released = false, held = false;
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    if (sub->subscription) {
+      released |= sub->released < sub->size;
+      held |= sub->size > 0;
+      sub->released = sub->size;
+    }
+  }
+  atomic_store(&g_letting_go, held);
+  return released;
+}
+
 // Under g_lock: release what the rule lets the process take now; whether anything was.
 static bool release_held(void)
 {
+  if (!atomic_load(&g_active)) {
+    return let_go();
+  }
   return g_host.rounds ? release_rounds() : release();
 }
 
@@ -1823,6 +1867,13 @@ static rmw_ret_t take_held(
     *taken = true;
   }
   drop_held(sub, 1);
+  if (atomic_load(&g_letting_go) && !atomic_load(&g_active)) {
+    bool held = false;
+    for (size_t i = 0; i < MAX_ENTITIES && !held; i++) {
+      held = g_subs[i].subscription && g_subs[i].size > 0;
+    }
+    atomic_store(&g_letting_go, held);
+  }
   return ret;
 }
 
@@ -1837,7 +1888,9 @@ static rmw_ret_t take(
     took(subscription->data);
     pthread_mutex_unlock(&g_lock);
   }
-  if (!t_agent && (g_host.next_frame || g_host.rounds) && atomic_load(&g_active) && taken) {
+  if (!t_agent && (g_host.next_frame || g_host.rounds) &&
+    (atomic_load(&g_active) || atomic_load(&g_letting_go)) && taken)
+  {
     pthread_mutex_lock(&g_lock);
     sub_t * sub = find_sub(subscription);
     if (sub) {
@@ -2310,7 +2363,7 @@ rmw_ret_t rmw_wait(
     add_nodes();
   }
   bool active = atomic_load(&g_active);
-  if (t_agent || (!active && !atomic_load(&g_tracking))) {
+  if (t_agent || (!active && !atomic_load(&g_tracking) && !atomic_load(&g_letting_go))) {
     return g_real.wait(subscriptions, guard_conditions, services, clients, events, wait_set,
              wait_timeout);
   }

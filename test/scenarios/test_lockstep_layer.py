@@ -506,6 +506,42 @@ def test_next_frame_delivers_what_a_frame_published_at_the_next(
     assert talker.process.returncode == 0 and listener.process.returncode == 0
 
 
+def test_what_the_layer_holds_is_let_go_when_the_server_goes(
+        start_server, client, domain_id, tmp_path):
+    """
+    The message of the last frame, held for the next one, is taken once the server has gone.
+
+    No Round will release it: the layer stops following the process and hands it what it
+    held, as the process would have taken it without the layer (doc/lockstep-layer.md,
+    "Leave").
+    """
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'}
+    prefix = (executable('lockstep'),)
+    listener = ChildProcess(domain_id, PAIR, str(tmp_path), args=('listener',), env=env,
+                            prefix=prefix)
+    talker = ChildProcess(domain_id, PAIR, str(tmp_path), args=('talker',), env=env,
+                          prefix=prefix)
+    try:
+        listener.expect('ready', timeout=START_S)
+        talker.expect('matched', timeout=START_S)
+        client.spin_until(lambda: {'/talker', '/listener'} <= set(client.status().participants),
+                          'both nodes among the participants', timeout=START_S)
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=30.0)
+        assert response.success, response.message
+        last = FRAMES * 10 * MS
+        assert [int(sent) for sent, _ in _lines(listener.printed_by_now(), 'heard')] == [
+            k * 10 * MS for k in range(1, FRAMES)], listener.output()
+        assert server.stop() == 0, server.log()
+        assert [int(t) for t in listener.expect('heard', timeout=START_S).split()] == [
+            last, last], listener.output()
+    finally:
+        talker.stop()
+        listener.stop()
+    assert talker.process.returncode == 0 and listener.process.returncode == 0
+
+
 def test_rounds_carry_a_chain_through_within_its_frame(
         start_server, client, domain_id, tmp_path):
     """
