@@ -22,6 +22,7 @@ taken every message it was sent; the same node without the layer holds nothing. 
 server the layer changes nothing: the node runs on a /clock the test publishes.
 """
 
+import contextlib
 import os
 import subprocess
 import time
@@ -473,15 +474,13 @@ def test_the_wrapper_says_how_it_is_used():
     assert bare.returncode == 2 and 'a command to run is required' in bare.stderr, bare
 
 
-def test_next_frame_delivers_what_a_frame_published_at_the_next(
-        start_server, client, domain_id, tmp_path):
+@contextlib.contextmanager
+def _next_frame_pair(client, domain_id, tmp_path):
     """
-    Under the next-frame rule a message published at t is taken at t + one frame, every time.
+    Start PAIR's listener and talker under the next-frame rule; step FRAMES; yield the listener.
 
-    The talker's message reaches the listener within the frame it was sent in; the layer holds
-    it in the listener's process until the server's Round of the next frame releases it.
+    A server in sync mode must be there. Both end by Ctrl-C after the block, cleanly.
     """
-    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
     env = {'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'}
     prefix = (executable('lockstep'),)
     listener = ChildProcess(domain_id, PAIR, str(tmp_path), args=('listener',), env=env,
@@ -496,14 +495,27 @@ def test_next_frame_delivers_what_a_frame_published_at_the_next(
         response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
                                timeout=30.0)
         assert response.success, response.message
-        heard = [(int(sent), int(taken)) for sent, taken in
-                 _lines(listener.printed_by_now(), 'heard')]
-        # Sent at frames 1 .. FRAMES - 1 (the last one's is taken at the frame after the step).
-        assert heard == [(k * 10 * MS, (k + 1) * 10 * MS) for k in range(1, FRAMES)], heard
+        yield listener
     finally:
         talker.stop()
         listener.stop()
     assert talker.process.returncode == 0 and listener.process.returncode == 0
+
+
+def test_next_frame_delivers_what_a_frame_published_at_the_next(
+        start_server, client, domain_id, tmp_path):
+    """
+    Under the next-frame rule a message published at t is taken at t + one frame, every time.
+
+    The talker's message reaches the listener within the frame it was sent in; the layer holds
+    it in the listener's process until the server's Round of the next frame releases it.
+    """
+    start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    with _next_frame_pair(client, domain_id, tmp_path) as listener:
+        heard = [(int(sent), int(taken)) for sent, taken in
+                 _lines(listener.printed_by_now(), 'heard')]
+        # Sent at frames 1 .. FRAMES - 1 (the last one's is taken at the frame after the step).
+        assert heard == [(k * 10 * MS, (k + 1) * 10 * MS) for k in range(1, FRAMES)], heard
 
 
 def test_what_the_layer_holds_is_let_go_when_the_server_goes(
@@ -516,30 +528,13 @@ def test_what_the_layer_holds_is_let_go_when_the_server_goes(
     "Leave").
     """
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
-    env = {'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'}
-    prefix = (executable('lockstep'),)
-    listener = ChildProcess(domain_id, PAIR, str(tmp_path), args=('listener',), env=env,
-                            prefix=prefix)
-    talker = ChildProcess(domain_id, PAIR, str(tmp_path), args=('talker',), env=env,
-                          prefix=prefix)
-    try:
-        listener.expect('ready', timeout=START_S)
-        talker.expect('matched', timeout=START_S)
-        client.spin_until(lambda: {'/talker', '/listener'} <= set(client.status().participants),
-                          'both nodes among the participants', timeout=START_S)
-        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
-                               timeout=30.0)
-        assert response.success, response.message
+    with _next_frame_pair(client, domain_id, tmp_path) as listener:
         last = FRAMES * 10 * MS
         assert [int(sent) for sent, _ in _lines(listener.printed_by_now(), 'heard')] == [
             k * 10 * MS for k in range(1, FRAMES)], listener.output()
         assert server.stop() == 0, server.log()
         assert [int(t) for t in listener.expect('heard', timeout=START_S).split()] == [
             last, last], listener.output()
-    finally:
-        talker.stop()
-        listener.stop()
-    assert talker.process.returncode == 0 and listener.process.returncode == 0
 
 
 def test_rounds_carry_a_chain_through_within_its_frame(
