@@ -100,6 +100,7 @@ static rcl_node_t g_node;
 static rcl_client_t g_join, g_leave;
 static rcl_publisher_t g_done;
 static rcl_publisher_t g_ready_pub;  // ~/ready: reliable, transient local, depth 1
+static char g_server[NAME_LENGTH];  // the server's node name
 static rcl_subscription_t g_rounds;  // next frame
 static rcl_guard_condition_t g_wake;
 static rcl_guard_condition_t g_process_wake;  // next frame: in every wait of the process
@@ -144,6 +145,19 @@ static void wake(void)
   }
 }
 
+// ~/ready: reliable, transient local, depth 1, as every node that says Ready.
+static bool make_ready_publisher(void)
+{
+  rcl_publisher_options_t options = rcl_publisher_get_default_options();
+  options.qos = rmw_qos_profile_default;
+  options.qos.depth = 1;
+  options.qos.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+  char topic[sizeof(g_server) + sizeof("/ready")];
+  snprintf(topic, sizeof(topic), "%s/ready", g_server);
+  return rcl_publisher_init(&g_ready_pub, &g_node,
+           ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Ready), topic, &options) == RCL_RET_OK;
+}
+
 static bool set_up(size_t domain_id)
 {
   g_alloc = rcl_get_default_allocator();
@@ -168,6 +182,7 @@ static bool set_up(size_t domain_id)
   if (!server || !server[0]) {
     server = "/sim_clock";
   }
+  snprintf(g_server, sizeof(g_server), "%s", server);
   char topic[NAME_LENGTH];
   rcl_client_options_t client_options = rcl_client_get_default_options();
   client_options.qos.depth = 1000;  // every client of a service receives every response
@@ -186,14 +201,10 @@ static bool set_up(size_t domain_id)
   snprintf(topic, sizeof(topic), "%s/done", server);
   CHECK(rcl_publisher_init(&g_done, &g_node, ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Done),
     topic, &pub_options), "done");
-  rcl_publisher_options_t ready_options = rcl_publisher_get_default_options();
-  ready_options.qos = rmw_qos_profile_default;
-  ready_options.qos.depth = 1;
-  ready_options.qos.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
   g_ready_pub = rcl_get_zero_initialized_publisher();
-  snprintf(topic, sizeof(topic), "%s/ready", server);
-  CHECK(rcl_publisher_init(&g_ready_pub, &g_node,
-    ROSIDL_GET_MSG_TYPE_SUPPORT(sim_clock, msg, Ready), topic, &ready_options), "ready");
+  if (!make_ready_publisher()) {
+    return failed("ready");
+  }
   g_wake = rcl_get_zero_initialized_guard_condition();
   CHECK(rcl_guard_condition_init(&g_wake, &g_context,
     rcl_guard_condition_get_default_options()), "guard condition");
@@ -212,6 +223,20 @@ static bool set_up(size_t domain_id)
   g_wait_set = rcl_get_zero_initialized_wait_set();
   CHECK(rcl_wait_set_init(&g_wait_set, 1, 2, 0, 2, 0, 0, &g_context, g_alloc), "wait set");
   return true;
+}
+
+// Under g_lock: the server is gone. The last Ready its writer keeps (transient local) would
+// reach a server that comes next before the node has joined it, and tell it the node is
+// ready: the writer is made again, empty; each node says Ready again once it has joined.
+static void forget_ready(void)
+{
+  if (rcl_publisher_fini(&g_ready_pub, &g_node) != RCL_RET_OK) {
+    failed("ready writer");
+  }
+  g_ready_pub = rcl_get_zero_initialized_publisher();
+  if (!make_ready_publisher()) {
+    failed("ready writer");
+  }
 }
 
 static void tear_down(void)
@@ -418,7 +443,7 @@ static void turn(void)
   }
   bool matched = done_readers > 0 && rounds_writers > 0;
   int64_t now = now_ns();
-  bool taking_part = false;
+  bool taking_part = false, said_ready = false;
   for (size_t i = 0; i < MAX_MEMBERS; i++) {
     member_t * member = &g_members[i];
     switch (member->state) {
@@ -441,6 +466,7 @@ static void turn(void)
           // The server is gone: join the next one that comes.
           if (member->state == MEMBER_JOINED) {
             SAY("the server is gone; %s joins again when one comes", member->name);
+            said_ready |= member->ready != NULL;
           }
           member->state = MEMBER_NEW;
         } else if (member->state == MEMBER_JOINING && now - member->sent_ns > JOIN_AGAIN_NS) {
@@ -466,6 +492,9 @@ static void turn(void)
       default:
         break;
     }
+  }
+  if (said_ready) {
+    forget_ready();
   }
   // A member is joined only while the join is served (else it went back to new above).
   bool active = taking_part && matched && !g_stop;

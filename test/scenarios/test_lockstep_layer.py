@@ -537,6 +537,36 @@ def test_what_the_layer_holds_is_let_go_when_the_server_goes(
             last, last], listener.output()
 
 
+def test_a_server_that_comes_back_is_joined_again_and_holds_from_its_first_frame(
+        start_server, client, domain_id, tmp_path):
+    """
+    After its server went, a pair under the layer joins the next one and holds to its rule.
+
+    The new server names both in ``expected_participants``: it sends no frame before each
+    has joined it and said Ready again. The layer keeps no Ready said to the first server
+    for the next one: one kept had the new server step before the talker had joined, and
+    the listener took each message a frame off from then on (doc/lockstep-layer.md,
+    "Ready"). Time starts at 0 again: each node's clock goes back, and the talker's timer
+    fires at the first frame.
+    """
+    server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
+    with _next_frame_pair(client, domain_id, tmp_path) as listener:
+        listener.printed_by_now()  # the first server's frames
+        assert server.stop() == 0, server.log()
+        listener.expect('heard', timeout=START_S)  # its last frame's, handed over
+        start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01,
+                      'expected_participants': ['/talker', '/listener'],
+                      'participant_timeout': START_S})
+        # Stepped at once: the step waits until both have joined again and said Ready.
+        response = client.call(Step, 'step', Step.Request(user_id='', steps=FRAMES),
+                               timeout=START_S + 30.0)
+        assert response.success, response.message
+        heard = [(int(sent), int(taken)) for sent, taken in
+                 _lines(listener.printed_by_now(), 'heard')]
+        assert heard == [(k * 10 * MS, (k + 1) * 10 * MS) for k in range(1, FRAMES)], (
+            listener.output())
+
+
 def test_rounds_carry_a_chain_through_within_its_frame(
         start_server, client, domain_id, tmp_path):
     """
