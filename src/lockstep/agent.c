@@ -331,6 +331,9 @@ static void take_answers(void)
             member->ready_size = 0;
             int64_t clock_ns = (int64_t)joined.clock.sec * NS_PER_SEC + joined.clock.nanosec;
             SAY("joined as %s at %lld ns", member->name, (long long)clock_ns);
+            if (g_host->next_frame) {
+              g_host->joined_at(clock_ns);
+            }
             if (g_done_ns > clock_ns) {
               // The process was followed from the join on, and finished a frame the server
               // counts it in before the answer came: that done was kept for now.

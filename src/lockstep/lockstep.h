@@ -42,8 +42,9 @@ typedef struct lockstep_endpoint_s
 // What the preloaded library gives the agent.
 typedef struct lockstep_host_s
 {
-  // The agent has joined (or left) for at least one node, and its done writer has matched the
-  // server's reader: from then on the host tracks the process's waits and says each time done.
+  // The agent has sent a join (or left) for at least one node, and its done writer has matched
+  // the server's reader: from then on the host tracks the process's waits and says each time
+  // done. Inactive again (the server gone), it hands the process what it held.
   void (* set_active)(bool active);
   // Whether the log is wanted (SIM_CLOCK_LOCKSTEP_LOG=1): lines on stderr, prefixed.
   bool verbose;
@@ -71,6 +72,9 @@ typedef struct lockstep_host_s
   // through the process's own DDS participant): the agent makes its own only once it is.
   // When it is, the host starts following the process's waits (the default rule).
   bool (* server_seen)(void);
+  // Next frame: a join was answered at the server's time `time_ns`, the process's time from
+  // now: its /clock is released without a Round (none may come before the next frame's).
+  void (* joined_at)(int64_t time_ns);
 } lockstep_host_t;
 
 // The agent's functions, looked up by these names (dlsym). Every one is called with the

@@ -328,6 +328,8 @@ static size_t g_count_size = 0;
 // Next frame: the last Round that came and was not released yet; the frame released last.
 static bool g_round_new = false;
 static int64_t g_round_ns = -1, g_released_ns = -1;
+// Next frame: the time of the last join's answer, until its /clock is released (-1: none).
+static int64_t g_join_ns = -1;
 static char g_round_topics[MAX_ENTITIES][TOPIC_LENGTH];
 static uint32_t g_round_counts[MAX_ENTITIES];
 static size_t g_round_size = 0;
@@ -928,6 +930,17 @@ static void on_round(int64_t time_ns, uint32_t round, const char * const * topic
   }
 }
 
+static void joined_at(int64_t time_ns)
+{
+  pthread_mutex_lock(&g_lock);
+  g_join_ns = time_ns;
+  const rmw_guard_condition_t * wake = g_wake;
+  pthread_mutex_unlock(&g_lock);
+  if (wake) {
+    g_real.trigger_guard_condition(wake);  // its /clock may be held already
+  }
+}
+
 static char ** publisher_topics(size_t * size)
 {
   pthread_mutex_lock(&g_lock);
@@ -1114,6 +1127,7 @@ static bool start_agent(size_t domain_id)
   g_host.publisher_topics = publisher_topics;
   g_host.endpoints = endpoints;
   g_host.server_seen = server_seen;
+  g_host.joined_at = joined_at;
   if (rule && rule[0] && strcmp(rule, "next_frame") != 0 && strcmp(rule, "rounds") != 0 &&
     strcmp(rule, "participant") != 0)
   {
@@ -1633,10 +1647,34 @@ static void take_all(void)
   }
 }
 
+// Under g_lock, next frame: release the /clock of the time the process joined at, alone (its
+// messages wait for their frame), on each /clock subscription that holds it: the process is
+// at the server's time from its join on, as without the layer, though no Round comes for that
+// time before the next frame's (a server that has not sent a frame yet, or one that came
+// back from 0). Whether it did. Until a frame is released, that time published again is too.
+static bool release_join_time(void)
+{
+  bool released = false;
+  for (size_t i = 0; i < MAX_ENTITIES; i++) {
+    sub_t * sub = &g_subs[i];
+    if (sub->subscription && sub->clock && sub->size > sub->released &&
+      clock_of(sub->held[sub->size - 1].bytes, sub->held[sub->size - 1].length) == g_join_ns)
+    {
+      drop_held(sub, sub->size - 1);
+      sub->released = 1;
+      released = true;
+    }
+  }
+  return released;
+}
+
 // Under g_lock, next frame: release the frame of the last Round if everything of it is here.
 // Returns whether it did.
 static bool release(void)
 {
+  if (g_join_ns >= 0 && release_join_time()) {
+    return true;
+  }
   if (!g_round_new) {
     return false;
   }
@@ -1684,6 +1722,7 @@ static bool release(void)
   (void)clock;
   g_round_new = false;
   g_released_ns = g_round_ns;
+  g_join_ns = -1;
   return true;
 }
 

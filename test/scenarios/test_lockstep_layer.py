@@ -38,6 +38,7 @@ import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sim_clock.core.units import join_ns
 from sim_clock.msg import Done
 from sim_clock.msg import Round
 from sim_clock.srv import Join
@@ -406,6 +407,56 @@ def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path)
         child.stop()
 
 
+class _ServerOfTheTest:
+    """
+    A clock server's side of the wire, on the test's node, to put its messages in an order.
+
+    ``answer(request, response)`` answers ``/sim_clock/join``; ``/sim_clock/leave`` answers
+    yes; what comes on ``/sim_clock/done`` is kept in :attr:`done`. The reader of done (which
+    the layer looks for: only a server has it) is made last, once the node's /clock reader has
+    matched the test's writer.
+    """
+
+    def __init__(self, client, answer):
+        node = client.node
+        self.clock = node.create_publisher(Clock, '/clock', QOS)
+        self.rounds = node.create_publisher(Round, '/sim_clock/rounds', SERVER_QOS)
+        client.spin_until(lambda: self.clock.get_subscription_count() >= 1,
+                          "the node's /clock", timeout=START_S)
+        node.create_service(Join, '/sim_clock/join', answer, qos_profile=SERVICE_QOS)
+        node.create_service(Leave, '/sim_clock/leave', lambda _, response: response,
+                            qos_profile=SERVICE_QOS)
+        self.done = []
+        node.create_subscription(Done, '/sim_clock/done', self.done.append, SERVER_QOS)
+
+    def until_fired(self, child, time_ns: int, round_: Round = None) -> int:
+        """
+        Publish the /clock of ``time_ns`` (after ``round_``) until ``child`` fired; return when.
+
+        Again and again: the node's /clock reader is best effort, as rclpy's time source makes
+        it. Fails after START_S.
+        """
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = divmod(time_ns, NS)
+        deadline = time.monotonic() + START_S
+        while True:
+            if round_ is not None:
+                self.rounds.publish(round_)
+            self.clock.publish(msg)
+            try:
+                return int(child.expect('fired', timeout=0.1))
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+
+    def done_at(self, client, time_ns: int, what: str) -> Done:
+        """Return the first done for ``time_ns`` once it has come (spinning the test's node)."""
+        def said():
+            return [msg for msg in self.done if join_ns(msg.time) == time_ns]
+        client.spin_until(said, what, timeout=START_S)
+        return said()[0]
+
+
 @pytest.mark.parametrize('rule', ['participant', 'next_frame', 'rounds'])
 def test_a_frame_that_comes_before_the_join_is_answered_is_held(
         client, domain_id, tmp_path, rule):
@@ -420,46 +471,50 @@ def test_a_frame_that_comes_before_the_join_is_answered_is_held(
     """
     child = _start_node(domain_id, tmp_path, layer=True, env={'SIM_CLOCK_LOCKSTEP_RULE': rule})
     try:
-        node = client.node
-        clock = node.create_publisher(Clock, '/clock', QOS)
-        client.spin_until(lambda: clock.get_subscription_count() >= 1, "the node's /clock",
-                          timeout=START_S)
-        first = Clock()
-        first.clock.nanosec = 10 * MS
-        kind = Round(next_frame=rule == 'next_frame')
-        kind.time = first.clock
-        rounds = node.create_publisher(Round, '/sim_clock/rounds', SERVER_QOS)
+        frame = Round(next_frame=True)
+        frame.time.nanosec = 10 * MS
         fired = []
 
         def join(request, response):
-            # The frame goes out (after its Round, at the next frame) before the answer, and
-            # again until the node has fired at it (its /clock reader is best effort).
-            deadline = time.monotonic() + START_S
-            while not fired and time.monotonic() < deadline:
-                if rule == 'next_frame':
-                    rounds.publish(kind)
-                clock.publish(first)
-                try:
-                    fired.append(int(child.expect('fired', timeout=0.1)))
-                except AssertionError:
-                    pass
+            # The frame goes out (after its Round, at the next frame) before the answer.
+            fired.append(server.until_fired(
+                child, 10 * MS, frame if rule == 'next_frame' else None))
             response.success, response.message = True, 'joined'
             return response
 
-        done = []
-        node.create_service(Join, '/sim_clock/join', join, qos_profile=SERVICE_QOS)
-        node.create_service(Leave, '/sim_clock/leave', lambda _, response: response,
-                            qos_profile=SERVICE_QOS)
-        # The layer looks for this reader: only a server has it.
-        node.create_subscription(Done, '/sim_clock/done', done.append, SERVER_QOS)
-        client.spin_until(lambda: fired, 'the join, answered once the node fired',
-                          timeout=START_S)
-        client.spin_until(lambda: any(msg.time == first.clock for msg in done),
-                          'the done for the frame that came before the answer',
-                          timeout=START_S)
+        server = _ServerOfTheTest(client, join)
+        said = server.done_at(client, 10 * MS, 'the done for the frame before the answer')
         assert fired == [10 * MS], child.output()
-        said = [msg for msg in done if msg.time == first.clock][0]
         assert said.name == NODE_NAME and said.rounds == (rule != 'participant'), said
+    finally:
+        child.stop()
+
+
+def test_at_the_next_frame_the_time_of_the_join_is_taken_at_once(client, domain_id, tmp_path):
+    """
+    The /clock of the time a join is answered at is released without a Round.
+
+    A server that has sent no frame yet (or one that came back from 0) sends no Round before
+    its next frame: the layer releases that time alone, so the node is at the server's time
+    from its join on, as without the layer, and says it done (doc/lockstep-layer.md, "At the
+    next frame").
+    """
+    child = _start_node(domain_id, tmp_path, layer=True,
+                        env={'SIM_CLOCK_LOCKSTEP_RULE': 'next_frame'})
+    try:
+        answered = []
+
+        def join(request, response):
+            response.success, response.message = True, 'joined'
+            response.clock.nanosec = 50 * MS
+            answered.append(request.name)
+            return response
+
+        server = _ServerOfTheTest(client, join)
+        client.spin_until(lambda: answered, 'the join', timeout=START_S)
+        assert server.until_fired(child, 50 * MS) == 50 * MS, child.output()
+        said = server.done_at(client, 50 * MS, 'the done for the time of the join')
+        assert said.name == NODE_NAME and said.next_frame, said
     finally:
         child.stop()
 
