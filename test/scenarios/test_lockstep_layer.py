@@ -325,6 +325,10 @@ def _fired_at(client, clock, child, time_ns: int) -> int:
                 raise
 
 
+def _node_names(client) -> set:
+    return {name for name, _ in client.node.get_node_names_and_namespaces()}
+
+
 def _lines(lines, word):
     return [line.split()[1:] for line in lines if line.startswith(word + ' ')]
 
@@ -396,9 +400,11 @@ def test_without_a_server_the_layer_changes_nothing(client, domain_id, tmp_path)
         for k in range(1, 6):
             assert _fired_at(client, clock, child, k * 10 * MS) == k * 10 * MS
         # It made no DDS participant of its own (no hidden node of the layer's on the graph),
-        # where the node's own is seen.
-        names = {name for name, _ in client.node.get_node_names_and_namespaces()}
-        assert 'plain' in names, names
+        # where the node's own is seen (node names come on their own discovery topic, after
+        # the endpoints the test's /clock writer matched).
+        client.spin_until(lambda: 'plain' in _node_names(client), "the node's name",
+                          timeout=START_S)
+        names = _node_names(client)
         assert not [name for name in names if name.startswith('_sim_clock_lockstep')], names
         child.stop()
         assert child.process.returncode == 0, child.output()
