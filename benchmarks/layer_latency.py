@@ -48,7 +48,9 @@ WARM_UP = 300
 #: How long the talker may take to see that the listener has left (it then ends by itself).
 TALKER_END_S = 10.0
 
-#: The two processes, by role (argv[1]); argv[2] how many messages the listener keeps.
+#: The two processes, by role (argv[1]); argv[2] how many messages the listener keeps, after
+#: argv[3] not kept; argv[4] the turn's topic (a talker that matched a listener of the turn
+#: before, still leaving the graph, took its leaving for its own listener's, and ended).
 NODE = """
 import json
 import sys
@@ -63,14 +65,14 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from std_msgs.msg import String
 
-role, count, warm_up = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+role, count, warm_up, topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rclpy.init()
 node = rclpy.create_node(f'latency_{role}',
                          parameter_overrides=[Parameter('use_sim_time', value=True)])
 qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 steady = Clock(clock_type=ClockType.STEADY_TIME)
 if role == 'talker':
-    publisher = node.create_publisher(String, '/latency', qos)
+    publisher = node.create_publisher(String, topic, qos)
     matched = [False]
 
     def send():
@@ -90,7 +92,7 @@ else:
             print(json.dumps({'p50_us': kept[len(kept) // 2] / 1000,
                               'p90_us': kept[len(kept) * 9 // 10] / 1000}), flush=True)
             raise SystemExit(0)
-    node.create_subscription(String, '/latency', take, qos)
+    node.create_subscription(String, topic, take, qos)
 try:
     rclpy.spin(node)
 except (KeyboardInterrupt, ExternalShutdownException, SystemExit):
@@ -100,13 +102,13 @@ rclpy.try_shutdown()
 """
 
 
-def turn(domain_id: int, messages: int, layer: bool) -> dict:
-    """Run the talker and the listener once; return the listener's p50 and p90 in us."""
+def turn(domain_id: int, messages: int, layer: bool, topic: str) -> dict:
+    """Run the talker and the listener once on ``topic``; return the listener's p50 and p90."""
     lockstep = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock', 'lockstep')
     prefix = [lockstep] if layer else []
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
                ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
-    argv = [str(messages), str(WARM_UP)]
+    argv = [str(messages), str(WARM_UP), topic]
     listener = subprocess.Popen([*prefix, sys.executable, '-c', NODE, 'listener', *argv],
                                 env=env, stdout=subprocess.PIPE, text=True)
     talker = subprocess.Popen([*prefix, sys.executable, '-c', NODE, 'talker', *argv], env=env,
@@ -141,7 +143,8 @@ def main(argv=None) -> int:
     p50 = {False: [], True: []}
     for k in range(args.turns):
         for layer in (False, True):
-            figures = turn(domain_id, args.messages, layer)
+            figures = turn(domain_id, args.messages, layer,
+                           f'/latency/turn_{k + 1}_{"layer" if layer else "bare"}')
             p50[layer].append(figures['p50_us'])
             name = 'under the layer, no server' if layer else 'without the layer'
             print(f'turn {k + 1} {name}: p50 {figures["p50_us"]:.1f} us, '
