@@ -461,7 +461,6 @@ static void turn(void)
           }
           send(member, true);
         }
-        taking_part |= member->state == MEMBER_JOINING;
         break;
       case MEMBER_JOINING:
       case MEMBER_JOINED:
@@ -475,7 +474,6 @@ static void turn(void)
         } else if (member->state == MEMBER_JOINING && now - member->sent_ns > JOIN_AGAIN_NS) {
           send(member, true);  // the answer was lost: joining again changes nothing more
         }
-        taking_part |= member->state == MEMBER_JOINED || member->state == MEMBER_JOINING;
         break;
       case MEMBER_TO_LEAVE:
         if (leave_served) {
@@ -495,6 +493,7 @@ static void turn(void)
       default:
         break;
     }
+    taking_part |= member->state == MEMBER_JOINING || member->state == MEMBER_JOINED;
   }
   if (said_ready) {
     forget_ready();

@@ -1840,20 +1840,29 @@ static bool release_rounds(void)
   return true;
 }
 
+// Under g_lock: whether a subscription of the process holds a message.
+static bool holds_any(void)
+{
+  bool held = false;
+  for (size_t i = 0; i < MAX_ENTITIES && !held; i++) {
+    held = g_subs[i].subscription && g_subs[i].size > 0;
+  }
+  return held;
+}
+
 // Under g_lock: release everything held, in the order it came (the layer no longer follows
 // the process); whether anything was. The process takes from what is held until none is.
 static bool let_go(void)
 {
-  bool released = false, held = false;
+  bool released = false;
   for (size_t i = 0; i < MAX_ENTITIES; i++) {
     sub_t * sub = &g_subs[i];
     if (sub->subscription) {
       released |= sub->released < sub->size;
-      held |= sub->size > 0;
       sub->released = sub->size;
     }
   }
-  atomic_store(&g_letting_go, held);
+  atomic_store(&g_letting_go, holds_any());
   return released;
 }
 
@@ -1907,11 +1916,7 @@ static rmw_ret_t take_held(
   }
   drop_held(sub, 1);
   if (atomic_load(&g_letting_go) && !atomic_load(&g_active)) {
-    bool held = false;
-    for (size_t i = 0; i < MAX_ENTITIES && !held; i++) {
-      held = g_subs[i].subscription && g_subs[i].size > 0;
-    }
-    atomic_store(&g_letting_go, held);
+    atomic_store(&g_letting_go, holds_any());
   }
   return ret;
 }
