@@ -22,13 +22,17 @@ Run after scripts/setup.sh, from the repository, with AMENT_PREFIX_PATH=.venv::
     .venv/bin/python benchmarks/scale.py --only participants --doc doc/performance.md
     .venv/bin/python benchmarks/scale.py --only participants --participants 16 64 \
         --layouts processes                                  # some sizes, one layout
+    .venv/bin/python benchmarks/scale.py --only participants --heartbeat-check
+                                                             # and without the 1 ms heartbeat
 
 The cases (``--only CASE``), each on a DDS domain of its own (``--domain``), with the
 processes of ``benchmarks/performance/roles.py``:
 
 - ``participants``: free run at real_time_factor 0 held by 1, 4, 16 and 64 participants, as
   processes and as nodes in two processes (several nodes on one executor each): frames/s
-  against the bare rclpy barrier of the same processes and nodes (the faster executor);
+  against the bare rclpy barrier of the same processes and nodes (the faster executor); with
+  ``--heartbeat-check``, free run again with the server on its Fast DDS profile less the
+  writers' 1 ms heartbeat (the participants' /clock readers then get no heartbeat a frame);
 - ``sim_time_nodes``: 10, 50 and 100 use_sim_time nodes (ten to a process) beside free run at
   real_time_factor 0 and at 1 kHz: the server's frames/s against the server alone, and the
   nodes' CPU, with and without ``max_clock_rate``;
@@ -50,6 +54,7 @@ a PNG of the curves (with matplotlib, where installed).
 """
 
 import argparse
+import contextlib
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -93,6 +98,9 @@ class Sizes:
     participants: tuple = (1, 4, 16, 64)
     #: the participants case's layouts: processes of one node, nodes in NODE_PROCESSES processes
     layouts: tuple = ('processes', 'nodes')
+    #: the participants case also with the server on its profile less the writers' 1 ms
+    #: heartbeat (``--heartbeat-check``): what that heartbeat costs at each count
+    heartbeat_check: bool = False
     #: frames measured at a participant count (after 50 of warm-up); other counts: the frames
     #: of the next larger count listed (the fewest past 64)
     barrier_frames: dict = field(default_factory=lambda: {1: 3000, 4: 3000, 16: 1000, 64: 300})
@@ -224,32 +232,80 @@ def participants(bench, sizes: Sizes) -> List[Row]:
         layouts += [(f'nodes in {NODE_PROCESSES} processes', count,
                      _spread(count, NODE_PROCESSES)) for count in sizes.participants
                     if count > NODE_PROCESSES]
-    for layout, count, spread in layouts:
-        timeout = run.TIMEOUT * (1 + count // 4)
-        # A role's own wait for its frames counts from its ready, before the last batch starts.
-        frames = ['--frames', _frames_at(sizes.barrier_frames, count), '--warmup', 50,
-                  '--timeout', timeout * 10]
-        bench.server(real_time_factor=0.0, time_step=0.001, paused=True)
-        ours = _started(bench, [('participant', '--nodes', nodes, *frames)
-                                for nodes in spread], timeout)
-        bench.role('call-trigger', '--name', 'resume').result(timeout)
-        ours_fps = min(role.result(timeout * 10)['fps'] for role in ours)
-        bench.stop_all()
-        bare = {}
-        for executor in sizes.executors:
-            barrier = bench.role('bare-barrier', '--executor', executor,
-                                 '--subscribers', count, *frames)
-            _started(bench, [('participant', '--server', 'bare', '--nodes', nodes, *frames)
-                             for nodes in spread], timeout)
-            barrier.expect('ready', timeout)
-            bare[executor] = barrier.result(timeout * 10)['fps']
-            bench.stop_all()
-        rows.append(Row('participants', f'{count} as {layout}', 'free run held by them',
-                        'frames/s', ours_fps,
-                        max(bare.values()), 'bare rclpy barrier, the faster executor',
-                        'ratio>=', 0.9))
-        print('    ' + line(rows[-1]), flush=True)
+    with _without_heartbeat(sizes.heartbeat_check) as quiet:
+        for layout, count, spread in layouts:
+            timeout = run.TIMEOUT * (1 + count // 4)
+            # A role's own wait for its frames counts from its ready, before the last batch starts.
+            frames = ['--frames', _frames_at(sizes.barrier_frames, count), '--warmup', 50,
+                      '--timeout', timeout * 10]
+            ours_fps = _held_free_run(bench, spread, frames, timeout)
+            quiet_fps = _held_free_run(bench, spread, frames, timeout, quiet) if quiet else None
+            bare = {}
+            for executor in sizes.executors:
+                barrier = bench.role('bare-barrier', '--executor', executor,
+                                     '--subscribers', count, *frames)
+                _started(bench, [('participant', '--server', 'bare', '--nodes', nodes, *frames)
+                                 for nodes in spread], timeout)
+                barrier.expect('ready', timeout)
+                bare[executor] = barrier.result(timeout * 10)['fps']
+                bench.stop_all()
+            rows.append(Row('participants', f'{count} as {layout}', 'free run held by them',
+                            'frames/s', ours_fps,
+                            max(bare.values()), 'bare rclpy barrier, the faster executor',
+                            'ratio>=', 0.9))
+            print('    ' + line(rows[-1]), flush=True)
+            if quiet_fps is not None:
+                rows.append(Row('participants', f'{count} as {layout}',
+                                'free run held by them, the server without the 1 ms heartbeat',
+                                'frames/s', quiet_fps, max(bare.values()),
+                                'bare rclpy barrier, the faster executor'))
+                print('    ' + line(rows[-1]), flush=True)
     return rows
+
+
+def _held_free_run(bench, spread: List[int], frames: list, timeout: float,
+                   server_env: Optional[dict] = None) -> float:
+    """Return the frames/s of free run at factor 0 held by participant processes of ``spread``."""
+    bench.server(real_time_factor=0.0, time_step=0.001, paused=True, env=server_env)
+    ours = _started(bench, [('participant', '--nodes', nodes, *frames) for nodes in spread],
+                    timeout)
+    bench.role('call-trigger', '--name', 'resume').result(timeout)
+    fps = min(role.result(timeout * 10)['fps'] for role in ours)
+    bench.stop_all()
+    return fps
+
+
+@contextlib.contextmanager
+def _without_heartbeat(wanted: bool):
+    """
+    Within: the environment items that give the server its Fast DDS profile less the heartbeat.
+
+    The executables' profile asks every writer's readers for acknowledgements every 1 ms while
+    a sample is unacknowledged (doc/design.md, "Acknowledged steps"); written without that
+    element into TMPDIR (removed after), the writers keep Fast DDS's default period (3 s), all
+    else the same. None unless ``wanted``.
+    """
+    if not wanted:
+        yield None
+        return
+    from xml.etree import ElementTree
+    from sim_clock.process.fastdds_profiles import fast_dds_major
+    from sim_clock.process.fastdds_profiles import PROFILE_FILES
+    from sim_clock.process.fastdds_profiles import PROFILES_VARIABLES
+    major = fast_dds_major()
+    namespace = 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'
+    ElementTree.register_namespace('', namespace)
+    tree = ElementTree.parse(PROFILE_FILES[major])
+    for writer in tree.iter(f'{{{namespace}}}data_writer'):
+        for times in writer.findall(f'{{{namespace}}}times'):
+            writer.remove(times)
+    handle, path = tempfile.mkstemp(prefix='sim_clock_scale_', suffix='_profile.xml')
+    os.close(handle)
+    try:
+        tree.write(path, xml_declaration=True, encoding='UTF-8')
+        yield {PROFILES_VARIABLES[major]: path}
+    finally:
+        os.remove(path)
 
 
 # -- use_sim_time nodes ------------------------------------------------------------------------
@@ -664,6 +720,9 @@ def parse_arguments(argv) -> argparse.Namespace:
     parser.add_argument('--layouts', nargs='+', choices=Sizes.layouts, metavar='LAYOUT',
                         help='the participants case in these layouts only: processes (one '
                              f'node each), nodes (in {NODE_PROCESSES} processes)')
+    parser.add_argument('--heartbeat-check', action='store_true',
+                        help='participants: also run free run with the server on its Fast DDS '
+                             'profile less the 1 ms heartbeat of its writers')
     parser.add_argument('--doc', metavar='FILE',
                         help='also put the table, dated, with the machine and the load, in FILE '
                              'between its markers (doc/performance.md)')
@@ -688,6 +747,8 @@ def main(argv=None) -> int:
         sizes = replace(sizes, participants=tuple(args.participants))
     if args.layouts:
         sizes = replace(sizes, layouts=tuple(args.layouts))
+    if args.heartbeat_check:
+        sizes = replace(sizes, heartbeat_check=True)
     load_start = os.getloadavg()[0]
     domain_id = domain_for_run(args.domain)
     log_path = args.log or os.path.join(

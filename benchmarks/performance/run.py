@@ -283,15 +283,16 @@ class Bench:
         self.processes: List[Process] = []
 
     def start(self, argv: List[str], chooses_transport: bool = False,
-              cpu: Optional[int] = None) -> Process:
+              cpu: Optional[int] = None, env: Optional[dict] = None) -> Process:
         """
         Start a process on the bench's domain (on core ``cpu`` alone, if given).
 
         In a UDP case, with discovery beyond localhost and ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``;
         a process that ``chooses_transport`` (our executables) gets no variable and picks
-        UDPv4 itself, as it does by default on a network.
+        UDPv4 itself, as it does by default on a network. ``env``: items of this process
+        alone, over the bench's environment.
         """
-        env = self.env
+        env = dict(self.env, **env) if env else self.env
         if self.udp:
             env = dict(env, ROS_AUTOMATIC_DISCOVERY_RANGE=UDP_RANGE)
             env.pop(TRANSPORTS_VARIABLE, None)
@@ -301,10 +302,16 @@ class Bench:
         self.processes.append(process)
         return process
 
-    def server(self, cpu: Optional[int] = None, **parameters) -> Process:
-        """Start the clock server; it is up when a probe finds its services or /clock."""
+    def server(self, cpu: Optional[int] = None, env: Optional[dict] = None,
+               **parameters) -> Process:
+        """
+        Start the clock server; it is up when a probe finds its services or /clock.
+
+        ``env``: environment items of this process alone (over the bench's).
+        """
         return self.start([self.server_executable, '--ros-args', '--log-level', 'warn']
-                          + parameter_arguments(parameters), chooses_transport=True, cpu=cpu)
+                          + parameter_arguments(parameters), chooses_transport=True, cpu=cpu,
+                          env=env)
 
     def role(self, role: str, *args, cpu: Optional[int] = None) -> Process:
         return self.start([sys.executable, ROLES, role, *map(str, args)], cpu=cpu)
