@@ -76,6 +76,8 @@ class Participants:
         self._expected = parts.expected
         #: A wait ended: the engine looks again (its ``released``, :meth:`when_released`).
         self._go_on: Callable[[], None] = nothing
+        #: A participant joined or left (:meth:`when_joined_or_left`).
+        self._joined_or_left: Callable[[], None] = nothing
         self._logger = node.get_logger()
         self.barrier = barrier
         self._presence = Presence()
@@ -102,6 +104,7 @@ class Participants:
             f'participant {name!r} joined (period {period_ns} ns'
             + (f', node {node}' if node else '') + ')')
         self._presence.joined(name, self._now())
+        self._joined_or_left()
         return JoinOutcome(success=True, message=f'joined; frame {timeline.frame} is the '
                                                  'last before its first',
                            frame=timeline.frame, clock_ns=self._clock_now())
@@ -114,6 +117,7 @@ class Participants:
         # An expected node that leaves must say it is ready again before frames go on.
         self._expected.forget(name, participant.node)
         self._presence.left(name)
+        self._joined_or_left()
         # One call per severity: rclpy refuses a second severity from the same line (it raised
         # in the server when a participant was dropped after another had left).
         if why == 'left':
@@ -146,6 +150,10 @@ class Participants:
             self._events.done(timeline.epoch, time_ns,
                               barrier.participants[name].awaited_since_ns, now, name, round_)
             self._released()
+
+    def when_joined_or_left(self, call: Callable[[], None]) -> None:
+        """Call ``call`` after each join and each leave (a drop too)."""
+        self._joined_or_left = call
 
     def when_released(self, go_on: Callable[[], None]) -> None:
         """Call ``go_on`` whenever a wait for the participants ends: the frame engine's."""

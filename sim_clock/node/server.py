@@ -55,6 +55,8 @@ from sim_clock.node.engine.parts import WaitParts
 from sim_clock.node.flow_control import FlowControl
 from sim_clock.node.frame_timeline import FrameTimeline
 from sim_clock.node.gate_readers import OutputGates
+from sim_clock.node.heartbeat import ClockHeartbeat
+from sim_clock.node.heartbeat import heartbeat_setter
 from sim_clock.node.participants import Participants
 from sim_clock.node.publishing import ClockSink
 from sim_clock.node.publishing import create_clock_publisher
@@ -148,6 +150,12 @@ class ClockServer(Node):
         waits = WaitParts(self, self._timeline, axes, self.frame_timeline, self.expected,
                           steady_clock=self.steady_clock, now_ns=now_ns)
         self.participants = Participants(waits, core.barrier)
+        #: The /clock writer's heartbeat period: slower while participants hold the frames.
+        self.clock_heartbeat = heartbeat = ClockHeartbeat(
+            heartbeat_setter(self.clock_publisher), lambda: len(core.barrier.participants),
+            lambda: core.ack_timeout_ns)
+        self.participants.when_joined_or_left(heartbeat.follow)
+        bridge.when_set('ack_timeout', heartbeat.follow)
         #: The subscriptions of the gated topics (output_gates).
         self.output_gates = gates = OutputGates(waits, core.gates)
         bridge.when_set('output_gates', lambda specs: gates.reconfigure())

@@ -85,6 +85,20 @@ def answer_late_clients(environ=os.environ) -> Optional[str]:
             'client; acknowledgements asked for every 1 ms')
 
 
+def profile_is_ours(environ=os.environ) -> bool:
+    """
+    Whether this process's Fast DDS runs on one of our profiles: writers with a 1 ms heartbeat.
+
+    As :func:`answer_late_clients` or ``runtime.loopback_udp_only`` set it. False on another
+    middleware, or where the user gave a profiles file of their own.
+    """
+    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+        return False
+    ours = set(PROFILE_FILES.values()) | set(LOOPBACK_PROFILE_FILES.values())
+    given = [environ[name] for name in PROFILES_VARIABLES.values() if environ.get(name)]
+    return bool(given) and given[0] in ours
+
+
 @contextlib.contextmanager
 def our_profile_meanwhile(environ=os.environ):
     """

@@ -12,10 +12,17 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A server's flow control is armed exactly while time advances only by steps, after any change."""
+"""
+A server in the test's process: what it arms and sets as its state changes.
+
+Flow control is armed exactly while time advances only by steps, after any change; the /clock
+writer's heartbeat period follows the participants and ``ack_timeout``.
+"""
 
 import pytest
 from rclpy.parameter import Parameter
+from sim_clock.node.heartbeat import ASKING_NS
+from sim_clock.node.heartbeat import HELD_NS
 from sim_clock.node.server import ClockServer
 
 pytestmark = pytest.mark.dds
@@ -55,5 +62,24 @@ def test_every_kind_of_change_leaves_flow_control_armed_as_the_run_says(context)
             assert _armed_as_the_run_says(server), (name, server.flow.armed, timeline.status())
             seen.add(server.flow.armed)
         assert seen == {True, False}  # both ways, each reached by a change
+    finally:
+        server.destroy_node()
+
+
+def test_the_clock_heartbeat_slows_while_participants_hold_frames_and_no_step_awaits_acks(
+        context):
+    """Joins, leaves and ack_timeout set by parameter: the period follows each one."""
+    server = ClockServer(context=context)
+    try:
+        heartbeat = server.clock_heartbeat
+        assert heartbeat.period_ns == ASKING_NS
+        assert server.participants.join('planner', '/planner', 0).success
+        assert heartbeat.period_ns == HELD_NS
+        assert server.set_parameters([Parameter('ack_timeout', value=0.5)])[0].successful
+        assert heartbeat.period_ns == ASKING_NS
+        assert server.set_parameters([Parameter('ack_timeout', value=0.0)])[0].successful
+        assert heartbeat.period_ns == HELD_NS
+        assert server.participants.leave('planner').success
+        assert heartbeat.period_ns == ASKING_NS
     finally:
         server.destroy_node()
