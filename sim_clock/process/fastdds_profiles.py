@@ -25,6 +25,7 @@ import contextlib
 import importlib.metadata
 import os
 from typing import Optional
+from typing import Tuple
 
 #: Where Fast DDS 2 and 3 take an XML profiles file from (2 reads the first; 3 reads the second
 #: and warns that the first is deprecated), and ours for each: they spell one element apart.
@@ -68,14 +69,14 @@ def answer_late_clients(environ=os.environ) -> Optional[str]:
     reader (Fast DDS drops the answer after 100 ms) and writers ask for acknowledgements every
     1 ms (doc/design.md, "Services", "Acknowledged steps").
     """
-    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
+    if not _on_fast_dds(environ):
         return None
-    given = [name for name in PROFILES_VARIABLES.values() if environ.get(name)]
-    if given and environ[given[0]] in LOOPBACK_PROFILE_FILES.values():
-        return (f'Fast DDS profile {environ[given[0]]}: UDPv4 on 127.0.0.1 only; answers wait '
+    given = _given_profiles(environ)
+    if given and given[1] in LOOPBACK_PROFILE_FILES.values():
+        return (f'Fast DDS profile {given[1]}: UDPv4 on 127.0.0.1 only; answers wait '
                 'up to 2 s for a new client; acknowledgements asked for every 1 ms')
     if given:
-        return (f'{GIVEN_PROFILES}: {given[0]}={environ[given[0]]}, not the one of sim_clock: '
+        return (f'{GIVEN_PROFILES}: {given[0]}={given[1]}, not the one of sim_clock: '
                 'steps held for readers (flow control, ack_timeout) wait up to one '
                 'heartbeat period of that file per 500 frames (3 s by default in Fast DDS, '
                 '1 ms in ours; doc/modes-and-services.md, "No loss within steps")')
@@ -92,11 +93,22 @@ def profile_is_ours(environ=os.environ) -> bool:
     As :func:`answer_late_clients` or ``runtime.loopback_udp_only`` set it. False on another
     middleware, or where the user gave a profiles file of their own.
     """
-    if not environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps'):
-        return False
-    ours = set(PROFILE_FILES.values()) | set(LOOPBACK_PROFILE_FILES.values())
-    given = [environ[name] for name in PROFILES_VARIABLES.values() if environ.get(name)]
-    return bool(given) and given[0] in ours
+    given = _given_profiles(environ)
+    return (_on_fast_dds(environ) and given is not None
+            and given[1] in {*PROFILE_FILES.values(), *LOOPBACK_PROFILE_FILES.values()})
+
+
+def _on_fast_dds(environ) -> bool:
+    """Whether this process's middleware is Fast DDS (rmw_fastrtps, the default)."""
+    return environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp').startswith('rmw_fastrtps')
+
+
+def _given_profiles(environ) -> Optional[Tuple[str, str]]:
+    """Return the first profiles variable set and its file, or None: what Fast DDS loads."""
+    for name in PROFILES_VARIABLES.values():
+        if environ.get(name):
+            return name, environ[name]
+    return None
 
 
 @contextlib.contextmanager
