@@ -25,6 +25,7 @@ ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST:
     .venv/bin/python benchmarks/stack.py --runs 20 --mode plain          # rclpy.spin
     .venv/bin/python benchmarks/stack.py --bare                          # the bare barrier
     .venv/bin/python benchmarks/stack.py --runs 20 --layer rounds        # unchanged nodes
+    .venv/bin/python benchmarks/stack.py --runs 20 --layer rounds --c-nodes   # ... in C
 
 Each run starts, in processes of their own, a ``bag_player`` in sync mode (frames of 10 ms),
 the three nodes of ``examples/stack_node.py`` (perception, planning, control: a chain, a
@@ -39,6 +40,8 @@ processes' bare rclpy barrier, a loop that publishes a Clock and waits for one a
 each of three processes that answer every Clock at once, for as many frames. ``--layer RULE``:
 the nodes on ``rclpy.spin`` (``--mode plain``), each under the lockstep layer
 (``lib/sim_clock/lockstep``, doc/lockstep-layer.md) with ``SIM_CLOCK_LOCKSTEP_RULE=RULE``.
+``--c-nodes``: the same three roles in plain C on rcl (``lib/sim_clock/stack_node_c``,
+src/stack_node.c: one ``rcl_wait`` a turn, no executor), unchanged; with ``--layer``, under it.
 """
 
 import argparse
@@ -114,7 +117,7 @@ def write_inputs(path: str) -> Dict[str, int]:
 
 
 def run_once(workdir: str, domain: int, mode: str, record: bool = True,
-             layer: str = '') -> dict:
+             layer: str = '', c_nodes: bool = False) -> dict:
     """Play, step and record once; return the recording, the inversions and the frames/s."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     node_env = dict(env, SIM_CLOCK_LOCKSTEP_RULE=layer) if layer else env
@@ -135,8 +138,10 @@ def run_once(workdir: str, domain: int, mode: str, record: bool = True,
         env=env, stdout=logs, stderr=subprocess.STDOUT)]
     outputs = {role: os.path.join(workdir, f'{role}.txt') for role in ROLES}
     for role in ROLES:
+        command = [executable('stack_node_c'), role] if c_nodes else [
+            sys.executable, STACK_NODE, role, '--mode', mode]
         processes.append(subprocess.Popen(
-            [*prefix, sys.executable, STACK_NODE, role, '--mode', mode, '--readers',
+            [*prefix, *command, '--readers',
              *(f'{topic}={count - (not record)}' for topic, count in READERS.items())],
             env=node_env,
             stdout=open(outputs[role], 'w'), stderr=subprocess.STDOUT))
@@ -282,8 +287,10 @@ def main() -> int:
                         help='the bare rclpy barrier of the same processes, for frames/s')
     parser.add_argument('--layer', choices=('participant', 'rounds', 'next_frame'), default='',
                         help='the nodes on rclpy.spin under the lockstep layer, with this rule')
+    parser.add_argument('--c-nodes', action='store_true',
+                        help='the nodes in plain C on rcl (stack_node_c), unchanged')
     options = parser.parse_args()
-    if options.layer:
+    if options.layer or options.c_nodes:
         options.mode = 'plain'
     domains = DomainIds()
     if options.bare:
@@ -298,7 +305,7 @@ def main() -> int:
             run_dir = os.path.join(workdir, f'run{index}')
             os.makedirs(run_dir)
             result = run_once(run_dir, domains.take(), options.mode, not options.no_record,
-                              options.layer)
+                              options.layer, options.c_nodes)
             first = first if first is not None else result['recording']
             identical += result['recording'] == first
             if result['recording'] != first:
@@ -306,7 +313,9 @@ def main() -> int:
                 print(f'run {index} differs from run 0: {differences}')
             inversions.append(result['inversions'])
             rates.append(result['fps'])
-    name = f'{options.layer} under the lockstep layer' if options.layer else options.mode
+    nodes = 'C nodes' if options.c_nodes else 'rclpy nodes'
+    name = (f'{nodes}, {options.layer} under the lockstep layer' if options.layer
+            else f'{nodes}, {options.mode}')
     if options.no_record:
         print(f'{name}, without the recorder: frames/s median '
               f'{sorted(rates)[len(rates) // 2]:.0f} (min {min(rates):.0f}, max '

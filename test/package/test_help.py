@@ -35,7 +35,7 @@ pytestmark = pytest.mark.process
 
 #: What CMakeLists.txt installs into lib/sim_clock.
 INSTALLED = ('bag_player', 'clock_server', 'lockstep', 'plain_rcl_node', 'recorder', 'simclock',
-             'stack_relay')
+             'stack_node_c', 'stack_relay')
 FOLDER = os.path.join(get_package_prefix('sim_clock'), 'lib', 'sim_clock')
 #: The most time of its own an executable may take to print its help.
 HELP_BUDGET_S = 2.0

@@ -58,37 +58,44 @@ NODE = open(os.path.join(ROOT, 'examples', 'stack_node.py')).read()
 
 
 def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
-                layer: str = '', layered=None) -> dict:
+                layer: str = '', layered=None, in_c=()) -> dict:
     """
     Start each role's node in a process of its own; return them once all have joined.
 
     ``readers``: each node prints ``matched`` once its writers have matched that many readers.
     ``layer``: the nodes of ``layered`` (None: all) on ``rclpy.spin`` (``--mode plain``), each
     under the lockstep layer with that rule (doc/lockstep-layer.md), which joins for it once
-    it spins; the others on the participant helper in ``mode``.
+    it spins; the others on the participant helper in ``mode``. ``in_c``: roles of ``layered``
+    whose node is the same role in plain C on rcl (src/stack_node.c) under the layer.
     """
     matched = ('--readers', *(f'{topic}={count}' for topic, count in readers.items())
                ) if readers else ()
     under = set(roles if layered is None else layered) if layer else set()
-    nodes = {role: ChildProcess(
-        domain_id, NODE, str(tmp_path), args=(role, '--mode', 'plain' if role in under else mode,
-                                              *matched),
-        env={'SIM_CLOCK_LOCKSTEP_RULE': layer} if role in under else None,
-        prefix=(executable('lockstep'),) if role in under else ())
-        for role in roles}
+    assert set(in_c) <= under, 'a node in C holds frames only under the layer'
+    layer_env = {'SIM_CLOCK_LOCKSTEP_RULE': layer}
+
+    def start(role: str) -> ChildProcess:
+        if role in in_c:
+            return ExecutableProcess(domain_id, str(tmp_path), [
+                executable('lockstep'), executable('stack_node_c'), role, *matched], layer_env)
+        return ChildProcess(
+            domain_id, NODE, str(tmp_path),
+            args=(role, '--mode', 'plain' if role in under else mode, *matched),
+            env=layer_env if role in under else None,
+            prefix=(executable('lockstep'),) if role in under else ())
+    nodes = {role: start(role) for role in roles}
     for node in nodes.values():
         node.expect('joined', timeout=60.0)  # Python, rclpy, a join: slow on a loaded machine
     return nodes
 
 
-class RelayProcess(ChildProcess):
-    """The C relay (the installed stack_relay executable), read as a child script is."""
+class ExecutableProcess(ChildProcess):
+    """An installed executable (the C relay, a C node), read as a child script is."""
 
-    def __init__(self, domain_id: int, cwd: str):
+    def __init__(self, domain_id: int, cwd: str, argv: list, env: dict = None):
         self.process = subprocess.Popen(
-            [executable('stack_relay'), '--readers', '1'],  # the recorder on /relay
-            env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=cwd, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            argv, env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id), **(env or {})), cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
         LIVE_CHILDREN.add(self)
@@ -102,12 +109,13 @@ def processed(node: ChildProcess) -> list:
 
 
 def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
-               mode: str = 'deterministic', layer: str = '', layered=None):
+               mode: str = 'deterministic', layer: str = '', layered=None, in_c=()):
     """
     Replay the bag in lockstep with the stack; return (recording, what each node processed).
 
     In rounds (``deterministic``) the C relay takes part too, unless nodes run under the
-    lockstep ``layer`` (with that rule: those of ``layered``, None for all; see start_stack).
+    lockstep ``layer`` (with that rule: those of ``layered``, None for all, and of them those
+    of ``in_c`` in C; see start_stack).
     """
     relay = mode == 'deterministic' and not layer
     topics = TOPICS if relay else TOPICS[:-1]
@@ -118,13 +126,14 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
                           executable=executable('bag_player'))
     client.status_when_ready()
     roles = ('perception', 'planning', 'control')
-    nodes = start_stack(domain_id, tmp_path, roles, mode, readers, layer, layered)
+    nodes = start_stack(domain_id, tmp_path, roles, mode, readers, layer, layered, in_c)
     if layer:
         under = roles if layered is None else layered
         client.spin_until(lambda: {f'/{role}' for role in under} <= set(
             client.status().participants), 'the nodes joined through the layer', timeout=60.0)
     if relay:
-        nodes['relay'] = RelayProcess(domain_id, str(tmp_path))
+        nodes['relay'] = ExecutableProcess(  # the recorder reads /relay
+            domain_id, str(tmp_path), [executable('stack_relay'), '--readers', '1'])
         nodes['relay'].expect('joined')
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-t', *topics])
@@ -297,22 +306,27 @@ def test_a_stack_taking_messages_at_the_next_frame_records_the_same_bag_twice(
     assert stage2 and all(data.startswith('planning@') for data in stage2)
 
 
-@pytest.mark.parametrize('rule,layered', [
-    ('rounds', None), ('next_frame', None), ('rounds', ('planning',))],
-    ids=['rounds', 'next_frame', 'rounds_mixed'])
+@pytest.mark.parametrize('rule,layered,in_c', [
+    ('rounds', None, ()), ('next_frame', None, ()), ('rounds', ('planning',), ()),
+    ('rounds', None, ('perception', 'planning', 'control')),
+    ('next_frame', ('perception', 'planning'), ('perception',))],
+    ids=['rounds', 'next_frame', 'rounds_mixed', 'rounds_c_nodes', 'next_frame_c_mixed'])
 def test_a_stack_of_unchanged_nodes_under_the_lockstep_layer_records_the_same_bag_twice(
-        start_server, client, domain_id, tmp_path, bag, rule, layered):
+        start_server, client, domain_id, tmp_path, bag, rule, layered, in_c):
     """
     The stack's nodes on rclpy.spin, each under the lockstep layer: as with participant.spin.
 
     Identical recordings and no inversion; in rounds the chain within one frame, at the next
     frame each hop exactly a frame later. Mixed: planning under the layer, perception and
-    control on the participant helper, in rounds together.
+    control on the participant helper, in rounds together. C nodes: the same roles in plain C
+    on rcl (one wait a turn, no executor) under the layer, all of them in rounds; perception
+    in C and planning in Python under the layer beside control on the participant helper at
+    the next frame.
     """
     path, chatter = bag
     mode = 'next_frame' if rule == 'next_frame' else 'deterministic'
     _, seen = recorded_twice(start_server, client, domain_id, tmp_path, path, TOPICS[:-1], mode,
-                             rule, layered)
+                             rule, layered, in_c)
     for role, messages in seen.items():
         for topic, clock, sent, data in messages:
             if topic == '/chatter':  # the bag's data: at the frame of its stamp
