@@ -758,12 +758,18 @@ def main(argv=None) -> int:
     print(f"domain {domain_id}, {'quick' if args.quick else 'full'} sizes, load average "
           f'{load_start:.2f}, log {log_path}', flush=True)
     bench = run.Bench(domain_id, log_path)
-    rows = []
+    rows, failed = [], []
     try:
         for case in cases:
             started = time.monotonic()
             print(f'{case.__name__}:', flush=True)
-            rows += case(bench, sizes)
+            try:
+                rows += case(bench, sizes)
+            except (RuntimeError, TimeoutError) as error:
+                # A case that fails leaves the others' figures standing: said, and in the doc.
+                failed.append(case.__name__)
+                print(f'  {case.__name__} FAILED: {error} (log {log_path})', flush=True)
+                bench.stop_all(check=False)
             print(f'  ({time.monotonic() - started:.0f} s; load average '
                   f'{os.getloadavg()[0]:.2f})', flush=True)
     finally:
@@ -776,11 +782,14 @@ def main(argv=None) -> int:
     if args.doc:
         sized = ('quick sizes (--quick): figures of a check, not of the scale' if args.quick
                  else 'full sizes')
+        measured = [case.__name__ for case in cases if case.__name__ not in failed]
         write_doc(args.doc, rows, (
             f"{time.strftime('%Y-%m-%d')}, commit {run.commit()}, {sized}, cases "
-            f"{', '.join(case.__name__ for case in cases)}, on {run.machine()}; load "
-            f'average {load_start:.2f} at the start, {load_end:.2f} at the end:'))
-    return 0
+            f"{', '.join(measured)}"
+            + (f" (failed, no figures: {', '.join(failed)})" if failed else '')
+            + f', on {run.machine()}; load average {load_start:.2f} at the start, '
+            f'{load_end:.2f} at the end:'))
+    return 1 if failed else 0
 
 
 if __name__ == '__main__':

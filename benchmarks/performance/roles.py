@@ -319,7 +319,11 @@ def churn(args) -> None:
         for k in range(1, args.nodes)]
     for node in nodes[1:]:
         role.executor.add_node(node)
-    state = {'joined': False, 'frames': 0, 'last': None}
+    # Dones go out for the nodes whose join was answered, until they leave: between two
+    # cycles free run goes as fast as it can, and the /clock queued then (up to the reader's
+    # depth) is taken at the next join; answering each of those for every node, joined or
+    # not, once kept the process busy for seconds with its join answers queued behind.
+    state = {'joined': [], 'frames': 0, 'last': None}
     dones = []
     for node in nodes:
         done = node.create_publisher(Done, f'{args.server}/done', EVERY_CLOCK_QOS)
@@ -328,7 +332,7 @@ def churn(args) -> None:
     def on_clock(clock_msg):
         if not state['joined']:
             return
-        for done, msg in dones:
+        for done, msg in state['joined']:
             msg.time = clock_msg.clock
             done.publish(msg)
         if clock_msg.clock != state['last']:
@@ -347,13 +351,14 @@ def churn(args) -> None:
     say('ready')
     cycle = 0
     while role.node.context.ok():
-        state['joined'], state['frames'] = True, 0
-        for name, join, _ in joins:
+        for (name, join, _), answer in zip(joins, dones):
             role.call(join, Join.Request(name=name, node=name, period_ns=0))
+            state['joined'].append(answer)
+        state['frames'] = 0  # held by all of them from here
         role.spin_until(lambda: state['frames'] >= args.frames, 'the frames held')
-        state['joined'] = False
         for name, _, leave in joins:
             role.call(leave, Leave.Request(name=name))
+            state['joined'].pop(0)
         cycle += 1
         say('cycle', cycle)
         rest = time.monotonic() + args.duration
