@@ -32,46 +32,30 @@
 #include <string.h>
 #include <time.h>
 
-#include <rcl/error_handling.h>
 #include <rcl/rcl.h>
-#include <rcl/time.h>
 #include <rcl/timer.h>
-#include <rcutils/allocator.h>
-#include <rosgraph_msgs/msg/clock.h>
+
+#include "sim_time_node.h"
 
 #define NS_PER_SEC 1000000000LL
 #define WAIT_NS (100 * 1000000LL)  // longest rcl_wait, so that a signal is seen soon
 
 static volatile sig_atomic_t g_stop = 0;
-static rcl_context_t g_context;
-static rcl_node_t g_node;
-static rcl_subscription_t g_clock_sub;
-static rcl_clock_t g_clock;
+static sim_time_node_t g_sim = {.program = "plain_rcl_node"};
 static rcl_timer_t g_timer;
 static rcl_wait_set_t g_wait_set;
 static int64_t g_work_ns = 0;
 
 static void on_signal(int number) {g_stop = number;}
 
-static bool failed(const char * what)
-{
-  fprintf(stderr, "plain_rcl_node: %s: %s\n", what, rcl_get_error_string().str);
-  rcl_reset_error();
-  return false;
-}
-
-#define CHECK(call, what) do {if ((call) != RCL_RET_OK) {return failed(what);}} while (0)
+#define CHECK(call, what) \
+  do {if ((call) != RCL_RET_OK) {return sim_time_node_failed(&g_sim, what);}} while (0)
 
 static void on_timer(rcl_timer_t * timer, int64_t last_call_time)
 {
   (void)timer;
   (void)last_call_time;
-  rcl_time_point_value_t now = 0;
-  if (rcl_clock_get_now(&g_clock, &now) != RCL_RET_OK) {
-    failed("clock");
-    return;
-  }
-  printf("fired %lld\n", (long long)now);
+  printf("fired %lld\n", (long long)sim_time_node_now(&g_sim));
   fflush(stdout);
   struct timespec work = {(time_t)(g_work_ns / NS_PER_SEC), (long)(g_work_ns % NS_PER_SEC)};
   nanosleep(&work, NULL);  // the work of a slow node under test
@@ -79,59 +63,35 @@ static void on_timer(rcl_timer_t * timer, int64_t last_call_time)
 
 static bool set_up(int argc, char ** argv, int64_t period_ns)
 {
+  if (!sim_time_node_init(&g_sim, argc, argv, "plain_c")) {
+    return false;
+  }
   rcl_allocator_t alloc = rcl_get_default_allocator();
-  rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&init_options, alloc), "init options");
-  g_context = rcl_get_zero_initialized_context();
-  rcl_ret_t ret = rcl_init(argc, (const char * const *)argv, &init_options, &g_context);
-  CHECK(rcl_init_options_fini(&init_options), "init options");
-  CHECK(ret, "init");
-  g_node = rcl_get_zero_initialized_node();
-  rcl_node_options_t node_options = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&g_node, "plain_c", "", &g_context, &node_options), "node");
-  // use_sim_time by hand: the ROS clock follows /clock.
-  CHECK(rcl_ros_clock_init(&g_clock, &alloc), "clock");
-  CHECK(rcl_enable_ros_time_override(&g_clock), "clock override");
-  rcl_subscription_options_t sub_options = rcl_subscription_get_default_options();
-  sub_options.qos = rmw_qos_profile_default;
-  sub_options.qos.reliability = RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
-  sub_options.qos.depth = 1;
-  g_clock_sub = rcl_get_zero_initialized_subscription();
-  CHECK(rcl_subscription_init(&g_clock_sub, &g_node,
-    ROSIDL_GET_MSG_TYPE_SUPPORT(rosgraph_msgs, msg, Clock), "/clock", &sub_options), "/clock");
   g_timer = rcl_get_zero_initialized_timer();
-  CHECK(rcl_timer_init2(&g_timer, &g_clock, &g_context, period_ns, on_timer, alloc, true),
-    "timer");
+  CHECK(rcl_timer_init2(&g_timer, &g_sim.clock, &g_sim.context, period_ns, on_timer, alloc,
+    true), "timer");
   g_wait_set = rcl_get_zero_initialized_wait_set();
-  CHECK(rcl_wait_set_init(&g_wait_set, 1, 0, 1, 0, 0, 0, &g_context, alloc), "wait set");
+  CHECK(rcl_wait_set_init(&g_wait_set, 1, 0, 1, 0, 0, 0, &g_sim.context, alloc), "wait set");
   return true;
 }
 
 static bool spin_once(void)
 {
   CHECK(rcl_wait_set_clear(&g_wait_set), "wait set");
-  CHECK(rcl_wait_set_add_subscription(&g_wait_set, &g_clock_sub, NULL), "wait set");
+  CHECK(rcl_wait_set_add_subscription(&g_wait_set, &g_sim.clock_sub, NULL), "wait set");
   CHECK(rcl_wait_set_add_timer(&g_wait_set, &g_timer, NULL), "wait set");
   rcl_ret_t ret = rcl_wait(&g_wait_set, WAIT_NS);
   if (ret == RCL_RET_TIMEOUT) {
     return true;
   }
   CHECK(ret, "wait");
-  if (g_wait_set.subscriptions[0]) {
-    rosgraph_msgs__msg__Clock clock;
-    rmw_message_info_t info = rmw_get_zero_initialized_message_info();
-    while ((ret = rcl_take(&g_clock_sub, &clock, &info, NULL)) == RCL_RET_OK) {
-      CHECK(rcl_set_ros_time_override(&g_clock,
-        (int64_t)clock.clock.sec * NS_PER_SEC + clock.clock.nanosec), "set the time");
-    }
-    if (ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
-      return failed("take /clock");
-    }
+  if (g_wait_set.subscriptions[0] && !sim_time_node_take_clock(&g_sim)) {
+    return false;
   }
   if (g_wait_set.timers[0]) {
     ret = rcl_timer_call(&g_timer);
     if (ret != RCL_RET_OK && ret != RCL_RET_TIMER_CANCELED) {
-      return failed("timer");
+      return sim_time_node_failed(&g_sim, "timer");
     }
   }
   return true;
@@ -180,21 +140,11 @@ int main(int argc, char ** argv)
   while (ok && !g_stop) {
     ok = spin_once();
   }
-  // The entities (one not made is skipped by rcl), then the node, the clock, the context.
+  // Its entities (one not made is skipped by rcl), then the node, the clock, the context.
   rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set) | rcl_timer_fini(&g_timer);
-  if (rcl_node_is_valid_except_context(&g_node)) {
-    ret |= rcl_subscription_fini(&g_clock_sub, &g_node) | rcl_node_fini(&g_node);
-  }
-  rcl_reset_error();
-  if (g_clock.get_now) {
-    ret |= rcl_clock_fini(&g_clock);
-  }
-  if (rcl_context_is_valid(&g_context)) {
-    ret |= rcl_shutdown(&g_context);
-  }
-  ret |= rcl_context_fini(&g_context);
+  ret |= sim_time_node_fini(&g_sim);
   if (ret != RCL_RET_OK) {
-    failed("fini");
+    sim_time_node_failed(&g_sim, "fini");
   }
   return ok || g_stop ? 0 : 1;
 }

@@ -36,16 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rcl/error_handling.h>
 #include <rcl/rcl.h>
-#include <rcl/time.h>
 #include <rcl/timer.h>
-#include <rcutils/allocator.h>
-#include <rosgraph_msgs/msg/clock.h>
 #include <rosidl_runtime_c/string_functions.h>
 #include <std_msgs/msg/string.h>
 
-#define NS_PER_SEC 1000000000LL
+#include "sim_time_node.h"
+
 #define PERIOD_NS (20 * 1000000LL)  // the roles' timer, as stack_node.py's PERIOD_S
 #define WAIT_NS (100 * 1000000LL)  // longest rcl_wait, so that a signal is seen soon
 #define MATCH_LOOK_NS (10 * 1000000LL)  // how often the writers' matches are looked at
@@ -73,10 +70,7 @@ typedef struct
 static volatile sig_atomic_t g_stop = 0;
 static const char * g_role_name;
 static role_t g_role;
-static rcl_context_t g_context;
-static rcl_node_t g_node;
-static rcl_subscription_t g_clock_sub;
-static rcl_clock_t g_clock;
+static sim_time_node_t g_sim = {.program = "stack_node_c"};
 static rcl_timer_t g_timer;
 static bool g_has_timer;
 static rcl_wait_set_t g_wait_set;
@@ -92,23 +86,8 @@ static size_t g_inbox_count;
 
 static void on_signal(int number) {g_stop = number;}
 
-static bool failed(const char * what)
-{
-  fprintf(stderr, "stack_node_c: %s: %s\n", what, rcl_get_error_string().str);
-  rcl_reset_error();
-  return false;
-}
-
-#define CHECK(call, what) do {if ((call) != RCL_RET_OK) {return failed(what);}} while (0)
-
-static int64_t now_ns(void)
-{
-  rcl_time_point_value_t now = 0;
-  if (rcl_clock_get_now(&g_clock, &now) != RCL_RET_OK) {
-    failed("clock");
-  }
-  return now;
-}
+#define CHECK(call, what) \
+  do {if ((call) != RCL_RET_OK) {return sim_time_node_failed(&g_sim, what);}} while (0)
 
 static writer_t * writer(const char * topic)
 {
@@ -123,7 +102,7 @@ static writer_t * writer(const char * topic)
 // Publish '<role>@<clock>|<payload>' on topic and print 'sent <topic> <clock>'.
 static bool publish(const char * topic, const char * prefix, const char * payload)
 {
-  int64_t now = now_ns();
+  int64_t now = sim_time_node_now(&g_sim);
   size_t size = strlen(g_role_name) + strlen(prefix) + strlen(payload) + 32;
   char * text = malloc(size);
   if (text == NULL) {
@@ -196,7 +175,7 @@ static bool on_message(reader_t * reader, const char * data)
   if (bar != NULL && at != NULL && at < bar) {
     sent = strtoll(at + 1, NULL, 10);
   }
-  printf("got %s %lld %lld %s\n", reader->topic, (long long)now_ns(), sent, data);
+  printf("got %s %lld %lld %s\n", reader->topic, (long long)sim_time_node_now(&g_sim), sent, data);
   if (reader->keep && !keep(data)) {
     return false;
   }
@@ -209,7 +188,7 @@ static bool add_writer(const char * topic, const rcl_publisher_options_t * optio
   writer_t * slot = &g_writers[g_writer_count++];
   slot->topic = topic;
   slot->handle = rcl_get_zero_initialized_publisher();
-  CHECK(rcl_publisher_init(&slot->handle, &g_node,
+  CHECK(rcl_publisher_init(&slot->handle, &g_sim.node,
     ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String), topic, options), topic);
   return true;
 }
@@ -221,33 +200,17 @@ static bool add_reader(
   reader_t * slot = &g_readers[g_reader_count++];
   *slot = (reader_t){topic, rcl_get_zero_initialized_subscription(), keep_it, answer_topic,
     answer_prefix};
-  CHECK(rcl_subscription_init(&slot->handle, &g_node,
+  CHECK(rcl_subscription_init(&slot->handle, &g_sim.node,
     ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String), topic, options), topic);
   return true;
 }
 
 static bool set_up(int argc, char ** argv)
 {
+  if (!sim_time_node_init(&g_sim, argc, argv, g_role_name)) {
+    return false;
+  }
   rcl_allocator_t alloc = rcl_get_default_allocator();
-  rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&init_options, alloc), "init options");
-  g_context = rcl_get_zero_initialized_context();
-  rcl_ret_t ret = rcl_init(argc, (const char * const *)argv, &init_options, &g_context);
-  CHECK(rcl_init_options_fini(&init_options), "init options");
-  CHECK(ret, "init");
-  g_node = rcl_get_zero_initialized_node();
-  rcl_node_options_t node_options = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&g_node, g_role_name, "", &g_context, &node_options), "node");
-  // use_sim_time by hand: the ROS clock follows /clock (time 0 until the first).
-  CHECK(rcl_ros_clock_init(&g_clock, &alloc), "clock");
-  CHECK(rcl_enable_ros_time_override(&g_clock), "clock override");
-  rcl_subscription_options_t clock_options = rcl_subscription_get_default_options();
-  clock_options.qos = rmw_qos_profile_default;
-  clock_options.qos.reliability = RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
-  clock_options.qos.depth = 1;
-  g_clock_sub = rcl_get_zero_initialized_subscription();
-  CHECK(rcl_subscription_init(&g_clock_sub, &g_node,
-    ROSIDL_GET_MSG_TYPE_SUPPORT(rosgraph_msgs, msg, Clock), "/clock", &clock_options), "/clock");
   // stack_node.py's QOS: reliable, keep last 1000, volatile.
   rcl_publisher_options_t writer_options = rcl_publisher_get_default_options();
   writer_options.qos.depth = 1000;
@@ -273,12 +236,12 @@ static bool set_up(int argc, char ** argv)
   g_has_timer = g_role != PLANNING;
   if (g_has_timer) {
     g_timer = rcl_get_zero_initialized_timer();
-    CHECK(rcl_timer_init2(&g_timer, &g_clock, &g_context, PERIOD_NS, NULL, alloc, true),
+    CHECK(rcl_timer_init2(&g_timer, &g_sim.clock, &g_sim.context, PERIOD_NS, NULL, alloc, true),
       "timer");
   }
   g_wait_set = rcl_get_zero_initialized_wait_set();
   CHECK(rcl_wait_set_init(&g_wait_set, 1 + g_reader_count, 0, g_has_timer, 0, 0, 0,
-    &g_context, alloc), "wait set");
+    &g_sim.context, alloc), "wait set");
   return true;
 }
 
@@ -312,7 +275,7 @@ static bool take_all(reader_t * reader)
   }
   std_msgs__msg__String__fini(&message);
   if (ok && ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
-    return failed("take");
+    return sim_time_node_failed(&g_sim, "take");
   }
   return ok;
 }
@@ -320,7 +283,7 @@ static bool take_all(reader_t * reader)
 static bool spin_once(void)
 {
   CHECK(rcl_wait_set_clear(&g_wait_set), "wait set");
-  CHECK(rcl_wait_set_add_subscription(&g_wait_set, &g_clock_sub, NULL), "wait set");
+  CHECK(rcl_wait_set_add_subscription(&g_wait_set, &g_sim.clock_sub, NULL), "wait set");
   for (size_t i = 0; i < g_reader_count; ++i) {
     CHECK(rcl_wait_set_add_subscription(&g_wait_set, &g_readers[i].handle, NULL), "wait set");
   }
@@ -338,16 +301,8 @@ static bool spin_once(void)
     fflush(stdout);
     return true;
   }
-  if (g_wait_set.subscriptions[0]) {
-    rosgraph_msgs__msg__Clock clock;
-    rmw_message_info_t info = rmw_get_zero_initialized_message_info();
-    while ((ret = rcl_take(&g_clock_sub, &clock, &info, NULL)) == RCL_RET_OK) {
-      CHECK(rcl_set_ros_time_override(&g_clock,
-        (int64_t)clock.clock.sec * NS_PER_SEC + clock.clock.nanosec), "set the time");
-    }
-    if (ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED) {
-      return failed("take /clock");
-    }
+  if (g_wait_set.subscriptions[0] && !sim_time_node_take_clock(&g_sim)) {
+    return false;
   }
   // The timer after the clock, as an executor that wakes for the new time finds it due.
   bool due = false;
@@ -360,7 +315,7 @@ static bool spin_once(void)
       return false;
     }
     if (ret != RCL_RET_OK && ret != RCL_RET_TIMER_CANCELED) {
-      return failed("timer");
+      return sim_time_node_failed(&g_sim, "timer");
     }
   }
   for (size_t i = 0; i < g_reader_count; ++i) {
@@ -453,30 +408,22 @@ int main(int argc, char ** argv)
   while (ok && !g_stop) {
     ok = spin_once();
   }
-  // The entities (one not made is skipped by rcl), then the node, the clock, the context.
+  // Its entities (one not made is skipped by rcl), then the node, the clock, the context.
   rcl_ret_t ret = rcl_wait_set_fini(&g_wait_set);
   if (g_has_timer) {
     ret |= rcl_timer_fini(&g_timer);
   }
-  if (rcl_node_is_valid_except_context(&g_node)) {
+  if (rcl_node_is_valid_except_context(&g_sim.node)) {
     for (size_t i = 0; i < g_reader_count; ++i) {
-      ret |= rcl_subscription_fini(&g_readers[i].handle, &g_node);
+      ret |= rcl_subscription_fini(&g_readers[i].handle, &g_sim.node);
     }
     for (size_t i = 0; i < g_writer_count; ++i) {
-      ret |= rcl_publisher_fini(&g_writers[i].handle, &g_node);
+      ret |= rcl_publisher_fini(&g_writers[i].handle, &g_sim.node);
     }
-    ret |= rcl_subscription_fini(&g_clock_sub, &g_node) | rcl_node_fini(&g_node);
   }
-  rcl_reset_error();
-  if (g_clock.get_now) {
-    ret |= rcl_clock_fini(&g_clock);
-  }
-  if (rcl_context_is_valid(&g_context)) {
-    ret |= rcl_shutdown(&g_context);
-  }
-  ret |= rcl_context_fini(&g_context);
+  ret |= sim_time_node_fini(&g_sim);
   if (ret != RCL_RET_OK) {
-    failed("fini");
+    sim_time_node_failed(&g_sim, "fini");
   }
   return ok || g_stop ? 0 : 1;
 }
