@@ -380,11 +380,15 @@ class ChildProcess:
 
     def __init__(self, domain_id: int, script: str, cwd: str, args=(), env: dict = None,
                  prefix=()):
-        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
-                        PYTHONPATH=TEST_DIR)
-        full_env.update(env or {})
+        self._start([*prefix, sys.executable, '-c', script, *map(str, args)], domain_id, cwd,
+                    {'PYTHONPATH': TEST_DIR, **(env or {})})
+
+    def _start(self, argv, domain_id: int, cwd: str, env: dict) -> None:
+        """Start ``argv`` on the domain with ``env`` over this process's environment."""
+        full_env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
+        full_env.update(env)
         self.process = subprocess.Popen(
-            [*prefix, sys.executable, '-c', script, *map(str, args)], env=full_env, cwd=cwd,
+            argv, env=full_env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
         self._pending = b''
@@ -519,6 +523,13 @@ class ChildProcess:
     def output(self) -> str:
         """Return what the child printed so far."""
         return ''.join(self.lines) + self._pending.decode(errors='replace')
+
+
+class ProgramProcess(ChildProcess):
+    """A program of its own (a C executable, not a Python script), read as a child script is."""
+
+    def __init__(self, domain_id: int, cwd: str, argv, env: dict = None):
+        self._start(list(argv), domain_id, cwd, env or {})
 
 
 def rss_kib(pid: int) -> int:

@@ -23,14 +23,13 @@ server the layer changes nothing: the node runs on a /clock the test publishes.
 """
 
 import contextlib
-import os
 import subprocess
 import time
 
 from harness import ChildProcess
 from harness import executable
-from harness import LIVE_CHILDREN
 from harness import NS
+from harness import ProgramProcess
 from harness import SERVICE_QOS
 from harness import TIMEOUT
 from harness import UDP_LOOPBACK_ENV
@@ -266,18 +265,6 @@ print('ready', flush=True)
 rclpy.spin(node)
 """
 STUCK_NS = 30 * MS
-
-
-class _Program(ChildProcess):
-    """A program of its own (not a Python script) in a process on a domain, read as a child."""
-
-    def __init__(self, domain_id: int, cwd: str, argv):
-        self.process = subprocess.Popen(
-            argv, env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)), cwd=cwd,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.lines = []
-        self._pending = b''
-        LIVE_CHILDREN.add(self)
 
 
 def _start_node(domain_id, tmp_path, layer: bool, executor: str = 'single',
@@ -732,7 +719,7 @@ def test_an_unchanged_c_node_holds_each_frame_until_its_timer_ran(
     server = start_server({'mode': 'simulation', 'sync': True, 'time_step': 0.01})
     argv = [executable('lockstep'), executable('plain_rcl_node'),
             '--work-ms', str(round(WORK_S * 1000))]
-    child = _Program(domain_id, str(tmp_path), argv)
+    child = ProgramProcess(domain_id, str(tmp_path), argv)
     try:
         child.expect('ready', timeout=START_S)
         client.spin_until(lambda: '/plain_c' in client.status().participants,

@@ -33,7 +33,7 @@ from harness import ChildDidNotEnd
 from harness import ChildProcess
 from harness import executable
 from harness import FROZEN_READER
-from harness import LIVE_CHILDREN
+from harness import ProgramProcess
 from harness import ROOT
 from harness import ServerProcess
 from harness import stamp_ns
@@ -65,18 +65,6 @@ rclpy.try_shutdown()
 """
 
 
-class RelayProcess(ChildProcess):
-    """The C participant (the installed stack_relay executable), read as a child script is."""
-
-    def __init__(self, domain_id: int, cwd: str):
-        self.process = subprocess.Popen(
-            [executable('stack_relay')], env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id)),
-            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.lines = []
-        self._pending = b''
-        LIVE_CHILDREN.add(self)
-
-
 def _start_participants(domain_id, tmp_path) -> dict:
     """
     Start the participants, by the names they join under.
@@ -87,7 +75,7 @@ def _start_participants(domain_id, tmp_path) -> dict:
     return {
         **{role: ChildProcess(domain_id, STACK_NODE, str(tmp_path), args=(role,))
            for role in ('perception', 'control')},
-        'relay': RelayProcess(domain_id, str(tmp_path)),
+        'relay': ProgramProcess(domain_id, str(tmp_path), [executable('stack_relay')]),
         '/helper': ChildProcess(domain_id, HELPER_NODE, str(tmp_path), args=('helper',)),
     }
 

@@ -29,14 +29,13 @@ taken one frame after it went out.
 """
 
 import os
-import subprocess
 
 from bags import START_NS
 from bags import write_test_bag
 from harness import ChildProcess
 from harness import executable
-from harness import LIVE_CHILDREN
 from harness import NS
+from harness import ProgramProcess
 from harness import ROOT
 from harness import TIMEOUT
 import pytest
@@ -76,7 +75,7 @@ def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
 
     def start(role: str) -> ChildProcess:
         if role in in_c:
-            return ExecutableProcess(domain_id, str(tmp_path), [
+            return ProgramProcess(domain_id, str(tmp_path), [
                 executable('lockstep'), executable('stack_node_c'), role, *matched], layer_env)
         return ChildProcess(
             domain_id, NODE, str(tmp_path),
@@ -87,18 +86,6 @@ def start_stack(domain_id, tmp_path, roles, mode='deterministic', readers=None,
     for node in nodes.values():
         node.expect('joined', timeout=60.0)  # Python, rclpy, a join: slow on a loaded machine
     return nodes
-
-
-class ExecutableProcess(ChildProcess):
-    """An installed executable (the C relay, a C node), read as a child script is."""
-
-    def __init__(self, domain_id: int, cwd: str, argv: list, env: dict = None):
-        self.process = subprocess.Popen(
-            argv, env=dict(os.environ, ROS_DOMAIN_ID=str(domain_id), **(env or {})), cwd=cwd,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.lines = []
-        self._pending = b''
-        LIVE_CHILDREN.add(self)
 
 
 def processed(node: ChildProcess) -> list:
@@ -132,7 +119,7 @@ def record_run(start_server, client, domain_id, tmp_path, bag, run: int,
         client.spin_until(lambda: {f'/{role}' for role in under} <= set(
             client.status().participants), 'the nodes joined through the layer', timeout=60.0)
     if relay:
-        nodes['relay'] = ExecutableProcess(  # the recorder reads /relay
+        nodes['relay'] = ProgramProcess(  # the recorder reads /relay
             domain_id, str(tmp_path), [executable('stack_relay'), '--readers', '1'])
         nodes['relay'].expect('joined')
     recorder = start_server(executable=executable('recorder'), argv=[
