@@ -32,6 +32,7 @@ from bags import write_test_bag
 from harness import ChildProcess
 from harness import executable
 from harness import NS
+from harness import ProgramProcess
 from harness import soak
 import pytest
 from sim_clock.client.bag_diff import compare
@@ -83,24 +84,32 @@ def layer_environment(rule: str, asan: bool) -> dict:
 
 
 def launched_run(start_server, client, domain_id, tmp_path, bag: str, mode: str, run: int,
-                 storage: str, layer: str = '', asan: bool = False, hold: bool = False):
+                 storage: str, layer: str = '', asan: bool = False, hold: bool = False,
+                 in_c: bool = False):
     """
     Start everything at once, step at once; return (digest, path, processed, its log).
 
     ``layer``: each node unchanged, on ``rclpy.spin`` (``--mode plain``), under the lockstep
     layer with that rule (doc/lockstep-layer.md), not on the participant helper in ``mode``;
     ``asan``: the layer built with AddressSanitizer (:func:`layer_environment`); ``hold``: the
-    recorder with ``--hold-frames``, a participant that each frame waits for once it joined.
+    recorder with ``--hold-frames``, a participant that each frame waits for once it joined;
+    ``in_c``: each node the same role in plain C on rcl (``stack_node_c``) under the layer.
     """
-    output = str(tmp_path / f'{layer or mode}{"-asan" * asan}-{run}')
+    output = str(tmp_path / f'{layer or mode}{"-asan" * asan}{"-c" * in_c}-{run}')
     player = start_server({'sync': True, 'time_step': 0.01,
                            'expected_participants': EXPECTED},
                           argv=[bag, '--start-at-zero'], executable=executable('bag_player'))
-    nodes = {role: ChildProcess(domain_id, NODE, str(tmp_path),
-                                args=(role, '--mode', 'plain' if layer else mode),
-                                env=layer_environment(layer, asan) if layer else None,
-                                prefix=(executable('lockstep'),) if layer and not asan else ())
-             for role in ROLES}
+
+    def start(role: str) -> ChildProcess:
+        if in_c:
+            return ProgramProcess(domain_id, str(tmp_path), [
+                executable('lockstep'), executable('stack_node_c'), role],
+                layer_environment(layer, asan))
+        return ChildProcess(domain_id, NODE, str(tmp_path),
+                            args=(role, '--mode', 'plain' if layer else mode),
+                            env=layer_environment(layer, asan) if layer else None,
+                            prefix=(executable('lockstep'),) if layer and not asan else ())
+    nodes = {role: start(role) for role in ROLES}
     recorder = start_server(executable=executable('recorder'), argv=[
         output, '--until', str(STEPS * FRAMES * 10 * MS / NS), '-s', storage,
         *(['--hold-frames'] if hold else []),
@@ -127,32 +136,37 @@ def bag(tmp_path):
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize('mode, storage, layer, asan, hold', [
-    ('deterministic', 'sqlite3', '', False, False), ('next_frame', 'mcap', '', False, False),
-    ('deterministic', 'sqlite3', 'rounds', False, False),
-    ('next_frame', 'mcap', 'next_frame', False, False),
-    ('deterministic', 'sqlite3', 'rounds', False, True),
-    pytest.param('deterministic', 'sqlite3', 'rounds', True, False, marks=pytest.mark.skipif(
-        not os.path.isdir(ASAN),
-        reason='the compiler could not build the layer with AddressSanitizer'))],
+@pytest.mark.parametrize('mode, storage, layer, asan, hold, in_c', [
+    ('deterministic', 'sqlite3', '', False, False, False),
+    ('next_frame', 'mcap', '', False, False, False),
+    ('deterministic', 'sqlite3', 'rounds', False, False, False),
+    ('next_frame', 'mcap', 'next_frame', False, False, False),
+    ('deterministic', 'sqlite3', 'rounds', False, True, False),
+    ('deterministic', 'sqlite3', 'rounds', False, False, True),
+    pytest.param('deterministic', 'sqlite3', 'rounds', True, False, False,
+                 marks=pytest.mark.skipif(
+                     not os.path.isdir(ASAN),
+                     reason='the compiler could not build the layer with AddressSanitizer'))],
     ids=['deterministic', 'next_frame', 'layer_rounds', 'layer_next_frame',
-         'layer_rounds_hold_frames', 'layer_rounds_asan'])
+         'layer_rounds_hold_frames', 'layer_rounds_c_nodes', 'layer_rounds_asan'])
 def test_a_stack_started_at_once_records_the_same_file_every_run(
-        start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan, hold):
+        start_server, client, domain_id, tmp_path, bag, mode, storage, layer, asan, hold,
+        in_c):
     """
     RUNS runs started as launch starts them: one bag file, the first frame in it, causal.
 
     ``layer``: the same stack, each node unchanged under the lockstep layer, in rounds or at
     the next frame: named in ``expected_participants`` as the helper's are; ``asan``: with the
     layer built with AddressSanitizer, which reports any bad access of the layer in these
-    processes; ``hold``: the recorder with ``--hold-frames``, joining while the stack runs.
+    processes; ``hold``: the recorder with ``--hold-frames``, joining while the stack runs;
+    ``in_c``: the stack's nodes in plain C on rcl, unchanged under the layer.
     """
     path, chatter = bag
     digests, first, first_log = set(), None, None
     for run in range(RUNS):
         digest, output, seen, log = launched_run(
             start_server, client, domain_id, tmp_path, path, mode, run, storage, layer, asan,
-            hold)
+            hold, in_c)
         digests.add(digest)
         first, first_log = first or output, first_log or log
         assert not hold or 'joined /sim_clock as participant' in log, log
